@@ -30,6 +30,9 @@ type Shape struct {
 	Props map[string]*Shape
 	Items *Shape
 	Enum  map[string]bool
+	// Required lists the properties an object must carry; Empty fills
+	// them so that error responses still validate.
+	Required []string
 }
 
 type rawSchema struct {
@@ -38,6 +41,7 @@ type rawSchema struct {
 	Properties map[string]*rawSchema `json:"properties"`
 	Items      *rawSchema            `json:"items"`
 	Enum       []string              `json:"enum"`
+	Required   []string              `json:"required"`
 }
 
 type rawMedia struct {
@@ -153,6 +157,7 @@ func (c *compiler) shape(r *rawSchema) *Shape {
 		if isNoValue(r) {
 			s.Kind = NoValue
 		}
+		s.Required = r.Required
 		s.Props = make(map[string]*Shape, len(r.Properties))
 		for name, p := range r.Properties {
 			s.Props[name] = c.shape(p)

@@ -1,0 +1,104 @@
+package slurmapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Role is what an authenticated user may do.
+type Role int
+
+// Roles in increasing power. Coordinators act on their accounts' jobs;
+// operators and administrators on everything (Slurm's AdminLevel).
+const (
+	RoleUser Role = iota
+	RoleCoordinator
+	RoleOperator
+	RoleAdmin
+)
+
+// AuthConfig lists who holds which role. Nothing is hard-coded: a site
+// names its operators and admins and the accounts each coordinator runs.
+type AuthConfig struct {
+	Key          []byte              // HS256 key (LoadOrCreateKey)
+	Operators    []string            // may see and change every job
+	Admins       []string            // operators who may also change accounts and QOS
+	Coordinators map[string][]string // user -> accounts they coordinate
+}
+
+// Identity is the authenticated caller.
+type Identity struct {
+	User     string
+	Role     Role
+	accounts []string // coordinated accounts
+}
+
+// Authenticate reads the token from X-SLURM-USER-TOKEN (with an optional
+// X-SLURM-USER-NAME) or from Authorization: Bearer, as slurmrestd's
+// auth/jwt does, and returns the caller. A user-name header that differs
+// from the token's user is impersonation, allowed only to operators and
+// admins (like SlurmUser tokens in slurmrestd).
+func (c *AuthConfig) Authenticate(r *http.Request, now time.Time) (Identity, *Error) {
+	slurmToken := r.Header.Get("X-SLURM-USER-TOKEN")
+	userName := r.Header.Get("X-SLURM-USER-NAME")
+	bearer, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token := slurmToken
+	switch {
+	case slurmToken != "" && hasBearer:
+		return Identity{}, unauthorized("both X-SLURM-USER-TOKEN and Authorization: Bearer given; send one")
+	case hasBearer:
+		token = strings.TrimSpace(bearer)
+	case token == "":
+		return Identity{}, unauthorized("no token: set X-SLURM-USER-TOKEN or Authorization: Bearer (mint one with `sluice token`)")
+	}
+	claims, err := VerifyToken(c.Key, token, now)
+	if err != nil {
+		return Identity{}, unauthorized("%v", err)
+	}
+	id := c.identity(claims.User)
+	if userName != "" && userName != claims.User {
+		if id.Role < RoleOperator {
+			return Identity{}, unauthorized("X-SLURM-USER-NAME %q does not match the token's user %q", userName, claims.User)
+		}
+		id = c.identity(userName)
+	}
+	return id, nil
+}
+
+func unauthorized(format string, args ...any) *Error {
+	return Errorf(http.StatusUnauthorized, ErrRestAuthFail, "authentication", format, args...)
+}
+
+func (c *AuthConfig) identity(user string) Identity {
+	id := Identity{User: user, Role: RoleUser, accounts: c.Coordinators[user]}
+	switch {
+	case slices.Contains(c.Admins, user):
+		id.Role = RoleAdmin
+	case slices.Contains(c.Operators, user):
+		id.Role = RoleOperator
+	case len(id.accounts) > 0:
+		id.Role = RoleCoordinator
+	}
+	return id
+}
+
+// CanAccessJob reports whether the caller may see and change a job of
+// owner charged to account.
+func (id Identity) CanAccessJob(owner, account string) bool {
+	switch {
+	case id.Role >= RoleOperator, id.User == owner:
+		return true
+	case id.Role == RoleCoordinator:
+		return slices.Contains(id.accounts, account)
+	}
+	return false
+}
+
+// CanAdminister reports whether the caller may change accounts, users,
+// associations and QOS (sacctmgr writes).
+func (id Identity) CanAdminister() bool { return id.Role >= RoleAdmin }
+
+// IsOperator reports whether the caller sees everything.
+func (id Identity) IsOperator() bool { return id.Role >= RoleOperator }

@@ -1,0 +1,125 @@
+package slurmapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Slurm error numbers (slurm/slurm_errno.h) used in errors[] entries, so
+// that clients which switch on error_number behave as with slurmrestd.
+const (
+	ErrInvalidPartition  = 2000 // ESLURM_INVALID_PARTITION_NAME
+	ErrAccessDenied      = 2002 // ESLURM_ACCESS_DENIED
+	ErrInvalidNodeCount  = 2006 // ESLURM_INVALID_NODE_COUNT
+	ErrScriptMissing     = 2009 // ESLURM_JOB_SCRIPT_MISSING
+	ErrInvalidJobID      = 2017 // ESLURM_INVALID_JOB_ID
+	ErrInvalidNodeName   = 2018 // ESLURM_INVALID_NODE_NAME
+	ErrAlreadyDone       = 2021 // ESLURM_ALREADY_DONE
+	ErrBadTaskCount      = 2025 // ESLURM_BAD_TASK_COUNT
+	ErrNotSupported      = 2036 // ESLURM_NOT_SUPPORTED
+	ErrDependency        = 2038 // ESLURM_DEPENDENCY
+	ErrInvalidAccount    = 2045 // ESLURM_INVALID_ACCOUNT
+	ErrAccountingPolicy  = 2050 // ESLURM_ACCOUNTING_POLICY
+	ErrInvalidTimeLimit  = 2051 // ESLURM_INVALID_TIME_LIMIT
+	ErrInvalidTimeValue  = 2054 // ESLURM_INVALID_TIME_VALUE
+	ErrInvalidQOS        = 2066 // ESLURM_INVALID_QOS
+	ErrInvalidGRES       = 2072 // ESLURM_INVALID_GRES
+	ErrRestInvalidQuery  = 9000 // ESLURM_REST_INVALID_QUERY
+	ErrRestFailParsing   = 9001 // ESLURM_REST_FAIL_PARSING
+	ErrRestInvalidJobs   = 9002 // ESLURM_REST_INVALID_JOBS_DESC
+	ErrRestEmptyResult   = 9003 // ESLURM_REST_EMPTY_RESULT
+	ErrRestUnknownURL    = 9006 // ESLURM_REST_UNKNOWN_URL
+	ErrRestUnknownMethod = 9007 // ESLURM_REST_UNKNOWN_URL_METHOD
+	ErrRestAuthFail      = 9008 // ESLURM_REST_AUTH_FAIL
+	ErrRestBadRequest    = 9009 // ESLURM_REST_BAD_REQUEST
+)
+
+// Error is one errors[] entry together with the HTTP status it answers
+// with. Handlers and the Backend return it for anything the client did
+// wrong; any other error becomes a 500 with a generic entry.
+type Error struct {
+	Status      int    // HTTP status, 4xx for client mistakes
+	Number      int    // Slurm error number
+	Short       string // short form ("Invalid partition name specified")
+	Description string // what exactly was wrong, for the user
+	Source      string // where it was detected ("job.partition")
+}
+
+func (e *Error) Error() string {
+	if e.Source != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Source, e.Description, e.Short)
+	}
+	return fmt.Sprintf("%s (%s)", e.Description, e.Short)
+}
+
+// short texts as slurm_strerror() gives them.
+var shortText = map[int]string{
+	ErrInvalidPartition:  "Invalid partition name specified",
+	ErrAccessDenied:      "Access/permission denied",
+	ErrInvalidNodeCount:  "Node count specification invalid",
+	ErrScriptMissing:     "Batch job script missing or invalid",
+	ErrInvalidJobID:      "Invalid job id specified",
+	ErrInvalidNodeName:   "Invalid node name specified",
+	ErrAlreadyDone:       "Job/step already completing or completed",
+	ErrBadTaskCount:      "Task count specification invalid",
+	ErrNotSupported:      "Requested operation not supported on this system",
+	ErrDependency:        "Job dependency problem",
+	ErrInvalidAccount:    "Invalid account or account/partition combination specified",
+	ErrAccountingPolicy:  "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)",
+	ErrInvalidTimeLimit:  "Requested time limit is invalid (missing or exceeds some limit)",
+	ErrInvalidTimeValue:  "Invalid time specified",
+	ErrInvalidQOS:        "Invalid qos specification",
+	ErrInvalidGRES:       "Invalid generic resource (gres) specification",
+	ErrRestInvalidQuery:  "Query empty or incorrect type",
+	ErrRestFailParsing:   "Unable to parse request",
+	ErrRestInvalidJobs:   "Invalid job description",
+	ErrRestEmptyResult:   "Nothing found with query",
+	ErrRestUnknownURL:    "Unable to find requested URL endpoint",
+	ErrRestUnknownMethod: "Unknown HTTP method requested on known URL endpoint",
+	ErrRestAuthFail:      "Authentication failure",
+	ErrRestBadRequest:    "Request does not match expected format",
+}
+
+// Errorf builds an Error with the short text of its Slurm number.
+func Errorf(status, number int, source, format string, args ...any) *Error {
+	return &Error{
+		Status:      status,
+		Number:      number,
+		Short:       shortText[number],
+		Description: fmt.Sprintf(format, args...),
+		Source:      source,
+	}
+}
+
+// BadRequest is a 400 for a malformed or invalid field.
+func BadRequest(number int, source, format string, args ...any) *Error {
+	return Errorf(http.StatusBadRequest, number, source, format, args...)
+}
+
+// NotFound is a 404, used when a named job, node, partition or account
+// does not exist (or is not visible to the caller).
+func NotFound(number int, source, format string, args ...any) *Error {
+	return Errorf(http.StatusNotFound, number, source, format, args...)
+}
+
+// Forbidden is a 403 for an authenticated user acting beyond their role.
+func Forbidden(source, format string, args ...any) *Error {
+	return Errorf(http.StatusForbidden, ErrAccessDenied, source, format, args...)
+}
+
+// asError returns err as an *Error, or a generic 500 entry that does not
+// leak internals beyond the message.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{
+		Status:      http.StatusInternalServerError,
+		Number:      1,
+		Short:       "Unspecified error",
+		Description: err.Error(),
+		Source:      "sluice",
+	}
+}

@@ -1,0 +1,134 @@
+package slurmapi
+
+import "time"
+
+// JobDesc is a validated job submission: what the REST body, the script's
+// #SBATCH directives and the server's defaults together ask for. It is the
+// one internal form every version's submit request decodes into and the
+// form the Backend stores (on Kubernetes: in the job's PodGroup).
+type JobDesc struct {
+	Name      string `json:"name"`
+	User      string `json:"user"`
+	Partition string `json:"partition,omitempty"`
+	Account   string `json:"account,omitempty"`
+	QOS       string `json:"qos,omitempty"`
+	Script    string `json:"script"`
+
+	Nodes        int `json:"nodes"`               // minimum node count, >= 1
+	MaxNodes     int `json:"max_nodes,omitempty"` // 0: same as Nodes
+	Tasks        int `json:"tasks"`               // total tasks, >= 1
+	TasksPerNode int `json:"tasks_per_node,omitempty"`
+	CPUsPerTask  int `json:"cpus_per_task"`
+
+	// Memory in MiB; at most one of the three is set, as with sbatch.
+	MemoryPerNode int64 `json:"memory_per_node,omitempty"`
+	MemoryPerCPU  int64 `json:"memory_per_cpu,omitempty"`
+	MemoryPerGPU  int64 `json:"memory_per_gpu,omitempty"`
+
+	GPUs GPURequest `json:"gpus"`
+
+	// TimeLimit is the wall-clock limit; 0 means the partition default.
+	TimeLimit time.Duration `json:"time_limit,omitempty"`
+
+	Environment    []string  `json:"environment,omitempty"` // KEY=VALUE
+	WorkDir        string    `json:"current_working_directory,omitempty"`
+	Stdout         string    `json:"standard_output,omitempty"`
+	Stderr         string    `json:"standard_error,omitempty"`
+	Stdin          string    `json:"standard_input,omitempty"`
+	Requeue        bool      `json:"requeue,omitempty"`
+	Hold           bool      `json:"hold,omitempty"`
+	Dependency     string    `json:"dependency,omitempty"`
+	Array          string    `json:"array,omitempty"` // as given: "0-15%4"
+	BeginTime      time.Time `json:"begin_time,omitzero"`
+	Comment        string    `json:"comment,omitempty"`
+	ContainerImage string    `json:"container_image,omitempty"`
+	Priority       int64     `json:"priority,omitempty"` // 0: computed
+}
+
+// GPURequest is the job's GPU demand in the core's terms. Whole GPUs are
+// counted per node, per task or per job (at most one of them, as sbatch);
+// Fraction is a share of one GPU (0 < Fraction < 1) from gres/shard or
+// gres/mps, placed on a shared device.
+type GPURequest struct {
+	Type     string  `json:"type,omitempty"` // GPU model, e.g. "h100"
+	PerNode  int     `json:"per_node,omitempty"`
+	PerTask  int     `json:"per_task,omitempty"`
+	PerJob   int     `json:"per_job,omitempty"`
+	Fraction float64 `json:"fraction,omitempty"`
+	// Shards keeps a gres/shard count as asked, for display.
+	Shards int `json:"shards,omitempty"`
+}
+
+// Total is the number of whole GPUs the job needs on all its nodes.
+func (g GPURequest) Total(nodes, tasks int) int {
+	switch {
+	case g.PerJob > 0:
+		return g.PerJob
+	case g.PerTask > 0:
+		return g.PerTask * tasks
+	default:
+		return g.PerNode * nodes
+	}
+}
+
+// Job is a job as squeue, scontrol and sacct show it: Slurm-submitted
+// and manifest-submitted workloads alike.
+type Job struct {
+	ID          uint32
+	ArrayJobID  uint32 // 0 unless an array task
+	ArrayTaskID *int   // nil unless an array task
+	Desc        JobDesc
+
+	// State is Slurm's base state first, then flags: ["PENDING"],
+	// ["RUNNING"], ["COMPLETED"], ["PENDING","REQUEUED"], ...
+	State      []string
+	Reason     string // why pending ("Resources", "Priority", ...) or "None"
+	SubmitTime time.Time
+	StartTime  time.Time
+	EndTime    time.Time
+	NodeList   string   // "node-[1-2]"
+	NodeNames  []string // allocated nodes in order
+	CPUs       int      // allocated (or requested while pending)
+	TRESReq    string   // "cpu=16,mem=64G,node=2,billing=16,gres/gpu=16"
+	TRESAlloc  string
+	ExitCode   int // process exit code
+	Signal     int // terminating signal, 0 if none
+	Priority   int64
+	// Manifest is true for a workload that came in as a Kubernetes
+	// manifest (no script; Desc holds what could be derived).
+	Manifest bool
+}
+
+// JobUpdate is what POST job/{id} may change. Nil fields stay as they are.
+type JobUpdate struct {
+	Hold      *bool
+	TimeLimit *time.Duration
+	Priority  *int64
+	Comment   *string
+	Name      *string
+}
+
+// JobFilter narrows a job listing. Zero values match everything.
+type JobFilter struct {
+	IDs        []uint32
+	Users      []string
+	Accounts   []string
+	Partitions []string
+	States     []string
+	Since      time.Time // only jobs changed since (update_time)
+}
+
+// SubmitResult is what the backend acknowledges. Once returned, the id
+// survives a server restart.
+type SubmitResult struct {
+	JobID   uint32
+	StepID  string // "batch"
+	Message string // job_submit_user_msg
+}
+
+// CancelRequest signals one or more jobs (scancel).
+type CancelRequest struct {
+	Signal int // 9 (SIGKILL) cancels; others are delivered to the job
+	Batch  bool
+	Full   bool
+}
