@@ -1,0 +1,213 @@
+// Package accounting is Sluice's ledger: every workload's life (Slurm-submitted
+// or manifest-submitted), node down time, decayed usage for fair share and the
+// data behind sacct, sshare and sreport. The Store interface is implemented by
+// accounting/store (SQLite or PostgreSQL); accounting/report renders reports.
+package accounting
+
+import (
+	"fmt"
+	"time"
+)
+
+// JobState is a Slurm job state name, as sacct prints it.
+type JobState string
+
+// The Slurm states the ledger records.
+const (
+	StatePending     JobState = "PENDING"
+	StateRunning     JobState = "RUNNING"
+	StateCompleted   JobState = "COMPLETED"
+	StateFailed      JobState = "FAILED"
+	StateCancelled   JobState = "CANCELLED"
+	StateTimeout     JobState = "TIMEOUT"
+	StatePreempted   JobState = "PREEMPTED"
+	StateNodeFail    JobState = "NODE_FAIL"
+	StateRequeued    JobState = "REQUEUED"
+	StateOutOfMemory JobState = "OUT_OF_MEMORY"
+)
+
+// AllStates lists every recorded state in Slurm's documentation order.
+var AllStates = []JobState{StatePending, StateRunning, StateCompleted, StateFailed,
+	StateCancelled, StateTimeout, StatePreempted, StateNodeFail, StateRequeued, StateOutOfMemory}
+
+// ParseJobState accepts a Slurm state name (any case) or its sacct
+// abbreviation (PD, R, CD, F, CA, TO, PR, NF, RQ, OOM).
+func ParseJobState(s string) (JobState, error) {
+	abbrev := map[string]JobState{"PD": StatePending, "R": StateRunning, "CD": StateCompleted,
+		"F": StateFailed, "CA": StateCancelled, "TO": StateTimeout, "PR": StatePreempted,
+		"NF": StateNodeFail, "RQ": StateRequeued, "OOM": StateOutOfMemory}
+	up := upper(s)
+	if st, ok := abbrev[up]; ok {
+		return st, nil
+	}
+	for _, st := range AllStates {
+		if string(st) == up {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown job state %q (want one of PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, REQUEUED, OUT_OF_MEMORY)", s)
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// Final reports whether a job in this state has ended for good (its end time
+// is set). REQUEUED and PREEMPTED are not final: a requeued or preempted job
+// may run again.
+func (s JobState) Final() bool {
+	switch s {
+	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOutOfMemory:
+		return true
+	}
+	return false
+}
+
+// Origin says how a workload entered the cluster.
+type Origin string
+
+// Origins.
+const (
+	OriginSlurm      Origin = "slurm"
+	OriginKubernetes Origin = "kubernetes"
+)
+
+// TRES is a set of trackable resources. GPUs are fractional: half a shared
+// device is 0.5.
+type TRES struct {
+	CPUs     int64   `json:"cpu"`
+	MemMB    int64   `json:"mem_mb"`
+	GPUs     float64 `json:"gpus"`
+	GPUMemMB int64   `json:"gpu_mem_mb"`
+	Nodes    int64   `json:"nodes"`
+	Billing  float64 `json:"billing,omitempty"`
+}
+
+// Job is one workload's ledger record. Times are UTC; the zero time means
+// "not yet" (a pending job has no start, a running job no end).
+type Job struct {
+	JobID        int64     `json:"job_id"`
+	ArrayJobID   int64     `json:"array_job_id,omitempty"`
+	ArrayTaskID  int64     `json:"array_task_id"` // -1 when the job is not an array task
+	Name         string    `json:"name"`
+	User         string    `json:"user"`
+	Account      string    `json:"account"`
+	Partition    string    `json:"partition"`
+	QOS          string    `json:"qos"`
+	Origin       Origin    `json:"origin"`
+	Namespace    string    `json:"namespace,omitempty"`
+	PodGroup     string    `json:"podgroup,omitempty"`
+	Submit       time.Time `json:"submit_time"`
+	Eligible     time.Time `json:"eligible_time"`
+	Start        time.Time `json:"start_time"`
+	End          time.Time `json:"end_time"`
+	State        JobState  `json:"state"`
+	ExitCode     int       `json:"exit_code"`
+	ExitSignal   int       `json:"exit_signal"`
+	Requested    TRES      `json:"requested"`
+	Allocated    TRES      `json:"allocated"`
+	NodeList     string    `json:"node_list"`
+	RequeueCount int       `json:"requeue_count"`
+}
+
+// Validate rejects a record the ledger cannot account for.
+func (j Job) Validate() error {
+	switch {
+	case j.JobID <= 0:
+		return fmt.Errorf("job id %d: must be positive", j.JobID)
+	case j.Account == "":
+		return fmt.Errorf("job %d: account is empty", j.JobID)
+	case j.User == "":
+		return fmt.Errorf("job %d: user is empty", j.JobID)
+	case j.Origin != OriginSlurm && j.Origin != OriginKubernetes:
+		return fmt.Errorf("job %d: origin %q is neither slurm nor kubernetes", j.JobID, j.Origin)
+	case j.Allocated.GPUs < 0 || j.Requested.GPUs < 0 || j.Allocated.CPUs < 0 || j.Allocated.MemMB < 0:
+		return fmt.Errorf("job %d: negative TRES", j.JobID)
+	case !j.End.IsZero() && !j.Start.IsZero() && j.End.Before(j.Start):
+		return fmt.Errorf("job %d: end %s before start %s", j.JobID, j.End.Format(time.RFC3339), j.Start.Format(time.RFC3339))
+	}
+	if _, err := ParseJobState(string(j.State)); err != nil {
+		return fmt.Errorf("job %d: %w", j.JobID, err)
+	}
+	return nil
+}
+
+// Transition is one state change of a job. The ledger keys it by job id,
+// time and state, so a recorder that replays its events writes nothing twice.
+type Transition struct {
+	JobID  int64     `json:"job_id"`
+	At     time.Time `json:"at"`
+	State  JobState  `json:"state"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Validate rejects a transition the ledger cannot place.
+func (t Transition) Validate() error {
+	if t.JobID <= 0 {
+		return fmt.Errorf("transition: job id %d must be positive", t.JobID)
+	}
+	if t.At.IsZero() {
+		return fmt.Errorf("transition of job %d: time is unset", t.JobID)
+	}
+	if _, err := ParseJobState(string(t.State)); err != nil {
+		return fmt.Errorf("transition of job %d: %w", t.JobID, err)
+	}
+	return nil
+}
+
+// Run is one interval during which a job held its allocation: from a RUNNING
+// transition to the next transition that stops it. End is zero while it runs.
+type Run struct {
+	JobID int64     `json:"job_id"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// RunUsage is a Run with what the job held and whom it is charged to, the
+// row usage and sreport are computed from.
+type RunUsage struct {
+	Run
+	User      string `json:"user"`
+	Account   string `json:"account"`
+	Partition string `json:"partition"`
+	QOS       string `json:"qos"`
+	Allocated TRES   `json:"allocated"`
+}
+
+// Node is a node's capacity over the time it belonged to the cluster.
+// Removed is zero while the node is still there.
+type Node struct {
+	Name    string    `json:"name"`
+	TRES    TRES      `json:"tres"`
+	Added   time.Time `json:"added"`
+	Removed time.Time `json:"removed"`
+}
+
+// NodeDown is an interval during which a node (or some of its GPUs) could not
+// run work, as reported by remediation. End is zero while it is down.
+type NodeDown struct {
+	Node   string    `json:"node"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Reason string    `json:"reason"`
+	TRES   TRES      `json:"tres"` // what was lost: usually the node's whole capacity
+}
+
+// Validate rejects an interval that cannot be accounted.
+func (d NodeDown) Validate() error {
+	switch {
+	case d.Node == "":
+		return fmt.Errorf("node down: node name is empty")
+	case d.Start.IsZero():
+		return fmt.Errorf("node down %s: start is unset", d.Node)
+	case !d.End.IsZero() && d.End.Before(d.Start):
+		return fmt.Errorf("node down %s: end before start", d.Node)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package accounting
+
+import (
+	"sort"
+	"time"
+)
+
+// Summary is what a job's transitions say about it.
+type Summary struct {
+	State        JobState
+	Start        time.Time // start of the latest run, as sacct shows after a requeue
+	End          time.Time // set once the latest state is final
+	RequeueCount int
+	Runs         []Run
+}
+
+// stateOrder breaks ties between transitions recorded in the same second
+// (Kubernetes timestamps have one-second resolution): a requeue closes the old
+// run and sends the job back to PENDING before a new RUNNING opens, and a
+// final state closes a run that began in the same second.
+func stateOrder(s JobState) int {
+	switch {
+	case s == StateRequeued || s == StatePreempted:
+		return 0
+	case s == StatePending:
+		return 1
+	case s == StateRunning:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// SortTransitions orders a job's transitions by time, ties by stateOrder.
+func SortTransitions(ts []Transition) {
+	sort.SliceStable(ts, func(i, k int) bool {
+		if !ts[i].At.Equal(ts[k].At) {
+			return ts[i].At.Before(ts[k].At)
+		}
+		return stateOrder(ts[i].State) < stateOrder(ts[k].State)
+	})
+}
+
+// Summarize derives a job's state, runs and requeue count from its history.
+// It is a pure function of the set of transitions, so replays and out-of-order
+// delivery give the same answer.
+func Summarize(ts []Transition) Summary {
+	sorted := append([]Transition(nil), ts...)
+	SortTransitions(sorted)
+	var s Summary
+	var open *Run
+	for _, t := range sorted {
+		s.State = t.State
+		if t.State == StateRequeued {
+			s.RequeueCount++
+		}
+		if t.State == StateRunning {
+			if open == nil {
+				s.Runs = append(s.Runs, Run{JobID: t.JobID, Start: t.At})
+				open = &s.Runs[len(s.Runs)-1]
+				s.Start = t.At
+			}
+			continue
+		}
+		if open != nil {
+			open.End = t.At
+			open = nil
+		}
+	}
+	if s.State.Final() && len(sorted) > 0 {
+		s.End = sorted[len(sorted)-1].At
+	}
+	return s
+}

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/accounting"
+)
+
+// SQLStore is the ledger on SQLite or PostgreSQL.
+type SQLStore struct {
+	db      *sql.DB
+	dialect dialect
+}
+
+var _ accounting.Store = (*SQLStore)(nil)
+
+// Close releases the database.
+func (s *SQLStore) Close() error { return s.db.Close() }
+
+// q rebinds a query written with ? placeholders for the store's dialect.
+func (s *SQLStore) q(query string) string {
+	if s.dialect != dialectPostgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unix stores a time as Unix seconds, the zero time as 0.
+func unix(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// fromUnix is unix's inverse, in UTC.
+func fromUnix(s int64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, 0).UTC()
+}
+
+// inTx runs fn in a transaction, committed when fn returns nil.
+func (s *SQLStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+const upsertJobSQL = `INSERT INTO jobs (job_id, array_job_id, array_task_id, name, user_name, account,
+	partition_name, qos, origin, namespace, podgroup, submit_time, eligible_time, start_time, end_time,
+	state, exit_code, exit_signal, req_cpus, req_mem_mb, req_gpus, req_gpu_mem_mb, req_nodes,
+	alloc_cpus, alloc_mem_mb, alloc_gpus, alloc_gpu_mem_mb, alloc_nodes, node_list, requeue_count)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (job_id) DO UPDATE SET array_job_id = excluded.array_job_id,
+	array_task_id = excluded.array_task_id, name = excluded.name, user_name = excluded.user_name,
+	account = excluded.account, partition_name = excluded.partition_name, qos = excluded.qos,
+	origin = excluded.origin, namespace = excluded.namespace, podgroup = excluded.podgroup,
+	submit_time = excluded.submit_time, eligible_time = excluded.eligible_time,
+	start_time = excluded.start_time, end_time = excluded.end_time, state = excluded.state,
+	exit_code = excluded.exit_code, exit_signal = excluded.exit_signal,
+	req_cpus = excluded.req_cpus, req_mem_mb = excluded.req_mem_mb, req_gpus = excluded.req_gpus,
+	req_gpu_mem_mb = excluded.req_gpu_mem_mb, req_nodes = excluded.req_nodes,
+	alloc_cpus = excluded.alloc_cpus, alloc_mem_mb = excluded.alloc_mem_mb,
+	alloc_gpus = excluded.alloc_gpus, alloc_gpu_mem_mb = excluded.alloc_gpu_mem_mb,
+	alloc_nodes = excluded.alloc_nodes, node_list = excluded.node_list,
+	requeue_count = excluded.requeue_count`
+
+func jobArgs(j accounting.Job) []any {
+	return []any{j.JobID, j.ArrayJobID, j.ArrayTaskID, j.Name, j.User, j.Account,
+		j.Partition, j.QOS, string(j.Origin), j.Namespace, j.PodGroup, unix(j.Submit), unix(j.Eligible),
+		unix(j.Start), unix(j.End), string(j.State), j.ExitCode, j.ExitSignal,
+		j.Requested.CPUs, j.Requested.MemMB, j.Requested.GPUs, j.Requested.GPUMemMB, j.Requested.Nodes,
+		j.Allocated.CPUs, j.Allocated.MemMB, j.Allocated.GPUs, j.Allocated.GPUMemMB, j.Allocated.Nodes,
+		j.NodeList, j.RequeueCount}
+}
+
+// UpsertJob writes one job; see accounting.Store.
+func (s *SQLStore) UpsertJob(ctx context.Context, j accounting.Job) error {
+	return s.UpsertJobs(ctx, []accounting.Job{j})
+}
+
+// UpsertJobs writes many jobs in one transaction: the recorder's reconcile
+// pass and bulk imports. Nothing is written when any job is invalid.
+func (s *SQLStore) UpsertJobs(ctx context.Context, jobs []accounting.Job) error {
+	for _, j := range jobs {
+		if err := j.Validate(); err != nil {
+			return err
+		}
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		w, err := s.newWriter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		for _, j := range jobs {
+			if _, err := w.upsertJob.ExecContext(ctx, jobArgs(j)...); err != nil {
+				return fmt.Errorf("upsert job %d: %w", j.JobID, err)
+			}
+			if err := w.refresh(ctx, j.JobID, &j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RecordTransitions writes transitions and rederives the touched jobs; see
+// accounting.Store. Nothing is written when any transition is invalid.
+func (s *SQLStore) RecordTransitions(ctx context.Context, ts []accounting.Transition) error {
+	for _, t := range ts {
+		if err := t.Validate(); err != nil {
+			return err
+		}
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		w, err := s.newWriter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		touched := map[int64]bool{}
+		var order []int64
+		for _, t := range ts {
+			if _, err := w.upsertTransition.ExecContext(ctx, t.JobID, unix(t.At), string(t.State), t.Reason); err != nil {
+				return fmt.Errorf("record transition of job %d: %w", t.JobID, err)
+			}
+			if !touched[t.JobID] {
+				touched[t.JobID] = true
+				order = append(order, t.JobID)
+			}
+		}
+		for _, id := range order {
+			if err := w.refresh(ctx, id, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"math/rand"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/accounting"
+)
+
+var t0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+
+func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+
+func sampleJob(id int64) accounting.Job {
+	return accounting.Job{
+		JobID: id, ArrayJobID: 0, ArrayTaskID: -1, Name: "train", User: "alice", Account: "nlp",
+		Partition: "h100", QOS: "normal", Origin: accounting.OriginSlurm, Namespace: "sluice-jobs",
+		PodGroup: "job-1", Submit: at(0), Eligible: at(0), State: accounting.StatePending,
+		Requested: accounting.TRES{CPUs: 8, MemMB: 64000, GPUs: 1.5, GPUMemMB: 120000, Nodes: 1},
+	}
+}
+
+func TestMigrationsAreRecordedAndAppliedOnce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		ms, err := migrations(s.dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A second migrate (a restart) must find everything applied.
+		if err := s.migrate(ctx); err != nil {
+			t.Fatalf("second migrate: %v", err)
+		}
+		got, err := s.SchemaVersions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(ms) || got[len(got)-1] != ms[len(ms)-1].version {
+			t.Fatalf("applied versions %v, want one per migration file (%d)", got, len(ms))
+		}
+	})
+}
+
+func TestUpsertJobRoundTripsAndIsIdempotent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		j := sampleJob(7)
+		j.State = accounting.StateCompleted
+		j.Start, j.End = at(60), at(3660)
+		j.Allocated = accounting.TRES{CPUs: 8, MemMB: 64000, GPUs: 1.5, GPUMemMB: 120000, Nodes: 1}
+		j.NodeList, j.ExitCode, j.ExitSignal = "gpu-[01-02]", 3, 9
+		for range 2 {
+			if err := s.UpsertJob(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.Jobs(ctx, accounting.JobFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !reflect.DeepEqual(got[0], j) {
+			t.Fatalf("jobs after two upserts:\n got %+v\nwant [%+v]", got, j)
+		}
+		runs, err := s.Runs(ctx, time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 1 || runs[0].End.Sub(runs[0].Start) != time.Hour || runs[0].Allocated.GPUs != 1.5 {
+			t.Fatalf("runs %+v, want one 1h run holding 1.5 GPUs", runs)
+		}
+	})
+}
+
+// A requeued job: two runs, 100 s and 200 s. Replayed twice and shuffled,
+// the ledger must hold the same history and charge 300 s, not 600.
+func TestTransitionsReplayNeitherLoseNorDoubleCount(t *testing.T) {
+	history := []accounting.Transition{
+		{JobID: 9, At: at(0), State: accounting.StatePending},
+		{JobID: 9, At: at(10), State: accounting.StateRunning},
+		{JobID: 9, At: at(110), State: accounting.StateRequeued, Reason: "preempted by high"},
+		{JobID: 9, At: at(110), State: accounting.StatePending},
+		{JobID: 9, At: at(200), State: accounting.StateRunning},
+		{JobID: 9, At: at(400), State: accounting.StateCompleted},
+	}
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		// The recorder may see transitions before the job object.
+		if err := s.RecordTransitions(ctx, history[:3]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpsertJob(ctx, sampleJob(9)); err != nil {
+			t.Fatal(err)
+		}
+		replay := append(append([]accounting.Transition(nil), history...), history...)
+		rand.New(rand.NewSource(1)).Shuffle(len(replay), func(i, k int) { replay[i], replay[k] = replay[k], replay[i] })
+		if err := s.RecordTransitions(ctx, replay); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Transitions(ctx, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, history) {
+			t.Fatalf("history after replay:\n got %+v\nwant %+v", got, history)
+		}
+		jobs, err := s.Jobs(ctx, accounting.JobFilter{JobIDs: []int64{9}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := jobs[0]
+		if j.State != accounting.StateCompleted || !j.Start.Equal(at(200)) || !j.End.Equal(at(400)) || j.RequeueCount != 1 {
+			t.Fatalf("job summary %s start %s end %s requeues %d; want COMPLETED, latest start +200s, end +400s, 1 requeue",
+				j.State, j.Start, j.End, j.RequeueCount)
+		}
+		runs, err := s.Runs(ctx, time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held time.Duration
+		for _, r := range runs {
+			held += r.End.Sub(r.Start)
+		}
+		if len(runs) != 2 || held != 300*time.Second {
+			t.Fatalf("runs %+v hold %s, want 2 runs holding 300s", runs, held)
+		}
+	})
+}
+
+func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
+	good := accounting.Transition{JobID: 1, At: at(0), State: accounting.StatePending}
+	cases := []struct {
+		name  string
+		write func(context.Context, *SQLStore) error
+		want  string
+	}{
+		{"transition with unknown state", func(ctx context.Context, s *SQLStore) error {
+			return s.RecordTransitions(ctx, []accounting.Transition{good, {JobID: 1, At: at(5), State: "EXPLODED"}})
+		}, "unknown job state"},
+		{"transition without time", func(ctx context.Context, s *SQLStore) error {
+			return s.RecordTransitions(ctx, []accounting.Transition{good, {JobID: 1, State: accounting.StateRunning}})
+		}, "time is unset"},
+		{"job without account", func(ctx context.Context, s *SQLStore) error {
+			j := sampleJob(2)
+			j.Account = ""
+			return s.UpsertJobs(ctx, []accounting.Job{sampleJob(1), j})
+		}, "account is empty"},
+		{"job ending before it starts", func(ctx context.Context, s *SQLStore) error {
+			j := sampleJob(2)
+			j.Start, j.End = at(100), at(50)
+			return s.UpsertJobs(ctx, []accounting.Job{sampleJob(1), j})
+		}, "before start"},
+		{"node down without node", func(ctx context.Context, s *SQLStore) error {
+			return s.RecordNodeDown(ctx, accounting.NodeDown{Start: at(0)})
+		}, "node name is empty"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, s *SQLStore) {
+				ctx := context.Background()
+				err := c.write(ctx, s)
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("error %v, want one mentioning %q", err, c.want)
+				}
+				jobs, _ := s.Jobs(ctx, accounting.JobFilter{})
+				ts, _ := s.Transitions(ctx, 1)
+				downs, _ := s.NodeDowns(ctx, time.Time{}, time.Time{})
+				if len(jobs)+len(ts)+len(downs) != 0 {
+					t.Fatalf("a rejected batch left %d jobs, %d transitions, %d down intervals", len(jobs), len(ts), len(downs))
+				}
+			})
+		})
+	}
+}
+
+func TestJobsFilter(t *testing.T) {
+	mk := func(id int64, user, account, part string, st accounting.JobState, submit, start, end int) accounting.Job {
+		j := sampleJob(id)
+		j.User, j.Account, j.Partition, j.State = user, account, part, st
+		j.Submit = at(submit)
+		if start >= 0 {
+			j.Start = at(start)
+		}
+		if end >= 0 {
+			j.End = at(end)
+		}
+		return j
+	}
+	jobs := []accounting.Job{
+		mk(1, "alice", "nlp", "h100", accounting.StateCompleted, 0, 10, 100),
+		mk(2, "bob", "vision", "a100", accounting.StateFailed, 50, 60, 200),
+		mk(3, "alice", "nlp", "a100", accounting.StateRunning, 300, 310, -1),
+		mk(4, "carol", "vision", "h100", accounting.StatePending, 500, -1, -1),
+	}
+	cases := []struct {
+		name string
+		f    accounting.JobFilter
+		want []int64
+	}{
+		{"everything", accounting.JobFilter{}, []int64{1, 2, 3, 4}},
+		{"by user", accounting.JobFilter{Users: []string{"alice"}}, []int64{1, 3}},
+		{"by accounts", accounting.JobFilter{Accounts: []string{"vision"}}, []int64{2, 4}},
+		{"by partition", accounting.JobFilter{Partitions: []string{"a100"}}, []int64{2, 3}},
+		{"by state", accounting.JobFilter{States: []accounting.JobState{accounting.StateRunning, accounting.StatePending}}, []int64{3, 4}},
+		{"by job id", accounting.JobFilter{JobIDs: []int64{2, 4}}, []int64{2, 4}},
+		// Window [150, 400): job 1 ended before it, job 4 was submitted after.
+		{"window", accounting.JobFilter{Start: at(150), End: at(400)}, []int64{2, 3}},
+		{"account and window", accounting.JobFilter{Accounts: []string{"nlp"}, Start: at(150), End: at(400)}, []int64{3}},
+		{"nothing matches", accounting.JobFilter{Users: []string{"mallory"}}, nil},
+	}
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		if err := s.UpsertJobs(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			got, err := s.Jobs(ctx, c.f)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			var ids []int64
+			for _, j := range got {
+				ids = append(ids, j.JobID)
+			}
+			if !reflect.DeepEqual(ids, c.want) {
+				t.Errorf("%s: got jobs %v, want %v", c.name, ids, c.want)
+			}
+		}
+	})
+}
+
+func TestNodeDownIsOpenedThenClosed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		d := accounting.NodeDown{Node: "gpu-01", Start: at(100), Reason: "XID 79", TRES: accounting.TRES{GPUs: 8}}
+		if err := s.RecordNodeDown(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		open, err := s.NodeDowns(ctx, at(1000), at(2000))
+		if err != nil || len(open) != 1 || !open[0].End.IsZero() {
+			t.Fatalf("an open down interval must overlap any later window: %+v %v", open, err)
+		}
+		d.End = at(400)
+		if err := s.RecordNodeDown(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			from, to int
+			want     int
+		}{{0, 200, 1}, {300, 500, 1}, {400, 500, 0}, {0, 100, 0}} {
+			got, err := s.NodeDowns(ctx, at(c.from), at(c.to))
+			if err != nil || len(got) != c.want {
+				t.Errorf("window [%d,%d): %d intervals (%v), want %d", c.from, c.to, len(got), err, c.want)
+			}
+		}
+		if err := s.UpsertNode(ctx, accounting.Node{Name: "gpu-01", TRES: accounting.TRES{CPUs: 64, GPUs: 8}, Added: at(0)}); err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := s.Nodes(ctx)
+		if err != nil || len(nodes) != 1 || nodes[0].TRES.GPUs != 8 {
+			t.Fatalf("nodes %+v %v", nodes, err)
+		}
+	})
+}
+
+func TestParseDSN(t *testing.T) {
+	cases := []struct {
+		dsn     string
+		dialect dialect
+		source  string // prefix
+		err     string
+	}{
+		{"/var/lib/sluice/ledger.db", dialectSQLite, "file:/var/lib/sluice/ledger.db?", ""},
+		{"sqlite:///var/lib/sluice/ledger.db", dialectSQLite, "file:/var/lib/sluice/ledger.db?", ""},
+		{"sqlite://ledger.db", dialectSQLite, "file:ledger.db?", ""},
+		{"postgres://u:p@db:5432/sluice?sslmode=disable", dialectPostgres, "postgres://u:p@db:5432/sluice", ""},
+		{"postgresql://db/sluice", dialectPostgres, "postgresql://db/sluice", ""},
+		{"", 0, "", "empty"},
+		{"mysql://db/sluice", 0, "", "unknown scheme"},
+		{"sqlite://", 0, "", "names no file"},
+	}
+	for _, c := range cases {
+		got, err := parseDSN(c.dsn)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.dsn, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got.dialect != c.dialect || !strings.HasPrefix(got.source, c.source) {
+			t.Errorf("%q: got %v %q %v, want %v %q...", c.dsn, got.dialect, got.source, err, c.dialect, c.source)
+		}
+	}
+}
