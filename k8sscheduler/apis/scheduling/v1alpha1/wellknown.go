@@ -1,0 +1,54 @@
+package v1alpha1
+
+// Label, annotation, taint and resource names shared by every Sluice
+// component, kept in one place so the scheduler, webhook, Slurm API, agent
+// and rig cannot drift apart.
+const (
+	// DefaultSchedulerName is the schedulerName of pods Sluice schedules,
+	// unless configured otherwise.
+	DefaultSchedulerName = "sluice"
+	// DefaultQueue is the queue of pods that name none, in a namespace
+	// that names none.
+	DefaultQueue = "default"
+
+	// QueueLabel names a pod's (or its owner's, or its namespace's) Queue.
+	QueueLabel = "sluice.dev/queue"
+	// KAIQueueLabel is KAI Scheduler's queue label, accepted so KAI
+	// manifests run unchanged. QueueLabel wins when both are set.
+	KAIQueueLabel = "kai.scheduler/queue"
+	// JobIDLabel holds the Slurm-style job id on a PodGroup and its pods.
+	JobIDLabel = "sluice.dev/job-id"
+	// PartitionLabel puts a node in a partition (Partition node selectors
+	// use it) and, on a pod or its owner, names the pod's partition.
+	PartitionLabel = "sluice.dev/partition"
+
+	// PodGroupAnnotation on a pod names its PodGroup explicitly, overriding
+	// the group the pod grouper would derive from the pod's owners.
+	PodGroupAnnotation = "sluice.dev/pod-group"
+	// GPUAssignmentAnnotation is written at bind time: the GPUs (indices
+	// and UUIDs) and the portion of each the pod was given.
+	GPUAssignmentAnnotation = "sluice.dev/gpu-assignment"
+
+	// GPUFractionAnnotation asks for a fraction of a GPU, in (0,1) (KAI).
+	GPUFractionAnnotation = "gpu-fraction"
+	// GPUMemoryAnnotation asks for an amount of GPU memory in MiB (KAI).
+	GPUMemoryAnnotation = "gpu-memory"
+	// GPUFractionNumDevicesAnnotation asks for the fraction (or memory) on
+	// that many devices (KAI).
+	GPUFractionNumDevicesAnnotation = "gpu-fraction-num-devices"
+
+	// NodeGPUsAnnotation is written on a node by the Sluice agent: per-GPU
+	// index, UUID, memory and health. Without it the scheduler works from
+	// the GPU Operator's labels below.
+	NodeGPUsAnnotation = "sluice.dev/gpus"
+	// QuarantineTaint keeps new work off a node whose GPUs are faulty.
+	QuarantineTaint = "sluice.dev/quarantine"
+
+	// GPUResource is the extended resource of whole NVIDIA GPUs.
+	GPUResource = "nvidia.com/gpu"
+	// GPUProductLabel, GPUMemoryLabel (MiB) and GPUCountLabel are published
+	// on nodes by NVIDIA GPU feature discovery.
+	GPUProductLabel = "nvidia.com/gpu.product"
+	GPUMemoryLabel  = "nvidia.com/gpu.memory"
+	GPUCountLabel   = "nvidia.com/gpu.count"
+)
