@@ -1,0 +1,104 @@
+package sbatch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MaxArraySize bounds the number of tasks in one array, as Slurm's
+// MaxArraySize does (its default is 1001; indices are below it).
+const MaxArraySize = 1001
+
+// IndexRange is start-end with a step, all inclusive.
+type IndexRange struct{ Start, End, Step int }
+
+// Array is a parsed --array: index ranges and the %max concurrency limit
+// (0: unlimited).
+type Array struct {
+	Ranges     []IndexRange
+	MaxRunning int
+}
+
+// Count is the number of tasks.
+func (a Array) Count() int {
+	n := 0
+	for _, r := range a.Ranges {
+		n += (r.End-r.Start)/r.Step + 1
+	}
+	return n
+}
+
+// Indices lists the task indices in order.
+func (a Array) Indices() []int {
+	var out []int
+	for _, r := range a.Ranges {
+		for i := r.Start; i <= r.End; i += r.Step {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ParseArray reads "0-15", "1,3,5-7", "0-15:4" (step), each optionally
+// followed by "%max".
+func ParseArray(s string) (Array, error) {
+	var a Array
+	spec, limit, hasLimit := strings.Cut(strings.TrimSpace(s), "%")
+	if hasLimit {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 {
+			return a, fmt.Errorf("invalid array %q: %%max must be a positive number", s)
+		}
+		a.MaxRunning = n
+	}
+	if spec == "" {
+		return a, fmt.Errorf("invalid array %q: no indices", s)
+	}
+	for _, part := range strings.Split(spec, ",") {
+		r, err := parseIndexRange(part)
+		if err != nil {
+			return a, fmt.Errorf("invalid array %q: %w", s, err)
+		}
+		a.Ranges = append(a.Ranges, r)
+	}
+	if a.Count() > MaxArraySize {
+		return a, fmt.Errorf("invalid array %q: %d tasks, at most %d", s, a.Count(), MaxArraySize)
+	}
+	return a, nil
+}
+
+func parseIndexRange(part string) (IndexRange, error) {
+	r := IndexRange{Step: 1}
+	span, step, hasStep := strings.Cut(part, ":")
+	if hasStep {
+		n, err := strconv.Atoi(step)
+		if err != nil || n < 1 {
+			return r, fmt.Errorf("step %q must be a positive number", step)
+		}
+		r.Step = n
+	}
+	lo, hi, isRange := strings.Cut(span, "-")
+	start, err := index(lo)
+	if err != nil {
+		return r, err
+	}
+	r.Start, r.End = start, start
+	if isRange {
+		if r.End, err = index(hi); err != nil {
+			return r, err
+		}
+	}
+	if r.End < r.Start {
+		return r, fmt.Errorf("range %q ends before it starts", span)
+	}
+	return r, nil
+}
+
+func index(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n >= MaxArraySize {
+		return 0, fmt.Errorf("index %q must be a number from 0 to %d", s, MaxArraySize-1)
+	}
+	return n, nil
+}
