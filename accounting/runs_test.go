@@ -62,7 +62,7 @@ func TestParseJobState(t *testing.T) {
 
 func TestTRES(t *testing.T) {
 	tres := TRES{CPUs: 8, MemMB: 64000, GPUs: 1.5, GPUMemMB: 40960, Nodes: 1, Billing: 1.5}
-	if got, want := tres.String(), "billing=1.5,cpu=8,gres/gpu=1.5,gres/gpumem=40960M,mem=64000M,node=1"; got != want {
+	if got, want := tres.String(), "billing=1.5,cpu=8,gres/gpu=1.5,gres/gpumem=40G,mem=64000M,node=1"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 	for in, want := range map[string]string{"": "gres/gpu", "gpu,cpu": "gres/gpu,cpu", "GRES/GPU,mem": "gres/gpu,mem"} {

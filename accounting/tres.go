@@ -79,10 +79,10 @@ func (t TRES) String() string {
 		parts[TRESGPU] = strconv.FormatFloat(t.GPUs, 'f', -1, 64)
 	}
 	if t.GPUMemMB > 0 {
-		parts[TRESGPUMem] = strconv.FormatInt(t.GPUMemMB, 10) + "M"
+		parts[TRESGPUMem] = megabytes(t.GPUMemMB)
 	}
 	if t.MemMB > 0 {
-		parts[TRESMem] = strconv.FormatInt(t.MemMB, 10) + "M"
+		parts[TRESMem] = megabytes(t.MemMB)
 	}
 	if t.Nodes > 0 {
 		parts[TRESNode] = strconv.FormatInt(t.Nodes, 10)
@@ -97,4 +97,12 @@ func (t TRES) String() string {
 		out[i] = n + "=" + parts[n]
 	}
 	return strings.Join(out, ",")
+}
+
+// megabytes prints a size as Slurm does: in G when it is whole gigabytes.
+func megabytes(mb int64) string {
+	if mb%1024 == 0 {
+		return strconv.FormatInt(mb/1024, 10) + "G"
+	}
+	return strconv.FormatInt(mb, 10) + "M"
 }

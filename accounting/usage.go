@@ -15,6 +15,9 @@ type UsageConfig struct {
 	// HalfLife is how long until a second of use counts half
 	// (PriorityDecayHalfLife). Zero means DefaultHalfLife.
 	HalfLife time.Duration
+	// NoDecay counts every second fully, however old
+	// (PriorityDecayHalfLife=0 in Slurm).
+	NoDecay bool
 	// QOSUsageFactor multiplies usage charged under a QOS (Slurm's QOS
 	// UsageFactor); a QOS not listed counts 1.
 	QOSUsageFactor map[string]float64
@@ -98,12 +101,16 @@ type HistoricalUsage map[string]float64
 // decayedSeconds is the integral over [a, b] of 2^(-(now-t)/h) dt: a second
 // used at t counts 2^(-age/halfLife) at now. Continuous decay gives the
 // value Slurm's periodic decay approaches, and is the same for any now.
+// h == 0 means no decay: plain seconds.
 func decayedSeconds(a, b, now time.Time, h time.Duration) float64 {
 	if b.After(now) {
 		b = now
 	}
 	if !b.After(a) {
 		return 0
+	}
+	if h == 0 {
+		return b.Sub(a).Seconds()
 	}
 	hs := h.Seconds()
 	ageA, ageB := now.Sub(a).Seconds(), now.Sub(b).Seconds()
@@ -129,7 +136,12 @@ func ComputeUsage(runs []RunUsage, cfg UsageConfig, now time.Time) (Usage, error
 		if f, ok := cfg.QOSUsageFactor[r.QOS]; ok {
 			factor = f
 		}
-		secs := decayedSeconds(r.Start, end, now, h) * factor
+		var secs float64
+		if cfg.NoDecay {
+			secs = decayedSeconds(r.Start, end, now, 0) * factor
+		} else {
+			secs = decayedSeconds(r.Start, end, now, h) * factor
+		}
 		if secs == 0 {
 			continue
 		}

@@ -22,9 +22,8 @@ func TestComputeUsage(t *testing.T) {
 		want map[Assoc]float64 // decayed GPU-seconds
 	}{
 		{
-			// A half-life so long nothing decays: plain GPU-seconds.
 			name: "no decay is plain GPU-seconds",
-			cfg:  UsageConfig{HalfLife: 1e6 * hour},
+			cfg:  UsageConfig{NoDecay: true},
 			runs: []RunUsage{run("nlp", "alice", "normal", 2, ago(2*hour), ago(hour))},
 			want: map[Assoc]float64{{"nlp", "alice"}: 7200},
 		},

@@ -1,0 +1,232 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/accounting"
+)
+
+// AssocUsage is TRES time charged to an account, or to a user within it,
+// over a window. An account's row (User empty) totals its users; the "root"
+// row totals the cluster.
+type AssocUsage struct {
+	Cluster string  `json:"cluster"`
+	Account string  `json:"account"`
+	User    string  `json:"user,omitempty"`
+	TRES    string  `json:"tres"`
+	Used    float64 `json:"used_seconds"`
+	Total   float64 `json:"cluster_allocated_seconds"` // what Percent is taken of
+}
+
+// usageInWindow sums each user association's TRES time inside the window
+// (not decayed: sreport reports what was used).
+func usageInWindow(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) (map[accounting.Assoc]accounting.TRESSeconds, []accounting.RunUsage, error) {
+	runs, err := s.Runs(ctx, q.Start, q.End)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[accounting.Assoc]accounting.TRESSeconds{}
+	for _, r := range runs {
+		secs := overlap(r.Start, r.End, q.Start, q.End, now)
+		if secs == 0 {
+			continue
+		}
+		key := accounting.Assoc{Account: r.Account, User: r.User}
+		if out[key] == nil {
+			out[key] = accounting.TRESSeconds{}
+		}
+		for _, n := range q.TRES {
+			out[key][n] += r.Allocated.Amount(n) * secs
+		}
+	}
+	return out, runs, nil
+}
+
+func (q SreportQuery) wants(a accounting.Assoc) bool {
+	return (len(q.Accounts) == 0 || contains(q.Accounts, a.Account)) && (len(q.Users) == 0 || contains(q.Users, a.User))
+}
+
+// AccountUtilizationByUser is sreport cluster AccountUtilizationByUser:
+// the cluster total (root), then each account's total followed by its users.
+func AccountUtilizationByUser(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) ([]AssocUsage, error) {
+	q, err := q.normalize(now)
+	if err != nil {
+		return nil, err
+	}
+	used, _, err := usageInWindow(ctx, s, q, now)
+	if err != nil {
+		return nil, err
+	}
+	totals := accounting.TRESSeconds{}
+	accounts := map[string]accounting.TRESSeconds{}
+	usersOf := map[string][]string{}
+	for a, t := range used {
+		for n, v := range t {
+			totals[n] += v
+		}
+		if !q.wants(a) {
+			continue
+		}
+		if accounts[a.Account] == nil {
+			accounts[a.Account] = accounting.TRESSeconds{}
+		}
+		for n, v := range t {
+			accounts[a.Account][n] += v
+		}
+		usersOf[a.Account] = append(usersOf[a.Account], a.User)
+	}
+	var out []AssocUsage
+	add := func(account, user string, t accounting.TRESSeconds) {
+		for _, n := range q.TRES {
+			out = append(out, AssocUsage{Cluster: q.Cluster, Account: account, User: user, TRES: n, Used: t[n], Total: totals[n]})
+		}
+	}
+	add("root", "", totals)
+	for _, acct := range sortedKeys(accounts) {
+		add(acct, "", accounts[acct])
+		users := usersOf[acct]
+		sort.Strings(users)
+		for _, u := range users {
+			add(acct, u, used[accounting.Assoc{Account: acct, User: u}])
+		}
+	}
+	return out, nil
+}
+
+// UserUtilizationByAccount is sreport cluster UserUtilizationByAccount: one
+// row per user and account, most used first.
+func UserUtilizationByAccount(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) ([]AssocUsage, error) {
+	q, err := q.normalize(now)
+	if err != nil {
+		return nil, err
+	}
+	used, _, err := usageInWindow(ctx, s, q, now)
+	if err != nil {
+		return nil, err
+	}
+	totals := accounting.TRESSeconds{}
+	for _, t := range used {
+		for n, v := range t {
+			totals[n] += v
+		}
+	}
+	var out []AssocUsage
+	for a, t := range used {
+		if !q.wants(a) {
+			continue
+		}
+		for _, n := range q.TRES {
+			out = append(out, AssocUsage{Cluster: q.Cluster, Account: a.Account, User: a.User, TRES: n, Used: t[n], Total: totals[n]})
+		}
+	}
+	sortByUse(out)
+	return out, nil
+}
+
+// TopUsage is sreport user TopUsage: the TopCount users who used the most
+// of the first selected TRES, each with the accounts they charged
+// (comma-joined in Account).
+func TopUsage(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) ([]AssocUsage, error) {
+	q, err := q.normalize(now)
+	if err != nil {
+		return nil, err
+	}
+	used, _, err := usageInWindow(ctx, s, q, now)
+	if err != nil {
+		return nil, err
+	}
+	totals := accounting.TRESSeconds{}
+	byUser := map[string]accounting.TRESSeconds{}
+	accountsOf := map[string][]string{}
+	for a, t := range used {
+		for n, v := range t {
+			totals[n] += v
+		}
+		if !q.wants(a) {
+			continue
+		}
+		if byUser[a.User] == nil {
+			byUser[a.User] = accounting.TRESSeconds{}
+		}
+		for n, v := range t {
+			byUser[a.User][n] += v
+		}
+		accountsOf[a.User] = append(accountsOf[a.User], a.Account)
+	}
+	users := sortedKeys(byUser)
+	first := q.TRES[0]
+	sort.SliceStable(users, func(i, k int) bool { return byUser[users[i]][first] > byUser[users[k]][first] })
+	if len(users) > q.TopCount {
+		users = users[:q.TopCount]
+	}
+	var out []AssocUsage
+	for _, u := range users {
+		accts := accountsOf[u]
+		sort.Strings(accts)
+		for _, n := range q.TRES {
+			out = append(out, AssocUsage{Cluster: q.Cluster, Account: strings.Join(accts, ","), User: u, TRES: n, Used: byUser[u][n], Total: totals[n]})
+		}
+	}
+	return out, nil
+}
+
+func sortByUse(rows []AssocUsage) {
+	sort.SliceStable(rows, func(i, k int) bool {
+		a, b := rows[i], rows[k]
+		if a.Used != b.Used {
+			return a.Used > b.Used
+		}
+		if a.User != b.User {
+			return a.User < b.User
+		}
+		if a.Account != b.Account {
+			return a.Account < b.Account
+		}
+		return a.TRES < b.TRES
+	})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AssocTable lays out AccountUtilizationByUser, UserUtilizationByAccount or
+// TopUsage rows with sreport's columns (Proper Name is left out: the ledger
+// has logins, not real names).
+func AssocTable(kind string, rows []AssocUsage, q SreportQuery) (Table, error) {
+	q, _ = q.normalize(time.Now()) // defaults only
+	used := Column{"Used", 10}
+	var title string
+	var cols []Column
+	var cells func(r AssocUsage) []string
+	switch kind {
+	case "AccountUtilizationByUser":
+		title = "Cluster/Account/User Utilization"
+		cols = []Column{{"Cluster", 9}, {"Account", 15}, {"Login", 9}, {"TRES Name", 14}, used}
+		cells = func(r AssocUsage) []string { return []string{r.Cluster, r.Account, r.User, r.TRES} }
+	case "UserUtilizationByAccount":
+		title = "Cluster/User/Account Utilization"
+		cols = []Column{{"Cluster", 9}, {"Login", 9}, {"Account", 15}, {"TRES Name", 14}, used}
+		cells = func(r AssocUsage) []string { return []string{r.Cluster, r.User, r.Account, r.TRES} }
+	case "TopUsage":
+		title = fmt.Sprintf("Top %d Users", q.TopCount)
+		cols = []Column{{"Cluster", 9}, {"Login", 9}, {"Account", 15}, {"TRES Name", 14}, used}
+		cells = func(r AssocUsage) []string { return []string{r.Cluster, r.User, r.Account, r.TRES} }
+	default:
+		return Table{}, fmt.Errorf("unknown sreport association report %q", kind)
+	}
+	t := Table{Title: q.banner(title), Columns: cols}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, append(cells(r), formatTime(r.Used, r.Total, q.Units)))
+	}
+	return t, nil
+}
