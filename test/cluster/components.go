@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	_ "embed"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+)
+
+// kwokStages is the kwok --config the rig runs with: its node and pod stages.
+//
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// Network ranges of the simulated cluster. Pod IPs come from kwok; 10.244/16
+// leaves room for the scale benchmarks' thousands of pods.
+const (
+	serviceCIDR       = "10.96.0.0/16"
+	kubernetesService = "10.96.0.1" // first address of serviceCIDR
+	podCIDR           = "10.244.0.0/16"
+)
+
+// layout is where a rig keeps its state under Options.Dir, and which ports it
+// was given.
+type layout struct {
+	dir        string
+	etcdClient int
+	etcdPeer   int
+	apiServer  int
+	kcm        int
+	scheduler  int
+}
+
+func (l layout) path(parts ...string) string {
+	return filepath.Join(append([]string{l.dir}, parts...)...)
+}
+
+func (l layout) etcdURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(l.etcdClient)
+}
+
+func (l layout) apiServerURL() string {
+	return "https://127.0.0.1:" + strconv.Itoa(l.apiServer)
+}
+
+func (l layout) kubeconfig(name string) string {
+	if name == "admin" {
+		return l.path("kubeconfig")
+	}
+	return l.path("kubeconfigs", name+".kubeconfig")
+}
+
+// ownedPaths are the entries under Dir a rig creates; a new start removes them
+// (a fresh CA invalidates everything in the old etcd) and nothing else, so the
+// state dir can be shared with other tools, such as `sluice dev`'s ledger.
+func (l layout) ownedPaths() []string {
+	return []string{l.path("etcd"), l.path("pki"), l.path("logs"), l.path("kubeconfigs"), l.path("kwok"), l.path("kubeconfig")}
+}
+
+func (l layout) etcdArgs() []string {
+	peer := "http://127.0.0.1:" + strconv.Itoa(l.etcdPeer)
+	return []string{
+		"--name=rig",
+		"--data-dir=" + l.path("etcd"),
+		"--listen-client-urls=" + l.etcdURL(),
+		"--advertise-client-urls=" + l.etcdURL(),
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=rig=" + peer,
+		"--initial-cluster-state=new",
+		// The rig's data is thrown away on every start; durability only costs
+		// time on a busy test machine.
+		"--unsafe-no-fsync=true",
+		"--quota-backend-bytes=" + strconv.Itoa(4<<30),
+		"--log-level=warn",
+	}
+}
+
+func (l layout) apiServerArgs(f pkiFiles) []string {
+	issuer := url.URL{Scheme: "https", Host: "kubernetes.default.svc.cluster.local"}
+	return []string{
+		"--etcd-servers=" + l.etcdURL(),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(l.apiServer),
+		"--tls-cert-file=" + f.APIServerCert,
+		"--tls-private-key-file=" + f.APIServerKey,
+		"--client-ca-file=" + f.CACert,
+		"--service-account-issuer=" + issuer.String(),
+		"--service-account-key-file=" + f.SAPub,
+		"--service-account-signing-key-file=" + f.SAKey,
+		"--authorization-mode=Node,RBAC",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--allow-privileged=true",
+		"--cert-dir=" + l.path("pki"),
+		"--profiling=false",
+		// The rig's clients (tests, benchmarks, the scheduler) are all trusted
+		// and local; the default per-user fairness limits only skew benchmarks.
+		"--max-requests-inflight=1600",
+		"--max-mutating-requests-inflight=800",
+	}
+}
+
+// controlPlaneClientArgs are the flags kube-controller-manager and
+// kube-scheduler share: where the API server is, how to serve /healthz.
+func (l layout) controlPlaneClientArgs(name string, port int, f pkiFiles) []string {
+	kubeconfig := l.kubeconfig(name)
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--client-ca-file=" + f.CACert,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + f.ServingCert,
+		"--tls-private-key-file=" + f.ServingKey,
+		"--leader-elect=false",
+	}
+}
+
+func (l layout) controllerManagerArgs(f pkiFiles) []string {
+	return append(l.controlPlaneClientArgs("kube-controller-manager", l.kcm, f),
+		"--service-account-private-key-file="+f.SAKey,
+		"--root-ca-file="+f.CACert,
+		"--cluster-signing-cert-file="+f.CACert,
+		"--cluster-signing-key-file="+f.CAKey,
+		"--use-service-account-credentials=true",
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--kube-api-qps=100",
+		"--kube-api-burst=200",
+	)
+}
+
+func (l layout) schedulerArgs(f pkiFiles) []string {
+	return l.controlPlaneClientArgs("kube-scheduler", l.scheduler, f)
+}
+
+func (l layout) kwokArgs() []string {
+	return []string{
+		"--kubeconfig=" + l.kubeconfig("kwok"),
+		"--config=" + l.path("kwok", "stages.yaml"),
+		"--manage-nodes-with-annotation-selector=" + fmt.Sprintf("%s=%s", annotationKwokNode, kwokNodeValue),
+		"--cidr=" + podCIDR,
+		"--node-ip=10.1.0.1",
+	}
+}

@@ -1,0 +1,123 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and annotations the simulated nodes carry. The nvidia.com ones are what
+// the NVIDIA GPU Operator's feature discovery publishes on real GPU nodes.
+const (
+	LabelGPUProduct    = "nvidia.com/gpu.product"
+	LabelGPUMemory     = "nvidia.com/gpu.memory" // MiB per GPU
+	LabelGPUCount      = "nvidia.com/gpu.count"
+	LabelMIGStrategy   = "nvidia.com/mig.strategy"
+	LabelPartition     = "sluice.dev/partition"
+	AnnotationGPUs     = "sluice.dev/gpus" // JSON array of GPUInfo
+	ResourceGPU        = corev1.ResourceName("nvidia.com/gpu")
+	annotationKwokNode = "kwok.x-k8s.io/node"
+	kwokNodeValue      = "fake"
+	// podsPerNode is the kubelet's default max-pods.
+	podsPerNode = "110"
+)
+
+// GPUInfo is one entry of the sluice.dev/gpus node annotation.
+type GPUInfo struct {
+	Index     int    `json:"index"`
+	UUID      string `json:"uuid"`
+	Model     string `json:"model"`
+	MemoryMiB int    `json:"memoryMiB"`
+	Healthy   bool   `json:"healthy"`
+}
+
+// NodeName is the name of node i (0-based) of a pool.
+func NodeName(pool string, i int) string { return fmt.Sprintf("%s-%d", pool, i) }
+
+// GPUUUID is a stable UUID-shaped identifier for GPU index on node, in the
+// GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx form nvidia-smi prints, so runs of
+// the rig are reproducible.
+func GPUUUID(node string, index int) string {
+	h := sha256.Sum256([]byte(node + "/" + strconv.Itoa(index)))
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// Nodes builds the Node objects for every pool in the spec. Status carries the
+// capacity; kwok fills in conditions and keeps them fresh.
+func (s Spec) Nodes() ([]*corev1.Node, error) {
+	var nodes []*corev1.Node
+	for _, p := range s.NodePools {
+		for i := range p.Count {
+			n, err := p.node(NodeName(p.Name, i))
+			if err != nil {
+				return nil, err
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes, nil
+}
+
+func (p NodePool) node(name string) (*corev1.Node, error) {
+	cpu, err := resource.ParseQuantity(p.CPU)
+	if err != nil {
+		return nil, fmt.Errorf("pool %s: cpu: %w", p.Name, err)
+	}
+	mem, err := resource.ParseQuantity(p.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("pool %s: memory: %w", p.Name, err)
+	}
+	labels := map[string]string{
+		"kubernetes.io/hostname": name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+		LabelPartition:           p.Name,
+	}
+	annotations := map[string]string{annotationKwokNode: kwokNodeValue}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    cpu,
+		corev1.ResourceMemory: mem,
+		corev1.ResourcePods:   resource.MustParse(podsPerNode),
+	}
+	if p.GPUsPerNode > 0 {
+		labels[LabelGPUProduct] = p.GPUModel
+		labels[LabelGPUMemory] = strconv.Itoa(p.GPUMemoryMiB)
+		labels[LabelGPUCount] = strconv.Itoa(p.GPUsPerNode)
+		labels[LabelMIGStrategy] = p.migStrategy()
+		capacity[ResourceGPU] = *resource.NewQuantity(int64(p.GPUsPerNode), resource.DecimalSI)
+		gpus := make([]GPUInfo, p.GPUsPerNode)
+		for i := range gpus {
+			gpus[i] = GPUInfo{Index: i, UUID: GPUUUID(name, i), Model: p.GPUModel, MemoryMiB: p.GPUMemoryMiB, Healthy: true}
+		}
+		data, err := json.Marshal(gpus)
+		if err != nil {
+			return nil, err
+		}
+		annotations[AnnotationGPUs] = string(data)
+	}
+	// Pool labels come last so a spec can override the defaults above on purpose.
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity.DeepCopy(),
+			Phase:       corev1.NodePending,
+		},
+	}, nil
+}
+
+func (p NodePool) migStrategy() string {
+	if p.MIGMode == "" {
+		return "none"
+	}
+	return p.MIGMode
+}

@@ -1,0 +1,28 @@
+package cluster
+
+import (
+	"strconv"
+	"time"
+)
+
+// Pod annotations the rig's kwok stages read to simulate a container's run.
+const (
+	// AnnotationSimDuration is how long the simulated container runs once the
+	// pod is Running, as a Go duration ("30s"). Without it the pod runs until
+	// deleted, which is how a test makes a job hit its time limit.
+	AnnotationSimDuration = "sluice.dev/sim-duration"
+	// AnnotationSimExitCode is the exit code the container ends with after
+	// AnnotationSimDuration: 0 (the default) gives phase Succeeded, anything
+	// else phase Failed, with the code in the container's terminated state.
+	AnnotationSimExitCode = "sluice.dev/sim-exit-code"
+)
+
+// SimulatedRun returns the pod annotations that make the rig's kwok end a pod's
+// container after d with exitCode. Merge them into a pod (template)'s
+// annotations; typed arguments avoid hand-written values kwok cannot parse.
+func SimulatedRun(d time.Duration, exitCode int) map[string]string {
+	return map[string]string{
+		AnnotationSimDuration: d.String(),
+		AnnotationSimExitCode: strconv.Itoa(exitCode),
+	}
+}

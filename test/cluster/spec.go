@@ -1,0 +1,155 @@
+// Package cluster runs a local Kubernetes control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler) with kwok-simulated GPU nodes, for
+// end-to-end tests and `sluice dev`.
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Spec describes the simulated cluster: one or more pools of identical nodes.
+type Spec struct {
+	NodePools []NodePool `yaml:"nodePools"`
+}
+
+// NodePool is a group of identical nodes. Its name is also the node name prefix
+// and the value of the partition label.
+type NodePool struct {
+	Name         string            `yaml:"name"`
+	Count        int               `yaml:"count"`
+	GPUsPerNode  int               `yaml:"gpusPerNode"`
+	GPUModel     string            `yaml:"gpuModel"`
+	GPUMemoryMiB int               `yaml:"gpuMemoryMiB"`
+	CPU          string            `yaml:"cpu"`    // a Kubernetes quantity, e.g. "128"
+	Memory       string            `yaml:"memory"` // a Kubernetes quantity, e.g. "1Ti"
+	Labels       map[string]string `yaml:"labels"`
+	// MIGMode is the GPU Operator's MIG strategy: "" or "none", "single", "mixed".
+	MIGMode string `yaml:"migMode"`
+}
+
+// DefaultSpec is the cluster `sluice dev` starts: two partitions, h100 and a100.
+func DefaultSpec() Spec {
+	return Spec{NodePools: []NodePool{
+		{Name: "h100", Count: 4, GPUsPerNode: 8, GPUModel: "H100-80GB", GPUMemoryMiB: 81920, CPU: "128", Memory: "1Ti"},
+		{Name: "a100", Count: 2, GPUsPerNode: 4, GPUModel: "A100-40GB", GPUMemoryMiB: 40960, CPU: "64", Memory: "512Gi"},
+	}}
+}
+
+// LoadSpec reads and validates a spec file.
+func LoadSpec(path string) (Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Spec{}, err
+	}
+	spec, err := ParseSpec(data)
+	if err != nil {
+		return Spec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return spec, nil
+}
+
+// ParseSpec decodes a YAML spec, rejecting unknown fields (the error names the
+// line), and validates it.
+func ParseSpec(data []byte) (Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var spec Spec
+	if err := dec.Decode(&spec); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Spec{}, errors.New("empty cluster spec")
+		}
+		return Spec{}, err
+	}
+	return spec, spec.Validate()
+}
+
+// NodeCount is the total number of nodes across all pools.
+func (s Spec) NodeCount() int {
+	n := 0
+	for _, p := range s.NodePools {
+		n += p.Count
+	}
+	return n
+}
+
+// Validate reports every problem in the spec, so a user fixes them in one go.
+func (s Spec) Validate() error {
+	if len(s.NodePools) == 0 {
+		return errors.New("cluster spec: nodePools: at least one pool is required")
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, p := range s.NodePools {
+		where := fmt.Sprintf("nodePools[%d] (%s)", i, p.Name)
+		for _, msg := range validation.IsDNS1123Label(p.Name) {
+			errs = append(errs, fmt.Errorf("%s: name: %s", where, msg))
+		}
+		if seen[p.Name] {
+			errs = append(errs, fmt.Errorf("%s: name: duplicate pool name", where))
+		}
+		seen[p.Name] = true
+		errs = append(errs, p.validate(where)...)
+	}
+	return errors.Join(errs...)
+}
+
+func (p NodePool) validate(where string) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s: %s", where, field, fmt.Sprintf(format, args...)))
+	}
+	if p.Count < 1 {
+		bad("count", "must be at least 1, got %d", p.Count)
+	}
+	if p.GPUsPerNode < 0 {
+		bad("gpusPerNode", "must not be negative, got %d", p.GPUsPerNode)
+	}
+	if p.GPUsPerNode > 0 {
+		if p.GPUModel == "" {
+			bad("gpuModel", "required when gpusPerNode > 0")
+		}
+		for _, msg := range validation.IsValidLabelValue(p.GPUModel) {
+			bad("gpuModel", "%s", msg)
+		}
+		if p.GPUMemoryMiB <= 0 {
+			bad("gpuMemoryMiB", "must be positive when gpusPerNode > 0, got %d", p.GPUMemoryMiB)
+		}
+	}
+	for _, f := range []struct{ field, q string }{{"cpu", p.CPU}, {"memory", p.Memory}} {
+		field, q := f.field, f.q
+		if q == "" {
+			bad(field, "required (a Kubernetes quantity such as 64 or 512Gi)")
+			continue
+		}
+		if v, err := resource.ParseQuantity(q); err != nil {
+			bad(field, "%q is not a Kubernetes quantity", q)
+		} else if v.Sign() <= 0 {
+			bad(field, "must be positive, got %s", q)
+		}
+	}
+	switch p.MIGMode {
+	case "", "none", "single", "mixed":
+	default:
+		bad("migMode", "must be none, single or mixed, got %q", p.MIGMode)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
+		v := p.Labels[k]
+		for _, msg := range validation.IsQualifiedName(k) {
+			bad("labels", "key %q: %s", k, msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			bad("labels", "%q value %q: %s", k, v, msg)
+		}
+	}
+	return errs
+}
