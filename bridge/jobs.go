@@ -1,0 +1,404 @@
+package bridge
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func (c *cycle) buildJobs() {
+	c.jobs = make([]jobState, len(c.s.Jobs))
+	for i := range c.s.Jobs {
+		c.buildJob(int32(i))
+	}
+}
+
+// block marks a job as unable to run this cycle, keeping the first reason found.
+func (js *jobState) block(code, reason string) {
+	if js.code == "" {
+		js.code, js.reason = code, reason
+	}
+}
+
+func (g *groupReq) devices() int32 {
+	if g.gpu.Kind == GPUMultiFraction || g.gpu.Kind == GPUWhole {
+		return g.gpu.Devices
+	}
+	return 1
+}
+
+func (c *cycle) buildJob(ji int32) {
+	j := &c.s.Jobs[ji]
+	js := &c.jobs[ji]
+	*js = jobState{job: j, queue: -1, part: -1, qos: -1, prio: int64(j.Priority), preempt: j.Preemptible}
+	if p, ok := c.partIdx[j.Partition]; ok {
+		js.part = p
+	} else {
+		js.block(ReasonInvalidPartition, fmt.Sprintf("partition %q does not exist", j.Partition))
+	}
+	if q, ok := c.queueIdx[j.Queue]; !ok {
+		js.block(ReasonInvalidAccount, fmt.Sprintf("queue %q does not exist", j.Queue))
+	} else if kids := c.queues[q].children; len(kids) > 0 {
+		js.block(ReasonInvalidAccount, fmt.Sprintf("queue %q has sub-queues (%s); submit to one of them", j.Queue, c.queues[kids[0]].name))
+	} else {
+		js.queue = q
+	}
+	if j.QOS != "" {
+		if q, ok := c.qosIdx[j.QOS]; ok {
+			js.qos = q
+			qos := c.qos[q].q
+			js.prio += int64(qos.Priority)
+			js.preempt = js.preempt || qos.Preemptible
+			if qos.MaxWall > 0 && j.TimeLimit > qos.MaxWall {
+				js.block(ReasonQOSMaxWall, fmt.Sprintf("time limit %s is above the %s QOS %s allows", j.TimeLimit, qos.MaxWall, j.QOS))
+			}
+		} else {
+			js.block(ReasonInvalidQOS, fmt.Sprintf("QOS %q does not exist", j.QOS))
+		}
+	}
+	if iv := c.s.Config.AgingInterval; iv > 0 && !j.SubmitTime.IsZero() && c.now.After(j.SubmitTime) {
+		js.prio += int64(c.now.Sub(j.SubmitTime) / iv)
+	}
+	c.checkPartitionAccess(js)
+	c.buildGroups(js)
+	for i := range j.Running {
+		c.placeRunning(ji, &j.Running[i])
+	}
+	for gi := js.g0; gi < js.gn; gi++ {
+		g := &c.groups[gi]
+		left := max(g.count-g.running, 0)
+		js.pending += left
+		js.need.add(scale(c.taskNeed(g, js.part), left))
+	}
+	total := c.taskCount(js)
+	js.minMember = j.MinMember
+	if js.minMember <= 0 || js.minMember > total {
+		js.minMember = total
+	}
+}
+
+func scale(v vec, k int32) vec {
+	for d := range v {
+		v[d] *= int64(k)
+	}
+	return v
+}
+
+// taskNeed estimates one task's usage before it has devices: a memory request counts as the
+// portion it takes of the partition's largest device.
+func (c *cycle) taskNeed(g *groupReq, part int32) vec {
+	v := g.base
+	switch g.gpu.Kind {
+	case GPUWhole:
+		v[DimGPU] = 1000 * int64(g.gpu.Devices)
+	case GPUFraction, GPUMultiFraction:
+		v[DimGPU] = int64(g.gpu.Milli) * int64(g.devices())
+	case GPUMemory:
+		v[DimGPUMemory] = g.gpu.MemoryMiB
+		if part >= 0 && c.parts[part].maxGPUMem > 0 {
+			m := c.parts[part].maxGPUMem
+			v[DimGPU] = (g.gpu.MemoryMiB*1000 + m - 1) / m
+		}
+	}
+	return v
+}
+
+func (c *cycle) checkPartitionAccess(js *jobState) {
+	if js.part < 0 {
+		return
+	}
+	p := &c.parts[js.part]
+	if p.allowQOS != nil && !p.allowQOS[js.job.QOS] {
+		js.block(ReasonQOSNotAllowed, fmt.Sprintf("partition %s does not allow QOS %q", p.name, js.job.QOS))
+	}
+	if p.allowQ == nil || js.queue < 0 {
+		return
+	}
+	for _, q := range c.queues[js.queue].path {
+		if p.allowQ[c.queues[q].name] {
+			return
+		}
+	}
+	js.block(ReasonAccountNotAllowed, fmt.Sprintf("partition %s does not allow queue %s", p.name, js.job.Queue))
+}
+
+func (c *cycle) buildGroups(js *jobState) {
+	j := js.job
+	js.g0 = int32(len(c.groups))
+	if len(j.Groups) == 0 {
+		js.block(ReasonBadConstraints, "job has no task groups")
+	}
+	for i := range j.Groups {
+		tg := &j.Groups[i]
+		g := groupReq{name: tg.Name, gpu: tg.GPU, count: tg.Count, names: tg.PendingTasks}
+		g.base[DimCPU], g.base[DimMemory] = tg.Request.CPUMilli, tg.Request.MemoryBytes
+		for _, q := range tg.Request.Extended {
+			if c.extIdx == nil {
+				c.extIdx = map[string]int32{}
+			}
+			g.ext = append(g.ext, extAmount{c.internExt(q.Name), q.Value})
+		}
+		if msg := checkGroup(tg); msg != "" {
+			js.block(ReasonBadConstraints, "group "+tg.Name+": "+msg)
+		}
+		c.groups = append(c.groups, g)
+	}
+	js.gn = int32(len(c.groups))
+}
+
+// checkGroup returns what is wrong with a task group, "" when nothing.
+func checkGroup(tg *TaskGroup) string {
+	r := tg.GPU
+	switch {
+	case tg.Count <= 0:
+		return "count must be at least 1"
+	case tg.Request.CPUMilli < 0 || tg.Request.MemoryBytes < 0:
+		return "negative CPU or memory request"
+	}
+	switch r.Kind {
+	case GPUNone:
+		return ""
+	case GPUWhole:
+		if r.Devices < 1 {
+			return "whole-GPU request needs devices >= 1"
+		}
+	case GPUFraction:
+		if r.Milli < 1 || r.Milli > 999 {
+			return "a GPU fraction must be between 0.001 and 0.999 (ask for whole GPUs otherwise)"
+		}
+	case GPUMemory:
+		if r.MemoryMiB < 1 {
+			return "a GPU memory request needs memoryMiB >= 1"
+		}
+	case GPUMultiFraction:
+		if r.Devices < 1 || r.Milli < 1 || r.Milli > 1000 {
+			return "a multi-device fraction needs devices >= 1 and a fraction between 0.001 and 1"
+		}
+	default:
+		return fmt.Sprintf("unknown GPU request kind %q", r.Kind)
+	}
+	return ""
+}
+
+// placeRunning records a task that is already running, with its devices.
+func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
+	js := &c.jobs[ji]
+	gi := js.g0
+	if rt.Group != "" {
+		gi = -1
+		for i := js.g0; i < js.gn; i++ {
+			if c.groups[i].name == rt.Group {
+				gi = i
+			}
+		}
+	}
+	n, ok := c.nodeIdx[rt.Node]
+	if gi < 0 || gi >= js.gn {
+		c.problem("job "+js.job.ID+" task "+rt.Name, "running in unknown group "+rt.Group+"; not counted")
+		return
+	}
+	g := &c.groups[gi]
+	if !ok {
+		// It runs somewhere we cannot see: it counts for its gang but holds no capacity here.
+		c.problem("job "+js.job.ID+" task "+rt.Name, "running on unknown node "+rt.Node+"; its resources are not counted")
+		g.running++
+		js.running++
+		return
+	}
+	nd := &c.nodes[n]
+	pl := placement{job: ji, group: gi, node: n, task: rt.Name, start: rt.Start, g0: int32(len(c.gpuRefs))}
+	if g.gpu.Kind != GPUNone {
+		for _, idx := range rt.GPUs {
+			if pos := c.gpuPos(nd, idx); pos >= 0 {
+				c.gpuRefs = append(c.gpuRefs, pos)
+			} else {
+				c.problem("job "+js.job.ID+" task "+rt.Name, "node "+rt.Node+" has no GPU "+strconv.Itoa(int(idx)))
+			}
+		}
+	}
+	switch g.gpu.Kind {
+	case GPUWhole:
+		pl.whole, pl.milli = true, 1000
+		if len(rt.GPUs) == 0 {
+			c.takeWhole(n, g.gpu.Devices)
+		}
+	case GPUFraction, GPUMemory, GPUMultiFraction:
+		if len(rt.GPUs) == 0 {
+			pl.milli, pl.mem = c.takeShared(n, g, g.devices(), false)
+		} else {
+			pl.milli, pl.mem = runningShare(&c.gpus[c.gpuRefs[pl.g0]], g, rt)
+		}
+	}
+	pi := c.addPlacement(pl)
+	g.running++
+	js.running++
+	if js.start.IsZero() || rt.Start.Before(js.start) {
+		js.start = rt.Start
+	}
+	c.apply(pi, +1)
+}
+
+func runningShare(gp *gpuState, g *groupReq, rt *RunningTask) (int32, int64) {
+	milli, mem := rt.GPUMilli, rt.GPUMemoryMiB
+	if g.gpu.Kind == GPUMemory {
+		if mem == 0 {
+			mem = g.gpu.MemoryMiB
+		}
+		if milli == 0 && gp.mem > 0 {
+			milli = int32((mem*1000 + gp.mem - 1) / gp.mem)
+		}
+		return milli, mem
+	}
+	if milli == 0 {
+		milli = g.gpu.Milli
+	}
+	if mem == 0 {
+		mem = gp.mem * int64(milli) / 1000
+	}
+	return milli, mem
+}
+
+func (c *cycle) gpuPos(nd *nodeState, index int32) int32 {
+	for i := nd.g0; i < nd.gn; i++ {
+		if c.gpus[i].index == index {
+			return i
+		}
+	}
+	return -1
+}
+
+// applyForeignGPUs counts device usage listed on nodes by tasks that belong to no job here.
+func (c *cycle) applyForeignGPUs() {
+	var known map[string]bool
+	for i := range c.s.Nodes {
+		n := &c.s.Nodes[i]
+		ni, ok := c.nodeIdx[n.Name]
+		if !ok {
+			continue
+		}
+		nd := &c.nodes[ni]
+		changed := false
+		for _, g := range n.GPUs {
+			for _, t := range g.Taken {
+				if known == nil {
+					known = c.runningNames()
+				}
+				pos := c.gpuPos(nd, g.Index)
+				if known[t.Task] || pos < 0 {
+					continue
+				}
+				gp := &c.gpus[pos]
+				if t.Milli >= 1000 {
+					gp.whole = true
+				} else {
+					gp.milli += t.Milli
+					gp.usedMem += t.MemoryMiB
+					gp.sharers++
+				}
+				changed = true
+			}
+		}
+		if changed {
+			c.refreshNode(ni)
+		}
+	}
+}
+
+func (c *cycle) runningNames() map[string]bool {
+	m := map[string]bool{}
+	for i := range c.s.Jobs {
+		for _, rt := range c.s.Jobs[i].Running {
+			m[rt.Name] = true
+		}
+	}
+	return m
+}
+
+// jobBefore orders jobs inside a queue: priority (with aging), then submit time, then id.
+func (c *cycle) jobBefore(a, b int32) int {
+	ja, jb := &c.jobs[a], &c.jobs[b]
+	if ja.prio != jb.prio {
+		if ja.prio > jb.prio {
+			return -1
+		}
+		return 1
+	}
+	if d := ja.job.SubmitTime.Compare(jb.job.SubmitTime); d != 0 {
+		return d
+	}
+	return strings.Compare(ja.job.ID, jb.job.ID)
+}
+
+// buildPending lists every job with tasks to place per partition and leaf queue, in job
+// order, and adds its demand to its queue's request.
+func (c *cycle) buildPending() {
+	slot := make([][]int32, len(c.parts))
+	for ji := range c.jobs {
+		js := &c.jobs[ji]
+		if js.code != "" || js.evicted || js.pending == 0 {
+			continue
+		}
+		if slot[js.part] == nil {
+			slot[js.part] = make([]int32, len(c.queues))
+			for i := range slot[js.part] {
+				slot[js.part][i] = -1
+			}
+		}
+		p := &c.parts[js.part]
+		s := slot[js.part][js.queue]
+		if s < 0 {
+			s = int32(len(p.pending))
+			slot[js.part][js.queue] = s
+			p.pending = append(p.pending, leafPending{queue: js.queue})
+		}
+		p.pending[s].jobs = append(p.pending[s].jobs, int32(ji))
+		c.qpart(js.queue, js.part).request.add(js.need)
+		js.shape = c.shapeOf(js)
+		js.listed = true
+	}
+	for p := range c.parts {
+		ps := &c.parts[p]
+		slices.SortFunc(ps.pending, func(a, b leafPending) int { return int(a.queue - b.queue) })
+		for i := range ps.pending {
+			slices.SortFunc(ps.pending[i].jobs, c.jobBefore)
+		}
+	}
+}
+
+// shapeOf is a key equal for jobs whose pending gangs place identically.
+func (c *cycle) shapeOf(js *jobState) string {
+	b := make([]byte, 0, 48)
+	b = strconv.AppendInt(b, int64(js.minMember-js.running), 10)
+	for gi := js.g0; gi < js.gn; gi++ {
+		g := &c.groups[gi]
+		b = append(b, '|')
+		b = append(b, g.gpu.Kind...)
+		for _, v := range [...]int64{int64(g.count - g.running), int64(g.gpu.Devices), int64(g.gpu.Milli), g.gpu.MemoryMiB, g.base[DimCPU], g.base[DimMemory]} {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, v, 10)
+		}
+		for _, e := range g.ext {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(e.idx), 10)
+			b = append(b, '=')
+			b = strconv.AppendInt(b, e.v, 10)
+		}
+	}
+	if len(js.job.NodeSelector) > 0 {
+		keys := make([]string, 0, len(js.job.NodeSelector))
+		for k := range js.job.NodeSelector {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b = append(b, '|')
+			b = append(b, k...)
+			b = append(b, '=')
+			b = append(b, js.job.NodeSelector[k]...)
+		}
+	}
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(js.job.TimeLimit), 10)
+	return string(b)
+}

@@ -1,0 +1,226 @@
+package bridge
+
+import "time"
+
+// Snapshot is everything one scheduling cycle looks at. The caller builds it fresh each cycle
+// (the Kubernetes adapter from its informer caches); Schedule never keeps it.
+type Snapshot struct {
+	// Now is the cycle's clock: aging, stale-gang grace and backfill windows use it, never
+	// the wall clock, so the same snapshot always gives the same decisions.
+	Now        time.Time    `json:"now" yaml:"now"`
+	Config     Config       `json:"config" yaml:"config"`
+	Partitions []Partition  `json:"partitions" yaml:"partitions"`
+	Nodes      []Node       `json:"nodes" yaml:"nodes"`
+	Queues     []Queue      `json:"queues" yaml:"queues"`
+	QOS        []QOS        `json:"qos" yaml:"qos"`
+	Jobs       []Job        `json:"jobs" yaml:"jobs"`
+	Usage      []QueueUsage `json:"usage,omitempty" yaml:"usage,omitempty"`
+}
+
+// Config tunes the cycle. The zero value is usable.
+type Config struct {
+	// UsageFactor is KAI's k: how strongly recent usage above a queue's weight cuts its
+	// over-quota share. 0 ignores history.
+	UsageFactor float64 `json:"usageFactor,omitempty" yaml:"usageFactor,omitempty"`
+	// StaleGangGrace is how long a gang may run below minMember before it is evicted;
+	// 0 means DefaultStaleGangGrace.
+	StaleGangGrace time.Duration `json:"staleGangGrace,omitempty" yaml:"staleGangGrace,omitempty"`
+	// AgingInterval adds one priority point per interval a job has waited, so that a job
+	// cannot starve behind a stream of equal-priority work. 0 disables aging.
+	AgingInterval time.Duration `json:"agingInterval,omitempty" yaml:"agingInterval,omitempty"`
+	// MaxConsolidationMoves bounds how many running jobs one consolidation may move;
+	// 0 means DefaultMaxConsolidationMoves.
+	MaxConsolidationMoves int `json:"maxConsolidationMoves,omitempty" yaml:"maxConsolidationMoves,omitempty"`
+}
+
+// Defaults for the zero Config.
+const (
+	DefaultStaleGangGrace        = 60 * time.Second
+	DefaultMaxConsolidationMoves = 4
+)
+
+// Strategy says how a partition places work on nodes and on GPUs.
+type Strategy string
+
+// Placement strategies. Binpack fills the fullest node (and the fullest shared GPU) that fits;
+// spread picks the emptiest.
+const (
+	Binpack Strategy = "binpack"
+	Spread  Strategy = "spread"
+)
+
+// Partition is a pool of nodes with its own fair share (a Slurm partition).
+type Partition struct {
+	Name      string   `json:"name" yaml:"name"`
+	Placement Strategy `json:"placement,omitempty" yaml:"placement,omitempty"`
+	// AllowedQueues and AllowedQOS restrict who may run here; empty allows all.
+	AllowedQueues []string `json:"allowedQueues,omitempty" yaml:"allowedQueues,omitempty"`
+	AllowedQOS    []string `json:"allowedQOS,omitempty" yaml:"allowedQOS,omitempty"`
+}
+
+// Node is one machine.
+type Node struct {
+	Name      string            `json:"name" yaml:"name"`
+	Partition string            `json:"partition" yaml:"partition"`
+	Labels    map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	// Allocatable is the node's capacity. Its GPU fields are used only when GPUs is empty:
+	// GPUMilli/1000 devices of GPUMemoryMiB split evenly (a node known from labels alone).
+	Allocatable Resources `json:"allocatable" yaml:"allocatable"`
+	// Used is taken by pods that belong to no job in this snapshot (daemon sets, pods of
+	// other schedulers).
+	Used          Resources `json:"used,omitempty" yaml:"used,omitempty"`
+	Unschedulable bool      `json:"unschedulable,omitempty" yaml:"unschedulable,omitempty"`
+	GPUs          []GPU     `json:"gpus,omitempty" yaml:"gpus,omitempty"`
+}
+
+// GPU is one device of a node.
+type GPU struct {
+	Index     int32  `json:"index" yaml:"index"`
+	UUID      string `json:"uuid,omitempty" yaml:"uuid,omitempty"`
+	MemoryMiB int64  `json:"memoryMiB" yaml:"memoryMiB"`
+	Model     string `json:"model,omitempty" yaml:"model,omitempty"`
+	Unhealthy bool   `json:"unhealthy,omitempty" yaml:"unhealthy,omitempty"`
+	// MIG marks a device in MIG mode: it is handed out only whole (as the device plugin
+	// exposes it) and its node takes no fractions.
+	MIG bool `json:"mig,omitempty" yaml:"mig,omitempty"`
+	// Taken lists what is already on the device. Entries naming a running task of a job in
+	// the snapshot are ignored (the job's placement is authoritative); the rest are counted
+	// as foreign usage.
+	Taken []GPUTaken `json:"taken,omitempty" yaml:"taken,omitempty"`
+}
+
+// GPUTaken is one task's share of a device.
+type GPUTaken struct {
+	Task      string `json:"task" yaml:"task"`
+	Milli     int32  `json:"milli" yaml:"milli"`
+	MemoryMiB int64  `json:"memoryMiB,omitempty" yaml:"memoryMiB,omitempty"`
+}
+
+// Queue is a node of the account tree. Only leaves take jobs.
+type Queue struct {
+	Name     string           `json:"name" yaml:"name"`
+	Parent   string           `json:"parent,omitempty" yaml:"parent,omitempty"`
+	Priority int32            `json:"priority,omitempty" yaml:"priority,omitempty"`
+	Quotas   []PartitionQuota `json:"quotas,omitempty" yaml:"quotas,omitempty"`
+}
+
+// PartitionQuota is a queue's quota in one partition, per resource.
+type PartitionQuota struct {
+	Partition string        `json:"partition" yaml:"partition"`
+	GPU       ResourceQuota `json:"gpu,omitempty" yaml:"gpu,omitempty"`             // thousandths of a GPU
+	GPUMemory ResourceQuota `json:"gpuMemory,omitempty" yaml:"gpuMemory,omitempty"` // MiB
+	CPU       ResourceQuota `json:"cpu,omitempty" yaml:"cpu,omitempty"`             // millicores
+	Memory    ResourceQuota `json:"memory,omitempty" yaml:"memory,omitempty"`       // bytes
+}
+
+func (q PartitionQuota) dim(d Dim) ResourceQuota {
+	switch d {
+	case DimGPU:
+		return q.GPU
+	case DimGPUMemory:
+		return q.GPUMemory
+	case DimCPU:
+		return q.CPU
+	}
+	return q.Memory
+}
+
+// ResourceQuota is one resource's quota for a queue. A resource left entirely unset (no
+// quota, limit or weight; or no PartitionQuota for the partition) shares idle capacity with
+// weight 1, so a tree configured only at its leaves works; to hold a queue to its quota, set
+// its limit to it.
+type ResourceQuota struct {
+	Quota           int64   `json:"quota,omitempty" yaml:"quota,omitempty"` // deserved
+	Limit           int64   `json:"limit,omitempty" yaml:"limit,omitempty"` // 0: no limit
+	OverQuotaWeight float64 `json:"overQuotaWeight,omitempty" yaml:"overQuotaWeight,omitempty"`
+}
+
+// QOS is a Slurm quality of service: priority, preemptibility and per-user and group limits.
+// A zero limit means no limit.
+type QOS struct {
+	Name           string        `json:"name" yaml:"name"`
+	Priority       int32         `json:"priority,omitempty" yaml:"priority,omitempty"`
+	Preemptible    bool          `json:"preemptible,omitempty" yaml:"preemptible,omitempty"`
+	MaxGPUsPerUser int64         `json:"maxGPUsPerUser,omitempty" yaml:"maxGPUsPerUser,omitempty"` // thousandths
+	MaxJobsPerUser int32         `json:"maxJobsPerUser,omitempty" yaml:"maxJobsPerUser,omitempty"`
+	GrpTRES        Resources     `json:"grpTRES,omitempty" yaml:"grpTRES,omitempty"`
+	MaxWall        time.Duration `json:"maxWall,omitempty" yaml:"maxWall,omitempty"`
+}
+
+// Job is a gang: its tasks start together or not at all.
+type Job struct {
+	ID        string `json:"id" yaml:"id"`
+	Queue     string `json:"queue" yaml:"queue"`
+	Partition string `json:"partition" yaml:"partition"`
+	User      string `json:"user,omitempty" yaml:"user,omitempty"`
+	QOS       string `json:"qos,omitempty" yaml:"qos,omitempty"`
+	// Priority adds to the QOS priority.
+	Priority int32 `json:"priority,omitempty" yaml:"priority,omitempty"`
+	// Preemptible jobs may run over quota and may be evicted; a preemptible QOS makes every
+	// job in it preemptible.
+	Preemptible bool `json:"preemptible,omitempty" yaml:"preemptible,omitempty"`
+	// MinMember is how many tasks must run together; 0 means all of them.
+	MinMember    int32             `json:"minMember,omitempty" yaml:"minMember,omitempty"`
+	SubmitTime   time.Time         `json:"submitTime" yaml:"submitTime"`
+	TimeLimit    time.Duration     `json:"timeLimit,omitempty" yaml:"timeLimit,omitempty"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty" yaml:"nodeSelector,omitempty"`
+	Groups       []TaskGroup       `json:"groups" yaml:"groups"`
+	Running      []RunningTask     `json:"running,omitempty" yaml:"running,omitempty"`
+	// StaleSince is when the gang dropped below MinMember running tasks; zero when it has not.
+	StaleSince time.Time `json:"staleSince,omitempty" yaml:"staleSince,omitempty"`
+}
+
+// TaskGroup is a set of identical tasks of a job (a PodGroup's sub-group, a Slurm het-job
+// component).
+type TaskGroup struct {
+	Name  string `json:"name" yaml:"name"`
+	Count int32  `json:"count" yaml:"count"`
+	// Request is per task: CPU, memory and extended resources. Its GPU fields are ignored;
+	// GPU says how GPUs are asked for.
+	Request Resources  `json:"request" yaml:"request"`
+	GPU     GPURequest `json:"gpu,omitempty" yaml:"gpu,omitempty"`
+	// PendingTasks optionally names the tasks not yet running (existing pods); binds use
+	// these names in order, otherwise "<job>-<group>-<n>".
+	PendingTasks []string `json:"pendingTasks,omitempty" yaml:"pendingTasks,omitempty"`
+}
+
+// GPUKind is how a task asks for GPUs.
+type GPUKind string
+
+// GPU request kinds.
+const (
+	GPUNone          GPUKind = ""
+	GPUWhole         GPUKind = "whole"          // Devices whole GPUs
+	GPUFraction      GPUKind = "fraction"       // Milli thousandths of one shared GPU
+	GPUMemory        GPUKind = "gpu-memory"     // MemoryMiB of one shared GPU
+	GPUMultiFraction GPUKind = "multi-fraction" // Milli on each of Devices shared GPUs of one node
+)
+
+// GPURequest is one task's GPU ask.
+type GPURequest struct {
+	Kind      GPUKind `json:"kind,omitempty" yaml:"kind,omitempty"`
+	Devices   int32   `json:"devices,omitempty" yaml:"devices,omitempty"`
+	Milli     int32   `json:"milli,omitempty" yaml:"milli,omitempty"`
+	MemoryMiB int64   `json:"memoryMiB,omitempty" yaml:"memoryMiB,omitempty"`
+}
+
+// RunningTask is a task already placed.
+type RunningTask struct {
+	Name  string  `json:"name" yaml:"name"`
+	Group string  `json:"group,omitempty" yaml:"group,omitempty"` // empty: the first group
+	Node  string  `json:"node" yaml:"node"`
+	GPUs  []int32 `json:"gpus,omitempty" yaml:"gpus,omitempty"` // device indices
+	// GPUMilli and GPUMemoryMiB are the portion taken on each device for shared kinds;
+	// zero means what the group asks for.
+	GPUMilli     int32     `json:"gpuMilli,omitempty" yaml:"gpuMilli,omitempty"`
+	GPUMemoryMiB int64     `json:"gpuMemoryMiB,omitempty" yaml:"gpuMemoryMiB,omitempty"`
+	Start        time.Time `json:"start,omitempty" yaml:"start,omitempty"`
+}
+
+// QueueUsage is a queue's decayed historical usage in one partition (from the accounting
+// ledger). Only ratios between sibling queues matter, so any consistent unit works.
+type QueueUsage struct {
+	Queue     string    `json:"queue" yaml:"queue"`
+	Partition string    `json:"partition" yaml:"partition"`
+	Usage     Resources `json:"usage" yaml:"usage"`
+}

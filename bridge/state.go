@@ -1,0 +1,216 @@
+package bridge
+
+import "time"
+
+// cycle is the working state of one Schedule call. Everything is indexed by int32 into flat
+// slices so that the hot path (fit checks, apply and roll back) touches no maps and
+// allocates nothing.
+type cycle struct {
+	s   *Snapshot
+	d   *Decisions
+	now time.Time
+
+	parts    []partState
+	partIdx  map[string]int32
+	nodes    []nodeState
+	nodeIdx  map[string]int32
+	gpus     []gpuState
+	queues   []queueState
+	queueIdx map[string]int32
+	roots    []int32
+	// qp holds each queue's state per partition at [queue*len(parts)+partition].
+	qp     []queuePart
+	qos    []qosState
+	qosIdx map[string]int32
+	jobs   []jobState
+	groups []groupReq
+	places []placement
+	// gpuRefs holds, for every placement, the positions in gpus of its devices.
+	gpuRefs []int32
+	users   map[userKey]*userUsage
+	extIdx  map[string]int32
+	// order is every pending job in the order allocate considered it.
+	order []int32
+	// victims caches, per partition, its running preemptible jobs in eviction order;
+	// onNode lists, per node, the placements running at the start of rescue.
+	victims [][]int32
+	onNode  [][]int32
+	scratch attempt
+	bound   []BoundGPU // backing store for Bind.GPUs
+}
+
+type partState struct {
+	name      string
+	strategy  Strategy
+	allowQ    map[string]bool
+	allowQOS  map[string]bool
+	nodes     []int32
+	capacity  vec // schedulable nodes, healthy GPUs
+	free      vec // the same nodes, now
+	maxGPUs   int32
+	maxGPUMem int64
+	// whole buckets schedulable nodes by how many devices are entirely free; room buckets
+	// nodes with a shared device by its largest free portion, in tenths.
+	whole bucketSet
+	room  bucketSet
+	// pending is this partition's pending work per leaf queue, each in job order.
+	pending []leafPending
+	// reservedBy is the job holding nodes for backfill, -1 when none; reservedUntil is when
+	// those nodes are expected to be free (zero: unknown).
+	reservedBy    int32
+	reservedUntil time.Time
+	// noFit remembers gang shapes that failed, with the reason, for the rest of the action.
+	noFit map[string]failure
+}
+
+type leafPending struct {
+	queue int32
+	jobs  []int32
+	next  int
+}
+
+type failure struct{ code, reason string }
+
+type nodeState struct {
+	name        string
+	part        int32
+	labels      map[string]string
+	schedulable bool
+	mig         bool
+	free        vec
+	ext         []int64
+	g0, gn      int32 // its devices in cycle.gpus, by index
+	freeWhole   int32
+	maxRoom     int32 // largest free portion of a shared device, 0 when none
+	capWhole    int32 // healthy devices
+	capacity    vec
+	reservedBy  int32
+	// busyUntil is when the work on it should end by its time limits; busyForever is set
+	// when some of it has no limit.
+	busyUntil   time.Time
+	busyForever bool
+}
+
+type gpuState struct {
+	index     int32
+	uuid      string
+	mem       int64
+	unhealthy bool
+	mig       bool
+	whole     bool // taken by a whole-device task
+	milli     int32
+	usedMem   int64
+	sharers   int32
+}
+
+// roomMilli is the portion still free on a device that may be shared, -1 when it may not.
+func (g *gpuState) roomMilli() int32 {
+	if g.unhealthy || g.mig || g.whole {
+		return -1
+	}
+	return 1000 - g.milli
+}
+
+func (g *gpuState) entirelyFree() bool {
+	return !g.unhealthy && !g.whole && g.sharers == 0
+}
+
+type queueState struct {
+	name     string
+	parent   int32
+	children []int32
+	priority int32
+	path     []int32 // from its root down to itself
+	quotas   []PartitionQuota
+}
+
+// queuePart is one queue's standing in one partition.
+type queuePart struct {
+	quota, limit vec
+	weight       [numDims]float64
+	usage        vec // decayed history
+	alloc        vec
+	nonPreempt   vec // the part of alloc that may not be evicted
+	request      vec
+	fair         vec
+	ratio        float64 // dominant alloc/fair over shareDims
+}
+
+type qosState struct {
+	q   *QOS
+	use vec // group usage
+}
+
+type userKey struct {
+	qos  int32
+	user string
+}
+
+type userUsage struct {
+	gpu  int64
+	jobs int32
+}
+
+type jobState struct {
+	job       *Job
+	queue     int32 // -1: unknown
+	part      int32 // -1: unknown
+	qos       int32 // -1: none
+	prio      int64
+	preempt   bool
+	g0, gn    int32   // its groups in cycle.groups
+	places    []int32 // live placements
+	running   int32   // tasks running at cycle start
+	pending   int32   // tasks not yet placed
+	minMember int32
+	need      vec // estimated demand of its pending tasks
+	use       vec // what its live placements hold
+	evicted   bool
+	grew      bool   // got new tasks this cycle: not a victim, its binds stand
+	listed    bool   // waiting in its partition's pending lists
+	code      string // why it is pending ("" when placed or never tried)
+	reason    string
+	shape     string
+	start     time.Time
+	uu        *userUsage
+}
+
+type groupReq struct {
+	name      string
+	base      vec // CPU and memory per task
+	ext       []extAmount
+	gpu       GPURequest
+	count     int32
+	running   int32
+	bound     int32 // tasks placed this cycle
+	names     []string
+	maxGPUMem int64 // partition device memory, for the GPU estimate of memory requests
+}
+
+type extAmount struct {
+	idx int32
+	v   int64
+}
+
+type placement struct {
+	job    int32
+	group  int32
+	node   int32
+	g0, gn int32 // into cycle.gpuRefs
+	whole  bool
+	milli  int32 // per device
+	mem    int64 // per device
+	use    vec
+	task   string
+	start  time.Time
+	live   bool
+	action Action
+	fresh  bool // made this cycle
+	after  bool // must wait for evictions
+}
+
+func (c *cycle) qpart(q, p int32) *queuePart { return &c.qp[int(q)*len(c.parts)+int(p)] }
+
+func (c *cycle) problem(object, msg string) {
+	c.d.Problems = append(c.d.Problems, Problem{Object: object, Message: msg})
+}
