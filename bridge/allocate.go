@@ -1,0 +1,206 @@
+package bridge
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// allocate considers every pending job of partition p in fair-share order and places the
+// gangs that fit on free capacity. The first gang blocked for lack of capacity reserves the
+// nodes it will get (backfill), so smaller jobs cannot starve it.
+func (c *cycle) allocate(p int32) {
+	ps := &c.parts[p]
+	ps.noFit = map[string]failure{}
+	at := &c.scratch
+	for ji := c.nextJob(p); ji >= 0; ji = c.nextJob(p) {
+		c.order = append(c.order, ji)
+		js := &c.jobs[ji]
+		if code, reason := c.admit(js); code != "" {
+			js.code, js.reason = code, reason
+			continue
+		}
+		if f, ok := ps.noFit[js.shape]; ok {
+			js.code, js.reason = f.code, f.reason
+			continue
+		}
+		c.begin(at)
+		if c.quickNoFit(js) || !c.placeGang(at, ji, ActionAllocate) {
+			js.code, js.reason = c.explainFailure(at, ji)
+			ps.noFit[js.shape] = failure{js.code, js.reason}
+			if js.code == ReasonResources && ps.reservedBy < 0 && js.need[DimGPU] > 1000 {
+				c.reserve(ji)
+			}
+			continue
+		}
+		c.commit(at, ji, "", "")
+	}
+}
+
+// quickNoFit reports that a gang whose every task is required cannot fit in the partition's
+// free capacity taken together, before looking at any node.
+func (c *cycle) quickNoFit(js *jobState) bool {
+	if js.minMember < js.running+js.pending {
+		return false
+	}
+	free := &c.parts[js.part].free
+	for _, d := range shareDims {
+		if js.need[d] > free[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// explainFailure says why a gang did not fit, in a line a user understands.
+func (c *cycle) explainFailure(at *attempt, ji int32) (string, string) {
+	js := &c.jobs[ji]
+	ps := &c.parts[js.part]
+	if at.hitReservation && ps.reservedBy >= 0 {
+		return ReasonReservation, fmt.Sprintf("waiting behind reservation for job %s in partition %s", c.jobs[ps.reservedBy].job.ID, ps.name)
+	}
+	gi := at.failGroup
+	if gi < 0 {
+		gi = js.g0
+		for i := js.g0; i < js.gn; i++ {
+			if c.groups[i].count > c.groups[i].running {
+				gi = i
+				break
+			}
+		}
+	}
+	g := &c.groups[gi]
+	want := g.count - g.running
+	hosts := 0
+	for _, n := range ps.nodes {
+		if c.couldEverHold(&c.nodes[n], g, js.job.NodeSelector) {
+			hosts++
+		}
+	}
+	what := describeTask(g)
+	if hosts == 0 {
+		return ReasonPartitionConfig, fmt.Sprintf("no node in partition %s can ever hold a task of %s", ps.name, what)
+	}
+	if want == 1 {
+		return ReasonResources, fmt.Sprintf("needs %s in partition %s; no node has that free now", what, ps.name)
+	}
+	placed := int32(0)
+	if at.failGroup >= 0 {
+		placed = at.failPlaced
+	}
+	return ReasonResources, fmt.Sprintf("gang needs %d tasks of %s in partition %s; %d fit now (%d nodes could hold one)",
+		want, what, ps.name, placed, hosts)
+}
+
+// commit makes an attempt final: victims' evictions, then the binds it placed.
+func (c *cycle) commit(at *attempt, ji int32, kind EvictionKind, reason string) {
+	after := len(at.unplaced) > 0
+	for _, pi := range at.unplaced {
+		c.emitEviction(pi, kind, c.jobs[ji].job.ID, reason)
+	}
+	for i := at.firstPlace; i < len(c.places); i++ {
+		c.emitBind(int32(i), after)
+	}
+	c.jobs[ji].code, c.jobs[ji].reason = "", ""
+	c.jobs[ji].grew = true
+	at.unplaced = at.unplaced[:0]
+	at.victims = at.victims[:0]
+}
+
+func (c *cycle) emitEviction(pi int32, kind EvictionKind, forJob, reason string) {
+	pl := &c.places[pi]
+	c.d.Evictions = append(c.d.Evictions, Eviction{Job: c.jobs[pl.job].job.ID, Task: pl.task,
+		Node: c.nodes[pl.node].name, Kind: kind, ForJob: forJob, Reason: reason})
+}
+
+func (c *cycle) emitBind(pi int32, after bool) {
+	pl := &c.places[pi]
+	start := len(c.bound)
+	for _, r := range c.gpuRefs[pl.g0:pl.gn] {
+		c.bound = append(c.bound, BoundGPU{Index: c.gpus[r].index, UUID: c.gpus[r].uuid})
+	}
+	b := Bind{Job: c.jobs[pl.job].job.ID, Group: c.groups[pl.group].name, Task: pl.task,
+		Node: c.nodes[pl.node].name, Action: pl.action, AfterEvictions: after}
+	if pl.gn > pl.g0 {
+		b.GPUs = c.bound[start:len(c.bound):len(c.bound)]
+		b.GPUMilli, b.GPUMemoryMiB = pl.milli, pl.mem
+		if pl.whole {
+			b.GPUMemoryMiB = c.gpus[c.gpuRefs[pl.g0]].mem
+		}
+	}
+	c.d.Binds = append(c.d.Binds, b)
+}
+
+// reserve holds nodes for a blocked whole-GPU gang of more than one GPU (a single GPU
+// cannot be starved by other work: the next one to free is its): the nodes with the most free devices that
+// could hold its tasks. Other jobs may not use them unless their time limit ends before the
+// held nodes are expected to be free.
+func (c *cycle) reserve(ji int32) {
+	js := &c.jobs[ji]
+	ps := &c.parts[js.part]
+	for gi := js.g0; gi < js.gn; gi++ {
+		if c.groups[gi].gpu.Kind != GPUWhole {
+			return
+		}
+	}
+	cands := slices.Clone(ps.nodes)
+	slices.SortFunc(cands, func(a, b int32) int {
+		na, nb := &c.nodes[a], &c.nodes[b]
+		if na.freeWhole != nb.freeWhole {
+			return int(nb.freeWhole - na.freeWhole)
+		}
+		if na.busyForever != nb.busyForever {
+			if na.busyForever {
+				return 1
+			}
+			return -1
+		}
+		if d := na.busyUntil.Compare(nb.busyUntil); d != 0 {
+			return d
+		}
+		return cmp.Compare(a, b)
+	})
+	left := make([]int32, len(cands)) // devices each candidate still has for the gang
+	for i, n := range cands {
+		left[i] = c.nodes[n].capWhole
+	}
+	var held []int32
+	for gi := js.g0; gi < js.gn; gi++ {
+		g := &c.groups[gi]
+		for t := g.running; t < g.count; t++ {
+			i := -1
+			for k, n := range cands {
+				if left[k] >= g.gpu.Devices && c.couldEverHold(&c.nodes[n], g, js.job.NodeSelector) {
+					i = k
+					break
+				}
+			}
+			if i < 0 {
+				return // the gang can never fit whole; holding nodes would only waste them
+			}
+			left[i] -= g.gpu.Devices
+			if !slices.Contains(held, cands[i]) {
+				held = append(held, cands[i])
+			}
+		}
+	}
+	ps.reservedBy = ji
+	names := make([]string, len(held))
+	until, known := c.now, true
+	for i, n := range held {
+		nd := &c.nodes[n]
+		nd.reservedBy = ji
+		names[i] = nd.name
+		known = known && !nd.busyForever
+		if nd.busyUntil.After(until) {
+			until = nd.busyUntil
+		}
+	}
+	if known {
+		ps.reservedUntil = until
+	}
+	slices.Sort(names)
+	c.d.Reservations = append(c.d.Reservations, Reservation{Job: js.job.ID, Partition: ps.name, Nodes: names})
+	js.reason += "; holding nodes " + strings.Join(names, ", ")
+}

@@ -1,0 +1,61 @@
+package bridge
+
+import (
+	"slices"
+	"strings"
+)
+
+// Schedule runs one cycle over a snapshot and returns what should change. It is a pure
+// function of the snapshot: the same snapshot always gives the same decisions.
+func Schedule(s *Snapshot) *Decisions {
+	c := newCycle(s)
+	c.evictStaleGangs()
+	c.buildPending()
+	c.divideFairShare()
+	for p := range c.parts {
+		c.allocate(int32(p))
+	}
+	c.rescue()
+	c.reportPending()
+	c.reportShares()
+	return c.d
+}
+
+// reportPending explains every job that still waits: those considered, in the order they
+// were, then those that could not be considered at all, by id.
+func (c *cycle) reportPending() {
+	for _, ji := range c.order {
+		js := &c.jobs[ji]
+		if js.code != "" {
+			c.d.Pending = append(c.d.Pending, Pending{Job: js.job.ID, Code: js.code, Reason: js.reason})
+		}
+	}
+	start := len(c.d.Pending)
+	for ji := range c.jobs {
+		js := &c.jobs[ji]
+		if js.code != "" && js.pending > 0 && js.running == 0 && !js.listed {
+			c.d.Pending = append(c.d.Pending, Pending{Job: js.job.ID, Code: js.code, Reason: js.reason})
+		}
+	}
+	rest := c.d.Pending[start:]
+	slices.SortFunc(rest, func(a, b Pending) int { return strings.Compare(a.Job, b.Job) })
+	// A gang that reserved nodes and then got in by eviction needs its reservation no more.
+	c.d.Reservations = slices.DeleteFunc(c.d.Reservations, func(r Reservation) bool {
+		return c.jobs[c.parts[c.partIdx[r.Partition]].reservedBy].code == ""
+	})
+}
+
+// reportShares lists each queue's standing in each partition where it has anything.
+func (c *cycle) reportShares() {
+	for p := range c.parts {
+		for q := range c.queues {
+			qp := c.qpart(int32(q), int32(p))
+			if qp.quota == (vec{}) && qp.fair == (vec{}) && qp.alloc == (vec{}) && qp.request == (vec{}) {
+				continue
+			}
+			c.d.Shares = append(c.d.Shares, QueueShare{Queue: c.queues[q].name, Partition: c.parts[p].name,
+				Deserved: qp.quota.resources(), FairShare: qp.fair.resources(),
+				Allocated: qp.alloc.resources(), Requested: qp.request.resources()})
+		}
+	}
+}
