@@ -1,0 +1,118 @@
+package bridge
+
+import "fmt"
+
+// consolidate moves preemptible jobs to other nodes when the partition has room for the gang
+// in total but too fragmented: it empties the node closest to fitting, places the gang, then
+// places every moved job again elsewhere. It commits only if all of that succeeds.
+func (c *cycle) consolidate(ji int32) bool {
+	js := &c.jobs[ji]
+	if c.quickNoFit(js) {
+		return false
+	}
+	moves := c.s.Config.MaxConsolidationMoves
+	if moves <= 0 {
+		moves = DefaultMaxConsolidationMoves
+	}
+	if c.onNode == nil {
+		c.indexPlacements()
+	}
+	at := &c.scratch
+	c.begin(at)
+	for ; moves > 0; moves-- {
+		v := c.moveCandidate(ji)
+		if v < 0 {
+			break
+		}
+		c.evictSim(at, v)
+		if !c.placeGang(at, ji, ActionConsolidate) {
+			continue
+		}
+		if !c.placeAgain(at) {
+			break
+		}
+		reason := func(int32) string { return fmt.Sprintf("moved to another node to make room for job %s", js.job.ID) }
+		c.commitEvictions(at, ji, EvictConsolidate, reason)
+		return true
+	}
+	c.rollback(at)
+	return false
+}
+
+func (c *cycle) indexPlacements() {
+	c.onNode = make([][]int32, len(c.nodes))
+	for pi := range c.places {
+		if pl := &c.places[pi]; pl.live {
+			c.onNode[pl.node] = append(c.onNode[pl.node], int32(pi))
+		}
+	}
+}
+
+// moveCandidate picks the smallest movable job on the node that is closest to holding the
+// gang's next task without holding it yet; -1 when there is none.
+func (c *cycle) moveCandidate(ji int32) int32 {
+	js := &c.jobs[ji]
+	g := &c.groups[js.g0]
+	for gi := js.g0; gi < js.gn; gi++ {
+		if c.groups[gi].running+c.groups[gi].bound < c.groups[gi].count {
+			g = &c.groups[gi]
+			break
+		}
+	}
+	bestFree, victim := int64(-1), int32(-1)
+	for _, n := range c.parts[js.part].nodes {
+		nd := &c.nodes[n]
+		if !c.couldEverHold(nd, g, js.job.NodeSelector) || (nd.reservedBy >= 0 && nd.reservedBy != ji) {
+			continue
+		}
+		if c.gpuFits(nd, g) && g.base[DimCPU] <= nd.free[DimCPU] && g.base[DimMemory] <= nd.free[DimMemory] {
+			continue // it fits here already; something else blocks the gang
+		}
+		free := nd.free[DimGPU]
+		if g.gpu.Kind == GPUNone {
+			free = nd.free[DimCPU]
+		}
+		if free <= bestFree {
+			continue
+		}
+		if v := c.smallestMovable(n, ji); v >= 0 {
+			bestFree, victim = free, v
+		}
+	}
+	return victim
+}
+
+// smallestMovable is the preemptible job with a task on node n that holds the least.
+func (c *cycle) smallestMovable(n, ji int32) int32 {
+	best := int32(-1)
+	for _, pi := range c.onNode[n] {
+		pl := &c.places[pi]
+		v := pl.job
+		vj := &c.jobs[v]
+		if !pl.live || v == ji || !vj.preempt || vj.evicted || vj.grew || vj.queue < 0 {
+			continue
+		}
+		if best < 0 || vj.use[DimGPU] < c.jobs[best].use[DimGPU] ||
+			(vj.use[DimGPU] == c.jobs[best].use[DimGPU] && vj.job.ID < c.jobs[best].job.ID) {
+			best = v
+		}
+	}
+	return best
+}
+
+// placeAgain places every task the attempt's victims lost somewhere else.
+func (c *cycle) placeAgain(at *attempt) bool {
+	for _, pi := range at.unplaced {
+		pl := c.places[pi]
+		n := c.pickNode(at, pl.job, pl.group)
+		if n < 0 {
+			return false
+		}
+		np := c.newPlacement(pl.job, pl.group, n, pl.task, c.parts[c.nodes[n].part].strategy == Spread)
+		moved := &c.places[np]
+		moved.action, moved.fresh, moved.start = ActionConsolidate, true, c.now
+		c.groups[pl.group].bound++
+		c.apply(np, +1)
+	}
+	return true
+}

@@ -1,0 +1,265 @@
+package bridge
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// evictStaleGangs evicts every gang that has run below its minMember for longer than the
+// grace period: its remaining tasks hold resources without doing useful work.
+func (c *cycle) evictStaleGangs() {
+	grace := c.s.Config.StaleGangGrace
+	if grace <= 0 {
+		grace = DefaultStaleGangGrace
+	}
+	var stale []int32
+	for ji := range c.jobs {
+		js := &c.jobs[ji]
+		since := js.job.StaleSince
+		if js.running > 0 && js.running < js.minMember && !since.IsZero() && c.now.Sub(since) >= grace {
+			stale = append(stale, int32(ji))
+		}
+	}
+	slices.SortFunc(stale, func(a, b int32) int { return strings.Compare(c.jobs[a].job.ID, c.jobs[b].job.ID) })
+	for _, ji := range stale {
+		js := &c.jobs[ji]
+		reason := fmt.Sprintf("gang has run with %d of the %d tasks it needs since %s, past its grace of %s",
+			js.running, js.minMember, js.job.StaleSince.UTC().Format("15:04:05"), grace)
+		for _, pi := range js.places {
+			if c.places[pi].live {
+				c.apply(pi, -1)
+				c.emitEviction(pi, EvictStaleGang, "", reason)
+			}
+		}
+		js.evicted = true
+	}
+}
+
+// rescue gives every job still blocked for lack of capacity, in the order allocate
+// considered them, three chances that evict work: consolidation (moving preemptible jobs,
+// which keep running), reclaim (from queues over their fair share) and preemption (inside its
+// own queue, by priority).
+func (c *cycle) rescue() {
+	c.victims = make([][]int32, len(c.parts))
+	failed := map[string]bool{}
+	for _, ji := range c.order {
+		js := &c.jobs[ji]
+		if js.code != ReasonResources {
+			continue
+		}
+		key := strings.Join([]string{c.parts[js.part].name, c.queues[js.queue].name, js.shape}, "\x00")
+		if failed[key] {
+			continue
+		}
+		if !c.consolidate(ji) && !c.reclaim(ji) && !c.preempt(ji) {
+			failed[key] = true
+		}
+	}
+}
+
+// victimsOf lists the running preemptible jobs of partition p in the order they are evicted:
+// from the queue most over its share, lowest priority and youngest first.
+func (c *cycle) victimsOf(p int32) []int32 {
+	if c.victims[p] != nil {
+		return c.victims[p]
+	}
+	v := []int32{}
+	for ji := range c.jobs {
+		js := &c.jobs[ji]
+		if js.part == p && js.queue >= 0 && js.preempt && !js.evicted && js.running > 0 {
+			v = append(v, int32(ji))
+		}
+	}
+	slices.SortFunc(v, func(a, b int32) int {
+		ja, jb := &c.jobs[a], &c.jobs[b]
+		ra, rb := c.qpart(ja.queue, p).ratio, c.qpart(jb.queue, p).ratio
+		if ra != rb {
+			return cmp.Compare(rb, ra)
+		}
+		if ja.prio != jb.prio {
+			return cmp.Compare(ja.prio, jb.prio)
+		}
+		if d := jb.start.Compare(ja.start); d != 0 {
+			return d
+		}
+		return strings.Compare(ja.job.ID, jb.job.ID)
+	})
+	c.victims[p] = v
+	return v
+}
+
+// evictFor tries to fit job ji by evicting, in order, the candidates allowed says it may
+// take. It commits and returns true when the gang fits, giving back any victim the gang
+// turned out not to need.
+func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, allowed func(v int32) bool, reason func(v int32) string) bool {
+	js := &c.jobs[ji]
+	at := &c.scratch
+	c.begin(at)
+	for _, v := range c.victimsOf(js.part) {
+		if c.jobs[v].evicted || v == ji || c.jobs[v].grew || !allowed(v) {
+			continue
+		}
+		c.evictSim(at, v)
+		if c.quickNoFit(js) {
+			continue
+		}
+		if c.placeGang(at, ji, action) {
+			c.spareVictims(at)
+			c.commitEvictions(at, ji, kind, reason)
+			return true
+		}
+	}
+	c.rollback(at)
+	return false
+}
+
+// spareVictims gives back every victim whose placements are still free after the gang was
+// placed: it was evicted on the way but the gang did not need its resources.
+func (c *cycle) spareVictims(at *attempt) {
+	kept := at.victims[:0]
+	for _, v := range at.victims {
+		if c.stillFree(v) {
+			js := &c.jobs[v]
+			js.evicted = false
+			for _, pi := range js.places {
+				if !c.places[pi].live && !c.places[pi].fresh {
+					c.apply(pi, +1)
+				}
+			}
+			continue
+		}
+		kept = append(kept, v)
+	}
+	at.victims = kept
+	un := at.unplaced[:0]
+	for _, pi := range at.unplaced {
+		if !c.places[pi].live {
+			un = append(un, pi)
+		}
+	}
+	at.unplaced = un
+}
+
+// stillFree reports whether every placement a victim lost could be applied again as it was.
+func (c *cycle) stillFree(v int32) bool {
+	var need [16]vec // per node of the victim, rarely more than a few
+	var nodes [16]int32
+	k := 0
+	for _, pi := range c.jobs[v].places {
+		pl := &c.places[pi]
+		if pl.live || pl.fresh {
+			continue
+		}
+		for _, r := range c.gpuRefs[pl.g0:pl.gn] {
+			gp := &c.gpus[r]
+			if pl.whole && !gp.entirelyFree() {
+				return false
+			}
+			if !pl.whole && (gp.roomMilli() < pl.milli || gp.usedMem+pl.mem > gp.mem) {
+				return false
+			}
+		}
+		i := slices.Index(nodes[:k], pl.node)
+		if i < 0 {
+			if k == len(nodes) {
+				return false
+			}
+			i, k = k, k+1
+			nodes[i], need[i] = pl.node, vec{}
+		}
+		need[i].add(pl.use)
+	}
+	for i := range k {
+		nd := &c.nodes[nodes[i]]
+		if need[i][DimCPU] > nd.free[DimCPU] || need[i][DimMemory] > nd.free[DimMemory] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *cycle) commitEvictions(at *attempt, ji int32, kind EvictionKind, reason func(v int32) string) {
+	forJob := c.jobs[ji].job.ID
+	for _, pi := range at.unplaced {
+		c.emitEviction(pi, kind, forJob, reason(c.places[pi].job))
+	}
+	for i := at.firstPlace; i < len(c.places); i++ {
+		c.emitBind(int32(i), true)
+	}
+	c.jobs[ji].code, c.jobs[ji].reason = "", ""
+	c.jobs[ji].grew = true
+	at.unplaced = at.unplaced[:0]
+	at.victims = at.victims[:0]
+}
+
+// reclaim lets a queue under its fair share take capacity back from queues over theirs. Only
+// preemptible work is taken, and never so much that a victim's queue (or any of its
+// ancestors below the common one) drops below its own fair share, nor so much that the
+// reclaiming queue's path rises above its share: so no eviction can later be reversed.
+func (c *cycle) reclaim(ji int32) bool {
+	js := &c.jobs[ji]
+	p := js.part
+	dims := governingDims(js.need)
+	if !c.withinShare(js.queue, p, js.need, dims) {
+		return false
+	}
+	allowed := func(v int32) bool {
+		vj := &c.jobs[v]
+		if vj.queue == js.queue {
+			return false
+		}
+		pa, pb := c.queues[js.queue].path, c.queues[vj.queue].path
+		i := 0
+		for i < len(pa) && i < len(pb) && pa[i] == pb[i] {
+			i++
+		}
+		for _, q := range pa[i:] {
+			if !c.withinShare(q, p, js.need, dims) {
+				return false
+			}
+		}
+		for _, q := range pb[i:] {
+			qp := c.qpart(q, p)
+			for _, d := range dims {
+				if vj.use[d] > 0 && qp.alloc[d]-vj.use[d] < qp.fair[d] {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	qname := c.queues[js.queue].name
+	reason := func(v int32) string {
+		return fmt.Sprintf("queue %s is over its fair share in partition %s; queue %s reclaims it for job %s",
+			c.queues[c.jobs[v].queue].name, c.parts[p].name, qname, js.job.ID)
+	}
+	return c.evictFor(ji, ActionReclaim, EvictReclaim, allowed, reason)
+}
+
+// withinShare reports whether queue q stays within its fair share in partition p after
+// taking need.
+func (c *cycle) withinShare(q, p int32, need vec, dims []Dim) bool {
+	qp := c.qpart(q, p)
+	for _, d := range dims {
+		if need[d] > 0 && qp.alloc[d]+need[d] > qp.fair[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// preempt lets a job evict lower-priority preemptible jobs of its own queue.
+func (c *cycle) preempt(ji int32) bool {
+	js := &c.jobs[ji]
+	allowed := func(v int32) bool {
+		vj := &c.jobs[v]
+		return vj.queue == js.queue && vj.prio < js.prio
+	}
+	reason := func(v int32) string {
+		return fmt.Sprintf("preempted by higher-priority job %s (priority %d over %d) in queue %s",
+			js.job.ID, js.prio, c.jobs[v].prio, c.queues[js.queue].name)
+	}
+	return c.evictFor(ji, ActionPreempt, EvictPreempt, allowed, reason)
+}
