@@ -1,0 +1,265 @@
+package slurmapi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+// containerImageEnv is how SPANK passes pyxis's --container-image through
+// the environment; Sluice honours it like the directive.
+const containerImageEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image"
+
+// SubmitPolicy is the site's settings that shape a submission.
+type SubmitPolicy struct {
+	// ShardsPerGPU is how many gres/shard make one GPU (Slurm's shard
+	// count per device); gres/shard:N asks for N/ShardsPerGPU of a GPU.
+	ShardsPerGPU int
+}
+
+// buildJobDesc turns a decoded request into a JobDesc: explicit REST
+// fields first, then the script's #SBATCH directives for what is unset,
+// then defaults. It checks everything that needs no cluster knowledge.
+func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPolicy) (*JobDesc, []string, *Error) {
+	in := req.Job
+	script := req.Script
+	if script == "" {
+		script = in.Script
+	}
+	if strings.TrimSpace(script) == "" {
+		return nil, nil, BadRequest(ErrScriptMissing, "script", "a batch script is required")
+	}
+	if !strings.HasPrefix(script, "#!") {
+		return nil, nil, BadRequest(ErrScriptMissing, "script", "the script must start with a shebang line (e.g. #!/bin/bash), as sbatch requires")
+	}
+	opts, warnings, err := sbatch.ParseScript(script)
+	if err != nil {
+		return nil, nil, BadRequest(ErrRestInvalidJobs, "script", "#SBATCH: %v", err)
+	}
+	d := &JobDesc{User: user, Script: script}
+	pick := func(field *string, rest *string, directive string) {
+		switch {
+		case rest != nil && *rest != "":
+			*field = *rest
+		default:
+			*field = directive
+		}
+	}
+	pick(&d.Name, in.Name, opts.JobName)
+	pick(&d.Partition, in.Partition, opts.Partition)
+	pick(&d.Account, in.Account, opts.Account)
+	pick(&d.QOS, in.QOS, opts.QOS)
+	pick(&d.WorkDir, in.WorkDir, opts.Chdir)
+	pick(&d.Stdout, in.Stdout, opts.Output)
+	pick(&d.Stderr, in.Stderr, opts.Error)
+	pick(&d.Stdin, in.Stdin, opts.Input)
+	pick(&d.Dependency, in.Dependency, opts.Dependency)
+	pick(&d.Array, in.Array, opts.Array)
+	pick(&d.Comment, in.Comment, opts.Comment)
+	pick(&d.ContainerImage, in.ContainerImage, opts.ContainerImage)
+	if d.Name == "" {
+		d.Name = "sbatch"
+	}
+	d.Environment = in.Environment
+	if d.ContainerImage == "" {
+		d.ContainerImage = envValue(d.Environment, containerImageEnv)
+	}
+	d.Requeue = boolOr(in.Requeue, opts.Requeue)
+	d.Hold = boolOr(in.Hold, opts.Hold)
+
+	if e := setCounts(d, in, opts); e != nil {
+		return nil, nil, e
+	}
+	if e := setMemory(d, in, opts); e != nil {
+		return nil, nil, e
+	}
+	if e := setTimes(d, in, opts, now); e != nil {
+		return nil, nil, e
+	}
+	if e := setGPUs(d, in, opts, pol); e != nil {
+		return nil, nil, e
+	}
+	if d.Dependency != "" {
+		if _, err := sbatch.ParseDependency(d.Dependency); err != nil {
+			return nil, nil, BadRequest(ErrDependency, "job.dependency", "%v", err)
+		}
+	}
+	if d.Array != "" {
+		if _, err := sbatch.ParseArray(d.Array); err != nil {
+			return nil, nil, BadRequest(ErrRestInvalidJobs, "job.array", "%v", err)
+		}
+	}
+	if p, ok := in.Priority.Value(); ok {
+		if p < 0 {
+			return nil, nil, BadRequest(ErrRestInvalidJobs, "job.priority", "priority must not be negative")
+		}
+		d.Priority = p
+	}
+	return d, warnings, nil
+}
+
+func boolOr(rest *bool, directive bool) bool {
+	if rest != nil {
+		return *rest
+	}
+	return directive
+}
+
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// count reads a REST NoVal count, falling back to the directive value.
+func count(v NoVal, directive int, source string) (int, *Error) {
+	n, ok := v.Value()
+	if !ok {
+		return directive, nil
+	}
+	if n < 1 || n > 1<<20 {
+		return 0, BadRequest(ErrRestInvalidJobs, source, "%s must be between 1 and %d, got %d", source, 1<<20, n)
+	}
+	return int(n), nil
+}
+
+func setCounts(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
+	var e *Error
+	d.Nodes, d.MaxNodes = opts.Nodes, opts.MaxNodes
+	if in.Nodes != nil && *in.Nodes != "" {
+		lo, hi, isRange := strings.Cut(*in.Nodes, "-")
+		minN, err1 := strconv.Atoi(lo)
+		maxN, err2 := minN, error(nil)
+		if isRange {
+			maxN, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || minN < 1 || maxN < minN {
+			return BadRequest(ErrInvalidNodeCount, "job.nodes", "nodes %q must be N or MIN-MAX with 1 <= MIN <= MAX", *in.Nodes)
+		}
+		d.Nodes, d.MaxNodes = minN, maxN
+	}
+	if d.Nodes, e = count(in.MinimumNodes, d.Nodes, "job.minimum_nodes"); e != nil {
+		return e
+	}
+	if d.MaxNodes, e = count(in.MaximumNodes, d.MaxNodes, "job.maximum_nodes"); e != nil {
+		return e
+	}
+	if d.Tasks, e = count(in.Tasks, opts.NTasks, "job.tasks"); e != nil {
+		return e
+	}
+	if d.TasksPerNode, e = count(in.TasksPerNode, opts.NTasksPerNode, "job.tasks_per_node"); e != nil {
+		return e
+	}
+	if d.CPUsPerTask, e = count(in.CPUsPerTask, opts.CPUsPerTask, "job.cpus_per_task"); e != nil {
+		return e
+	}
+	if d.Nodes == 0 {
+		d.Nodes = 1
+	}
+	if d.MaxNodes != 0 && d.MaxNodes < d.Nodes {
+		return BadRequest(ErrInvalidNodeCount, "job.maximum_nodes", "maximum_nodes %d is below minimum_nodes %d", d.MaxNodes, d.Nodes)
+	}
+	if d.MaxNodes == d.Nodes {
+		d.MaxNodes = 0
+	}
+	if d.CPUsPerTask == 0 {
+		d.CPUsPerTask = 1
+	}
+	switch {
+	case d.Tasks == 0 && d.TasksPerNode > 0:
+		d.Tasks = d.TasksPerNode * d.Nodes
+	case d.Tasks == 0:
+		d.Tasks = d.Nodes
+	case d.Tasks < d.Nodes:
+		return BadRequest(ErrBadTaskCount, "job.tasks", "%d tasks cannot run on %d nodes (at least one task per node)", d.Tasks, d.Nodes)
+	}
+	return nil
+}
+
+func setMemory(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
+	d.MemoryPerNode, d.MemoryPerCPU, d.MemoryPerGPU = opts.Mem, opts.MemPerCPU, opts.MemPerGPU
+	restNode, nodeSet := in.MemoryPerNode.Value()
+	restCPU, cpuSet := in.MemoryPerCPU.Value()
+	if nodeSet || cpuSet {
+		// An explicit REST memory field replaces every directive one,
+		// as one sbatch memory option replaces the others.
+		d.MemoryPerNode, d.MemoryPerCPU, d.MemoryPerGPU = 0, 0, 0
+		if nodeSet {
+			d.MemoryPerNode = restNode
+		}
+		if cpuSet {
+			d.MemoryPerCPU = restCPU
+		}
+	}
+	if in.MemoryPerTRES != nil && *in.MemoryPerTRES != "" {
+		mib, err := perGPUValue(*in.MemoryPerTRES)
+		if err != nil {
+			return BadRequest(ErrRestInvalidJobs, "job.memory_per_tres", "%v", err)
+		}
+		d.MemoryPerGPU = mib
+	}
+	set := 0
+	for _, v := range []int64{d.MemoryPerNode, d.MemoryPerCPU, d.MemoryPerGPU} {
+		if v < 0 {
+			return BadRequest(ErrRestInvalidJobs, "job.memory_per_node", "memory must not be negative")
+		}
+		if v > 0 {
+			set++
+		}
+	}
+	if set > 1 {
+		return BadRequest(ErrRestInvalidJobs, "job.memory_per_node", "give only one of memory per node, per CPU or per GPU (--mem, --mem-per-cpu, --mem-per-gpu are mutually exclusive)")
+	}
+	return nil
+}
+
+// perGPUValue reads "gres/gpu:4096" or "gres/gpu=4096" (memory_per_tres).
+func perGPUValue(s string) (int64, error) {
+	for _, item := range strings.Split(s, ";") {
+		name, value, ok := strings.Cut(item, "=")
+		if !ok {
+			i := strings.LastIndexByte(item, ':')
+			if i < 0 {
+				return 0, fmt.Errorf("%q is not gres/gpu=VALUE", item)
+			}
+			name, value = item[:i], item[i+1:]
+		}
+		if name == "gres/gpu" || name == "gpu" {
+			return sbatch.ParseMemory(value)
+		}
+	}
+	return 0, fmt.Errorf("%q names no gres/gpu", s)
+}
+
+func setTimes(d *JobDesc, in *jobDescIn, opts *sbatch.Options, now time.Time) *Error {
+	d.TimeLimit = opts.Time
+	if in.TimeLimit.Set {
+		switch minutes, finite := in.TimeLimit.Value(); {
+		case !finite:
+			d.TimeLimit = sbatch.Unlimited
+		case minutes < 1 || minutes > 1<<31:
+			return BadRequest(ErrInvalidTimeLimit, "job.time_limit", "time_limit is in minutes and must be at least 1, got %d", minutes)
+		default:
+			d.TimeLimit = time.Duration(minutes) * time.Minute
+		}
+	}
+	if at, ok := in.BeginTime.Value(); ok {
+		if at < 0 {
+			return BadRequest(ErrInvalidTimeValue, "job.begin_time", "begin_time is a UNIX time and must not be negative")
+		}
+		d.BeginTime = time.Unix(at, 0)
+	} else if opts.Begin != "" {
+		t, err := sbatch.ParseBegin(opts.Begin, now)
+		if err != nil {
+			return BadRequest(ErrInvalidTimeValue, "script", "--begin: %v", err)
+		}
+		d.BeginTime = t
+	}
+	return nil
+}
