@@ -13,6 +13,9 @@ type Store interface {
 	// transitions were recorded for the job, its state, start, end and
 	// requeue count follow them rather than the record.
 	UpsertJob(ctx context.Context, job Job) error
+	// UpsertJobs writes many jobs in one transaction (the recorder's
+	// reconcile pass); nothing is written if any job is invalid.
+	UpsertJobs(ctx context.Context, jobs []Job) error
 	// RecordTransitions writes state changes in one transaction and rederives
 	// each touched job's runs and state.
 	RecordTransitions(ctx context.Context, ts []Transition) error
