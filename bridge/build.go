@@ -8,13 +8,17 @@ import (
 
 // newCycle turns a snapshot into indexed working state, applying every running task.
 func newCycle(s *Snapshot) *cycle {
-	c := &cycle{s: s, d: &Decisions{}, now: s.Now, users: map[userKey]*userUsage{}}
+	c := &cycle{s: s, d: &Decisions{}, now: s.Now, users: map[userKey]*userUsage{}, building: true}
 	c.buildPartitions()
 	c.buildNodes()
 	c.buildQueues()
 	c.buildQOS()
 	c.buildJobs()
 	c.applyForeignGPUs()
+	c.building = false
+	for n := range c.nodes {
+		c.refreshNode(int32(n))
+	}
 	for _, u := range s.Usage {
 		q, okq := c.queueIdx[u.Queue]
 		p, okp := c.partIdx[u.Partition]

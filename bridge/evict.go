@@ -46,11 +46,16 @@ func (c *cycle) rescue() {
 	failed := map[string]bool{}
 	for _, ji := range c.order {
 		js := &c.jobs[ji]
-		if js.code != ReasonResources {
-			continue
+		if js.code != ReasonResources || js.evicted {
+			continue // an evicted job is requeued by the caller, not placed again now
 		}
 		key := strings.Join([]string{c.parts[js.part].name, c.queues[js.queue].name, js.shape}, "\x00")
 		if failed[key] {
+			continue
+		}
+		// Limits are checked again: work placed since allocate looked may have used them up.
+		if code, reason := c.admit(js); code != "" {
+			js.code, js.reason = code, reason
 			continue
 		}
 		if !c.consolidate(ji) && !c.reclaim(ji) && !c.preempt(ji) {

@@ -313,6 +313,9 @@ func (c *cycle) refreshNode(n int32) {
 	p := &c.parts[nd.part]
 	p.free[DimGPU] += freeMilli - oldMilli
 	p.free[DimGPUMemory] += freeMem - oldMem
+	if c.building {
+		return // buckets are filled in node order once the snapshot is applied
+	}
 	p.whole.move(n, freeWhole)
 	roomBucket := int32(-1)
 	if maxRoom > 0 && !nd.mig {

@@ -36,6 +36,9 @@ type cycle struct {
 	victims [][]int32
 	onNode  [][]int32
 	scratch attempt
+	// building is set while the snapshot's running work is applied: bucket order then must
+	// not depend on the order jobs were listed in.
+	building bool
 	bound   []BoundGPU // backing store for Bind.GPUs
 }
 
