@@ -3,12 +3,14 @@ package health
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // GPUAssignmentAnnotation on a pod names the GPUs the scheduler placed it on, as JSON
 // {"gpus":[{"index":0,"uuid":"GPU-..."}],"portion":0.5}. The remediation controller reads it
 // to evict only the pods on a faulty GPU.
-const GPUAssignmentAnnotation = "sluice.dev/gpu-assignment"
+const GPUAssignmentAnnotation = v1alpha1.GPUAssignmentAnnotation
 
 // GPUAssignment is the value of the GPUAssignmentAnnotation.
 type GPUAssignment struct {

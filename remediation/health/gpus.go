@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // GPUsAnnotation holds a node's per-GPU inventory and health as a JSON array of GPUInfo.
 // The agent writes it on real nodes and the rig writes it on simulated ones; the scheduler
 // reads it to avoid just the unhealthy GPU.
-const GPUsAnnotation = "sluice.dev/gpus"
+const GPUsAnnotation = v1alpha1.NodeGPUsAnnotation
 
 // GPUInfo is one entry of the GPUsAnnotation.
 type GPUInfo struct {
