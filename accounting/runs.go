@@ -9,7 +9,7 @@ import (
 type Summary struct {
 	State        JobState
 	Start        time.Time // start of the latest run, as sacct shows after a requeue
-	End          time.Time // set once the latest state is final
+	End          time.Time // set once the latest state is final or PREEMPTED
 	RequeueCount int
 	Runs         []Run
 }
@@ -67,7 +67,9 @@ func Summarize(ts []Transition) Summary {
 			open = nil
 		}
 	}
-	if s.State.Final() && len(sorted) > 0 {
+	// A preemption that is not followed by a requeue ends the job (Slurm's
+	// PreemptMode=CANCEL); a later transition undoes this.
+	if (s.State.Final() || s.State == StatePreempted) && len(sorted) > 0 {
 		s.End = sorted[len(sorted)-1].At
 	}
 	return s

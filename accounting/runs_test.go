@@ -28,6 +28,7 @@ func TestSummarize(t *testing.T) {
 		}, StateTimeout, at(100), at(150), 1, 150 * time.Second, 0},
 		{"node failure ends it", []Transition{tr(0, StateRunning), tr(30, StateNodeFail)}, StateNodeFail, at(0), at(30), 0, 30 * time.Second, 0},
 		{"preempted, back to pending", []Transition{tr(0, StateRunning), tr(40, StatePreempted), tr(41, StatePending)}, StatePending, at(0), time.Time{}, 0, 40 * time.Second, 0},
+		{"preempted for good", []Transition{tr(0, StateRunning), tr(40, StatePreempted)}, StatePreempted, at(0), at(40), 0, 40 * time.Second, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -154,9 +154,22 @@ func ComputeUsage(runs []RunUsage, cfg UsageConfig, now time.Time) (Usage, error
 	return u, nil
 }
 
-// LoadUsage reads every run from the store and computes usage as of now.
+// forgottenAfter is how many half-lives back LoadUsage reads: a second used
+// earlier counts less than 2^-30 (one billionth) and is left out, so the
+// scheduler's periodic refresh reads recent runs, not the whole ledger.
+const forgottenAfter = 30
+
+// LoadUsage reads the runs that still count from the store and computes
+// usage as of now.
 func LoadUsage(ctx context.Context, s Store, cfg UsageConfig, now time.Time) (Usage, error) {
-	runs, err := s.Runs(ctx, time.Time{}, now)
+	if err := cfg.validate(); err != nil {
+		return Usage{}, err
+	}
+	var from time.Time
+	if !cfg.NoDecay {
+		from = now.Add(-forgottenAfter * cfg.halfLife())
+	}
+	runs, err := s.Runs(ctx, from, now)
 	if err != nil {
 		return Usage{}, fmt.Errorf("load runs: %w", err)
 	}

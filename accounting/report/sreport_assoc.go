@@ -22,28 +22,58 @@ type AssocUsage struct {
 	Total   float64 `json:"cluster_allocated_seconds"` // what Percent is taken of
 }
 
-// usageInWindow sums each user association's TRES time inside the window
-// (not decayed: sreport reports what was used).
-func usageInWindow(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) (map[accounting.Assoc]accounting.TRESSeconds, []accounting.RunUsage, error) {
+// windowUsage is each user association's TRES time inside a window (not
+// decayed: sreport reports what was used) and the cluster's total.
+type windowUsage struct {
+	byAssoc map[accounting.Assoc]accounting.TRESSeconds
+	total   accounting.TRESSeconds
+}
+
+func usageInWindow(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) (windowUsage, error) {
 	runs, err := s.Runs(ctx, q.Start, q.End)
 	if err != nil {
-		return nil, nil, err
+		return windowUsage{}, err
 	}
-	out := map[accounting.Assoc]accounting.TRESSeconds{}
+	w := windowUsage{byAssoc: map[accounting.Assoc]accounting.TRESSeconds{}, total: accounting.TRESSeconds{}}
 	for _, r := range runs {
 		secs := overlap(r.Start, r.End, q.Start, q.End, now)
 		if secs == 0 {
 			continue
 		}
 		key := accounting.Assoc{Account: r.Account, User: r.User}
-		if out[key] == nil {
-			out[key] = accounting.TRESSeconds{}
+		if w.byAssoc[key] == nil {
+			w.byAssoc[key] = accounting.TRESSeconds{}
 		}
 		for _, n := range q.TRES {
-			out[key][n] += r.Allocated.Amount(n) * secs
+			w.byAssoc[key][n] += r.Allocated.Amount(n) * secs
+			w.total[n] += r.Allocated.Amount(n) * secs
 		}
 	}
-	return out, runs, nil
+	return w, nil
+}
+
+// groupBy sums the wanted associations' use under key(assoc), and lists
+// the associations that went into each group.
+func (w windowUsage) groupBy(q SreportQuery, key func(accounting.Assoc) string) (map[string]accounting.TRESSeconds, map[string][]accounting.Assoc) {
+	sums := map[string]accounting.TRESSeconds{}
+	members := map[string][]accounting.Assoc{}
+	for a, t := range w.byAssoc {
+		if !q.wants(a) {
+			continue
+		}
+		k := key(a)
+		if sums[k] == nil {
+			sums[k] = accounting.TRESSeconds{}
+		}
+		for n, v := range t {
+			sums[k][n] += v
+		}
+		members[k] = append(members[k], a)
+	}
+	for _, m := range members {
+		sort.Slice(m, func(i, k int) bool { return m[i].User+"\x00"+m[i].Account < m[k].User+"\x00"+m[k].Account })
+	}
+	return sums, members
 }
 
 func (q SreportQuery) wants(a accounting.Assoc) bool {
@@ -57,41 +87,22 @@ func AccountUtilizationByUser(ctx context.Context, s accounting.Store, q Sreport
 	if err != nil {
 		return nil, err
 	}
-	used, _, err := usageInWindow(ctx, s, q, now)
+	w, err := usageInWindow(ctx, s, q, now)
 	if err != nil {
 		return nil, err
 	}
-	totals := accounting.TRESSeconds{}
-	accounts := map[string]accounting.TRESSeconds{}
-	usersOf := map[string][]string{}
-	for a, t := range used {
-		for n, v := range t {
-			totals[n] += v
-		}
-		if !q.wants(a) {
-			continue
-		}
-		if accounts[a.Account] == nil {
-			accounts[a.Account] = accounting.TRESSeconds{}
-		}
-		for n, v := range t {
-			accounts[a.Account][n] += v
-		}
-		usersOf[a.Account] = append(usersOf[a.Account], a.User)
-	}
+	accounts, members := w.groupBy(q, func(a accounting.Assoc) string { return a.Account })
 	var out []AssocUsage
 	add := func(account, user string, t accounting.TRESSeconds) {
 		for _, n := range q.TRES {
-			out = append(out, AssocUsage{Cluster: q.Cluster, Account: account, User: user, TRES: n, Used: t[n], Total: totals[n]})
+			out = append(out, AssocUsage{Cluster: q.Cluster, Account: account, User: user, TRES: n, Used: t[n], Total: w.total[n]})
 		}
 	}
-	add("root", "", totals)
+	add("root", "", w.total)
 	for _, acct := range sortedKeys(accounts) {
 		add(acct, "", accounts[acct])
-		users := usersOf[acct]
-		sort.Strings(users)
-		for _, u := range users {
-			add(acct, u, used[accounting.Assoc{Account: acct, User: u}])
+		for _, a := range members[acct] {
+			add(acct, a.User, w.byAssoc[a])
 		}
 	}
 	return out, nil
@@ -104,23 +115,17 @@ func UserUtilizationByAccount(ctx context.Context, s accounting.Store, q Sreport
 	if err != nil {
 		return nil, err
 	}
-	used, _, err := usageInWindow(ctx, s, q, now)
+	w, err := usageInWindow(ctx, s, q, now)
 	if err != nil {
 		return nil, err
 	}
-	totals := accounting.TRESSeconds{}
-	for _, t := range used {
-		for n, v := range t {
-			totals[n] += v
-		}
-	}
 	var out []AssocUsage
-	for a, t := range used {
+	for a, t := range w.byAssoc {
 		if !q.wants(a) {
 			continue
 		}
 		for _, n := range q.TRES {
-			out = append(out, AssocUsage{Cluster: q.Cluster, Account: a.Account, User: a.User, TRES: n, Used: t[n], Total: totals[n]})
+			out = append(out, AssocUsage{Cluster: q.Cluster, Account: a.Account, User: a.User, TRES: n, Used: t[n], Total: w.total[n]})
 		}
 	}
 	sortByUse(out)
@@ -135,28 +140,11 @@ func TopUsage(ctx context.Context, s accounting.Store, q SreportQuery, now time.
 	if err != nil {
 		return nil, err
 	}
-	used, _, err := usageInWindow(ctx, s, q, now)
+	w, err := usageInWindow(ctx, s, q, now)
 	if err != nil {
 		return nil, err
 	}
-	totals := accounting.TRESSeconds{}
-	byUser := map[string]accounting.TRESSeconds{}
-	accountsOf := map[string][]string{}
-	for a, t := range used {
-		for n, v := range t {
-			totals[n] += v
-		}
-		if !q.wants(a) {
-			continue
-		}
-		if byUser[a.User] == nil {
-			byUser[a.User] = accounting.TRESSeconds{}
-		}
-		for n, v := range t {
-			byUser[a.User][n] += v
-		}
-		accountsOf[a.User] = append(accountsOf[a.User], a.Account)
-	}
+	byUser, members := w.groupBy(q, func(a accounting.Assoc) string { return a.User })
 	users := sortedKeys(byUser)
 	first := q.TRES[0]
 	sort.SliceStable(users, func(i, k int) bool { return byUser[users[i]][first] > byUser[users[k]][first] })
@@ -165,10 +153,12 @@ func TopUsage(ctx context.Context, s accounting.Store, q SreportQuery, now time.
 	}
 	var out []AssocUsage
 	for _, u := range users {
-		accts := accountsOf[u]
-		sort.Strings(accts)
+		var accts []string
+		for _, a := range members[u] {
+			accts = append(accts, a.Account)
+		}
 		for _, n := range q.TRES {
-			out = append(out, AssocUsage{Cluster: q.Cluster, Account: strings.Join(accts, ","), User: u, TRES: n, Used: byUser[u][n], Total: totals[n]})
+			out = append(out, AssocUsage{Cluster: q.Cluster, Account: strings.Join(accts, ","), User: u, TRES: n, Used: byUser[u][n], Total: w.total[n]})
 		}
 	}
 	return out, nil

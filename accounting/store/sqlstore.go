@@ -57,14 +57,21 @@ func fromUnix(s int64) time.Time {
 	return time.Unix(s, 0).UTC()
 }
 
-// inTx runs fn in a transaction, committed when fn returns nil.
-func (s *SQLStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+// write runs fn with a writer in one transaction, committed when fn
+// returns nil.
+func (s *SQLStore) write(ctx context.Context, fn func(*writer) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	w, err := s.newWriter(ctx, tx)
+	if err != nil {
+		return err
+	}
+	err = fn(w)
+	w.close()
+	if err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -111,12 +118,7 @@ func (s *SQLStore) UpsertJobs(ctx context.Context, jobs []accounting.Job) error 
 			return err
 		}
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		w, err := s.newWriter(ctx, tx)
-		if err != nil {
-			return err
-		}
-		defer w.close()
+	return s.write(ctx, func(w *writer) error {
 		for _, j := range jobs {
 			if _, err := w.upsertJob.ExecContext(ctx, jobArgs(j)...); err != nil {
 				return fmt.Errorf("upsert job %d: %w", j.JobID, err)
@@ -137,12 +139,7 @@ func (s *SQLStore) RecordTransitions(ctx context.Context, ts []accounting.Transi
 			return err
 		}
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		w, err := s.newWriter(ctx, tx)
-		if err != nil {
-			return err
-		}
-		defer w.close()
+	return s.write(ctx, func(w *writer) error {
 		touched := map[int64]bool{}
 		var order []int64
 		for _, t := range ts {
