@@ -29,10 +29,15 @@ type windowUsage struct {
 	total   accounting.TRESSeconds
 }
 
-func usageInWindow(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) (windowUsage, error) {
+// usageInWindow checks the query, fills in its defaults and reads the window.
+func usageInWindow(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) (SreportQuery, windowUsage, error) {
+	q, err := q.normalize(now)
+	if err != nil {
+		return q, windowUsage{}, err
+	}
 	runs, err := s.Runs(ctx, q.Start, q.End)
 	if err != nil {
-		return windowUsage{}, err
+		return q, windowUsage{}, err
 	}
 	w := windowUsage{byAssoc: map[accounting.Assoc]accounting.TRESSeconds{}, total: accounting.TRESSeconds{}}
 	for _, r := range runs {
@@ -49,7 +54,16 @@ func usageInWindow(ctx context.Context, s accounting.Store, q SreportQuery, now 
 			w.total[n] += r.Allocated.Amount(n) * secs
 		}
 	}
-	return w, nil
+	return q, w, nil
+}
+
+// rows makes one row per selected TRES for an account or user.
+func (w windowUsage) rows(q SreportQuery, account, user string, t accounting.TRESSeconds) []AssocUsage {
+	out := make([]AssocUsage, 0, len(q.TRES))
+	for _, n := range q.TRES {
+		out = append(out, AssocUsage{Cluster: q.Cluster, Account: account, User: user, TRES: n, Used: t[n], Total: w.total[n]})
+	}
+	return out
 }
 
 // groupBy sums the wanted associations' use under key(assoc), and lists
@@ -83,26 +97,16 @@ func (q SreportQuery) wants(a accounting.Assoc) bool {
 // AccountUtilizationByUser is sreport cluster AccountUtilizationByUser:
 // the cluster total (root), then each account's total followed by its users.
 func AccountUtilizationByUser(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) ([]AssocUsage, error) {
-	q, err := q.normalize(now)
-	if err != nil {
-		return nil, err
-	}
-	w, err := usageInWindow(ctx, s, q, now)
+	q, w, err := usageInWindow(ctx, s, q, now)
 	if err != nil {
 		return nil, err
 	}
 	accounts, members := w.groupBy(q, func(a accounting.Assoc) string { return a.Account })
-	var out []AssocUsage
-	add := func(account, user string, t accounting.TRESSeconds) {
-		for _, n := range q.TRES {
-			out = append(out, AssocUsage{Cluster: q.Cluster, Account: account, User: user, TRES: n, Used: t[n], Total: w.total[n]})
-		}
-	}
-	add("root", "", w.total)
+	out := w.rows(q, "root", "", w.total)
 	for _, acct := range sortedKeys(accounts) {
-		add(acct, "", accounts[acct])
+		out = append(out, w.rows(q, acct, "", accounts[acct])...)
 		for _, a := range members[acct] {
-			add(acct, a.User, w.byAssoc[a])
+			out = append(out, w.rows(q, acct, a.User, w.byAssoc[a])...)
 		}
 	}
 	return out, nil
@@ -111,11 +115,7 @@ func AccountUtilizationByUser(ctx context.Context, s accounting.Store, q Sreport
 // UserUtilizationByAccount is sreport cluster UserUtilizationByAccount: one
 // row per user and account, most used first.
 func UserUtilizationByAccount(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) ([]AssocUsage, error) {
-	q, err := q.normalize(now)
-	if err != nil {
-		return nil, err
-	}
-	w, err := usageInWindow(ctx, s, q, now)
+	q, w, err := usageInWindow(ctx, s, q, now)
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +124,7 @@ func UserUtilizationByAccount(ctx context.Context, s accounting.Store, q Sreport
 		if !q.wants(a) {
 			continue
 		}
-		for _, n := range q.TRES {
-			out = append(out, AssocUsage{Cluster: q.Cluster, Account: a.Account, User: a.User, TRES: n, Used: t[n], Total: w.total[n]})
-		}
+		out = append(out, w.rows(q, a.Account, a.User, t)...)
 	}
 	sortByUse(out)
 	return out, nil
@@ -136,11 +134,7 @@ func UserUtilizationByAccount(ctx context.Context, s accounting.Store, q Sreport
 // of the first selected TRES, each with the accounts they charged
 // (comma-joined in Account).
 func TopUsage(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) ([]AssocUsage, error) {
-	q, err := q.normalize(now)
-	if err != nil {
-		return nil, err
-	}
-	w, err := usageInWindow(ctx, s, q, now)
+	q, w, err := usageInWindow(ctx, s, q, now)
 	if err != nil {
 		return nil, err
 	}
@@ -157,9 +151,7 @@ func TopUsage(ctx context.Context, s accounting.Store, q SreportQuery, now time.
 		for _, a := range members[u] {
 			accts = append(accts, a.Account)
 		}
-		for _, n := range q.TRES {
-			out = append(out, AssocUsage{Cluster: q.Cluster, Account: strings.Join(accts, ","), User: u, TRES: n, Used: byUser[u][n], Total: w.total[n]})
-		}
+		out = append(out, w.rows(q, strings.Join(accts, ","), u, byUser[u])...)
 	}
 	return out, nil
 }
