@@ -1,0 +1,107 @@
+// Package webhook is the mutating admission webhook for pods Sluice
+// schedules. On pod creation it defaults the queue label, validates the
+// KAI-compatible GPU-sharing annotations and wires every container of a GPU
+// pod to the GPU assignment the scheduler writes at bind time, so a real
+// kubelet hands the container its GPUs without any per-pod ConfigMap.
+//
+// The server generates its own CA and serving certificate (kept in a state
+// directory and reused across restarts) and Register installs the matching
+// MutatingWebhookConfiguration with failurePolicy Fail, limited by a CEL
+// match condition to pods naming a Sluice scheduler, so other pods never
+// depend on the webhook.
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Annotations the scheduler writes on the pod in the same request as the
+// binding (the API server copies a Binding's annotations onto the pod), and
+// the container environment variables they reach through the downward API.
+// They are not in apis/scheduling/v1alpha1 yet; they live here until the
+// scheduler needs them too.
+const (
+	// VisibleDevicesAnnotation holds the comma-separated UUIDs of the GPUs
+	// the pod was bound to.
+	VisibleDevicesAnnotation = "sluice.dev/visible-devices"
+	// GPUPortionAnnotation holds the portion of each of those GPUs the pod
+	// was given: "1" for whole GPUs, e.g. "0.25" for a fraction.
+	GPUPortionAnnotation = "sluice.dev/gpu-portion"
+
+	// VisibleDevicesEnv is read by the NVIDIA container runtime to choose
+	// the GPUs a container sees.
+	VisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
+	// GPUPortionEnv tells the workload which portion of each GPU it may use.
+	GPUPortionEnv = "SLUICE_GPU_PORTION"
+)
+
+// MutatePath is the URL path the webhook serves AdmissionReviews on.
+const MutatePath = "/mutate-pods"
+
+// Config configures New. Only StateDir and Client are required.
+type Config struct {
+	// Addr is the host:port the webhook serves HTTPS on. Default
+	// "127.0.0.1:9443"; a port of 0 picks a free one (see Server.Addr).
+	Addr string
+	// StateDir keeps the webhook's CA and serving certificate and keys
+	// (webhook-ca.crt/.key, webhook.crt/.key) across restarts. Created
+	// with mode 0700 when missing.
+	StateDir string
+	// Hosts are the DNS names and IP addresses the serving certificate is
+	// valid for: the host of the URL the API server calls (127.0.0.1 under
+	// `sluice dev`) or the Service's DNS names
+	// (NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.cluster.local) in the chart.
+	// Default: 127.0.0.1 and localhost.
+	Hosts []string
+	// SchedulerNames are the schedulerNames of the pods the webhook
+	// handles; pods naming any other scheduler are admitted untouched.
+	// Default ["sluice"]; add "kai-scheduler" to take KAI manifests as
+	// they are.
+	SchedulerNames []string
+	// DefaultQueue is the queue of a pod that names none, in a namespace
+	// that names none. Default "default".
+	DefaultQueue string
+	// Client reads namespaces (through an informer) for their queue label.
+	Client kubernetes.Interface
+	// Log receives certificate rotations and request errors; nil discards.
+	Log *slog.Logger
+}
+
+// withDefaults fills the zero fields with their defaults and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.StateDir == "" {
+		return c, errors.New("webhook: Config.StateDir is required (it keeps the CA and serving certificate)")
+	}
+	if c.Client == nil {
+		return c, errors.New("webhook: Config.Client is required (namespaces are read for their queue label)")
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:9443"
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, fmt.Errorf("webhook: Config.Addr %q: %w", c.Addr, err)
+	}
+	if len(c.Hosts) == 0 {
+		c.Hosts = []string{"127.0.0.1", "localhost"}
+	}
+	if len(c.SchedulerNames) == 0 {
+		c.SchedulerNames = []string{v1alpha1.DefaultSchedulerName}
+	}
+	if err := validSchedulerNames(c.SchedulerNames); err != nil {
+		return c, err
+	}
+	if c.DefaultQueue == "" {
+		c.DefaultQueue = v1alpha1.DefaultQueue
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

@@ -1,0 +1,140 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxReviewBytes bounds a request body. The API server caps an object at
+// about 3 MiB; the review carries the object once or twice (oldObject).
+const maxReviewBytes = 8 << 20
+
+// namespaceGetter returns a namespace or a NotFound error.
+type namespaceGetter func(ctx context.Context, name string) (*corev1.Namespace, error)
+
+// admitter answers AdmissionReviews for pod creation.
+type admitter struct {
+	schedulerNames []string
+	defaultQueue   string
+	namespace      namespaceGetter
+	log            *slog.Logger
+}
+
+// ServeHTTP decodes an admission.k8s.io/v1 AdmissionReview and answers it.
+// A body that is not such a review gets a plain 4xx (the API server then
+// applies the failure policy); a review whose pod cannot be handled gets a
+// denial with the reason, echoing the request's uid as the API server needs.
+func (a *admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "admission reviews are POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReviewBytes)).Decode(&review); err != nil {
+		status := http.StatusBadRequest
+		if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, "cannot decode the AdmissionReview: "+err.Error(), status)
+		return
+	}
+	want := admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
+	if review.GroupVersionKind() != want {
+		http.Error(w, fmt.Sprintf("expected apiVersion %s kind %s, got %q %q",
+			want.GroupVersion(), want.Kind, review.APIVersion, review.Kind), http.StatusBadRequest)
+		return
+	}
+	if review.Request == nil {
+		http.Error(w, "the AdmissionReview has no request", http.StatusBadRequest)
+		return
+	}
+	resp := a.admit(r.Context(), review.Request)
+	resp.UID = review.Request.UID
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		a.log.Warn("webhook: writing the admission response", "uid", resp.UID, "err", err)
+	}
+}
+
+// admit decides one request: pods for a Sluice scheduler are validated and
+// mutated on creation; everything else passes untouched.
+func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation != admissionv1.Create || req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	if len(req.Object.Raw) == 0 {
+		return deny(http.StatusBadRequest, "the admission request carries no pod")
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return deny(http.StatusBadRequest, "cannot decode the pod: "+err.Error())
+	}
+	if !slices.Contains(a.schedulerNames, pod.Spec.SchedulerName) {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	usesGPUs, problem := checkGPURequest(&pod)
+	if problem != "" {
+		return deny(http.StatusUnprocessableEntity, problem)
+	}
+	namespace := req.Namespace
+	if namespace == "" {
+		namespace = pod.Namespace
+	}
+	var nsLabels map[string]string
+	ns, err := a.namespace(ctx, namespace)
+	switch {
+	case err == nil:
+		nsLabels = ns.Labels
+	case !apierrors.IsNotFound(err):
+		a.log.Warn("webhook: reading the namespace for its queue", "namespace", namespace, "err", err)
+		return deny(http.StatusServiceUnavailable, fmt.Sprintf(
+			"cannot read namespace %q for its queue label, try again: %v", namespace, err))
+	}
+	ops := queuePatch(&pod, queueFor(&pod, nsLabels, a.defaultQueue))
+	if usesGPUs {
+		ops = append(ops, envPatch(&pod)...)
+	}
+	if len(ops) == 0 {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil { // only plain strings and EnvVars: cannot fail
+		return deny(http.StatusInternalServerError, "cannot encode the patch: "+err.Error())
+	}
+	patchType := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &patchType}
+}
+
+// deny refuses a request with a message the API server shows the user after
+// `admission webhook "..." denied the request: `.
+func deny(code int32, message string) *admissionv1.AdmissionResponse {
+	reason := metav1.StatusReasonBadRequest
+	switch code {
+	case http.StatusUnprocessableEntity:
+		reason = metav1.StatusReasonInvalid
+	case http.StatusServiceUnavailable:
+		reason = metav1.StatusReasonServiceUnavailable
+	case http.StatusInternalServerError:
+		reason = metav1.StatusReasonInternalError
+	}
+	return &admissionv1.AdmissionResponse{Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: message,
+	}}
+}

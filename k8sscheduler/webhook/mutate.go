@@ -1,0 +1,109 @@
+package webhook
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// patchOp is one RFC 6902 JSON patch operation; the webhook only adds.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// queueFor picks a pod's queue: its own sluice.dev/queue label, else its
+// kai.scheduler/queue label, else its namespace's labels in the same order,
+// else fallback.
+func queueFor(pod *corev1.Pod, namespaceLabels map[string]string, fallback string) string {
+	for _, labels := range []map[string]string{pod.Labels, namespaceLabels} {
+		for _, key := range []string{v1alpha1.QueueLabel, v1alpha1.KAIQueueLabel} {
+			if q := labels[key]; q != "" {
+				return q
+			}
+		}
+	}
+	return fallback
+}
+
+// queuePatch sets the sluice.dev/queue label to queue unless the pod
+// already carries it.
+func queuePatch(pod *corev1.Pod, queue string) []patchOp {
+	if pod.Labels[v1alpha1.QueueLabel] != "" {
+		return nil
+	}
+	if pod.Labels == nil {
+		return []patchOp{{Op: "add", Path: "/metadata/labels", Value: map[string]string{v1alpha1.QueueLabel: queue}}}
+	}
+	// An empty sluice.dev/queue label is replaced too: "add" on an existing
+	// member overwrites it.
+	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.QueueLabel), Value: queue}}
+}
+
+// gpuEnv is the environment every container of a GPU pod gets: each
+// variable reads, through the downward API, an annotation the scheduler
+// writes in the same request as the binding, so the kubelet resolves it when
+// the container starts, after the pod is bound.
+var gpuEnv = []corev1.EnvVar{
+	annotationEnv(VisibleDevicesEnv, VisibleDevicesAnnotation),
+	annotationEnv(GPUPortionEnv, GPUPortionAnnotation),
+}
+
+func annotationEnv(name, annotation string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+		APIVersion: "v1",
+		FieldPath:  fmt.Sprintf("metadata.annotations['%s']", annotation),
+	}}}
+}
+
+// envPatch adds gpuEnv to every init and regular container, leaving alone a
+// variable the container already sets itself.
+func envPatch(pod *corev1.Pod) []patchOp {
+	var ops []patchOp
+	for _, group := range []struct {
+		path       string
+		containers []corev1.Container
+	}{
+		{"/spec/initContainers", pod.Spec.InitContainers},
+		{"/spec/containers", pod.Spec.Containers},
+	} {
+		for i, c := range group.containers {
+			var missing []corev1.EnvVar
+			for _, v := range gpuEnv {
+				if !setsEnv(c, v.Name) {
+					missing = append(missing, v)
+				}
+			}
+			if len(missing) == 0 {
+				continue
+			}
+			envPath := fmt.Sprintf("%s/%d/env", group.path, i)
+			if len(c.Env) == 0 {
+				ops = append(ops, patchOp{Op: "add", Path: envPath, Value: missing})
+				continue
+			}
+			for _, v := range missing {
+				ops = append(ops, patchOp{Op: "add", Path: envPath + "/-", Value: v})
+			}
+		}
+	}
+	return ops
+}
+
+func setsEnv(c corev1.Container, name string) bool {
+	for _, v := range c.Env {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// escapePointer escapes a key for use as one JSON pointer token (RFC 6901).
+func escapePointer(key string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+}
