@@ -1,0 +1,125 @@
+// Package controller is the remediation controller (in `sluice server`): a fault condition
+// from the agent quarantines the node (taint), drains it through the Eviction API, records
+// a repair request, and returns the node only after a validation pod succeeds and every
+// fault condition is False. GPU-local faults evict only the pods on the faulty GPU. A
+// circuit breaker caps how much of a partition may be out at once.
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Config configures the controller. Zero values take the documented defaults.
+type Config struct {
+	// PartitionLabel groups nodes for the circuit breaker; default sluice.dev/partition.
+	// Nodes without it form one unnamed partition.
+	PartitionLabel string
+	// BreakerShare is the largest share of a partition's nodes that may be quarantined
+	// within BreakerWindow; default 0.5 in 5 minutes.
+	BreakerShare  float64
+	BreakerWindow time.Duration
+	// DrainTimeout bounds how long evictions may be refused (by PodDisruptionBudgets);
+	// after it the remaining pods are deleted, since they sit on hardware that is failing.
+	// Default 5 minutes.
+	DrainTimeout time.Duration
+	// RetryInterval is how often a blocked eviction or a running validation is looked at
+	// again; default 1s.
+	RetryInterval time.Duration
+	// Escalation: repeated faults become a hardware repair; defaults 3 same XIDs in 24h,
+	// 5 remediations in 7 days.
+	Escalation Escalation
+	// Validation is the pod run on a repaired node before it returns.
+	Validation Validation
+	// Downtime receives the intervals a node (or GPU) was out of service; optional.
+	Downtime DowntimeRecorder
+	// OnEvicted is called with the pods evicted from a node, so the Slurm API can requeue
+	// jobs submitted with --requeue and end the others as NODE_FAIL; optional.
+	OnEvicted func(ctx context.Context, e Eviction)
+}
+
+// Validation describes the validation pod.
+type Validation struct {
+	// Image is the validation image; default nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04.
+	Image string
+	// Command defaults to a level-2 DCGM diagnostic: dcgmi diag -r 2.
+	Command []string
+	// Namespace the pod runs in; default kube-system.
+	Namespace string
+	// Annotations and Labels are added to the pod (the rig uses them to script the
+	// simulated run).
+	Annotations map[string]string
+	Labels      map[string]string
+	// Timeout: a validation pod that has not succeeded by then counts as failed; default 15m.
+	Timeout time.Duration
+}
+
+// Downtime is an interval a node, or some of its GPUs, could not run work.
+type Downtime struct {
+	Node string
+	// GPUs lists the UUIDs out of service; empty means the whole node.
+	GPUs   []string
+	Start  time.Time
+	End    time.Time // zero while still down
+	Reason string
+}
+
+// DowntimeRecorder stores down intervals for accounting. RecordDown is called once when
+// the interval opens (End zero) and again, with the same Node and Start, when it closes.
+type DowntimeRecorder interface {
+	RecordDown(ctx context.Context, d Downtime) error
+}
+
+// Eviction tells the OnEvicted hook which pods left a node and why.
+type Eviction struct {
+	Node string
+	// GPUs lists the faulty GPUs' UUIDs for a GPU-local drain; empty for the whole node.
+	GPUs   []string
+	Pods   []*corev1.Pod
+	Reason string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.PartitionLabel == "" {
+		c.PartitionLabel = v1alpha1.PartitionLabel
+	}
+	if c.BreakerShare == 0 {
+		c.BreakerShare = 0.5
+	}
+	if c.BreakerShare < 0 || c.BreakerShare > 1 {
+		return c, errors.New("remediation controller: BreakerShare must be within 0..1")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.BreakerWindow, 5*time.Minute)
+	def(&c.DrainTimeout, 5*time.Minute)
+	def(&c.RetryInterval, time.Second)
+	def(&c.Escalation.XIDWindow, 24*time.Hour)
+	def(&c.Escalation.RemediationWindow, 7*24*time.Hour)
+	def(&c.Validation.Timeout, 15*time.Minute)
+	if c.Escalation.SameXID <= 0 {
+		c.Escalation.SameXID = 3
+	}
+	if c.Escalation.Remediations <= 0 {
+		c.Escalation.Remediations = 5
+	}
+	v := &c.Validation
+	if v.Image == "" {
+		v.Image = "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04"
+	}
+	if len(v.Command) == 0 {
+		v.Command = []string{"dcgmi", "diag", "-r", "2"}
+	}
+	if v.Namespace == "" {
+		v.Namespace = "kube-system"
+	}
+	return c, nil
+}

@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/remediation/health"
+)
+
+// validationLabel marks validation pods (value: the node), which a drain leaves alone.
+const validationLabel = "sluice.dev/validation"
+
+// drain evicts the node's pods (only those on the given GPUs when gpus is non-empty)
+// through the Eviction API, so PodDisruptionBudgets are respected. Past deadline, pods
+// still refused are deleted: they sit on failing hardware and would not make progress. It
+// returns how many pods are still on their way out.
+func (c *controller) drain(ctx context.Context, node string, gpus []health.GPUInfo, reason string, deadline time.Time) (int, error) {
+	objs, err := c.pods.ByIndex(podsByNode, node)
+	if err != nil {
+		return 0, err
+	}
+	remaining := 0
+	var evicted []*corev1.Pod
+	for _, obj := range objs {
+		pod := obj.(*corev1.Pod)
+		if !mustLeave(pod, gpus) {
+			continue
+		}
+		remaining++
+		if pod.DeletionTimestamp != nil {
+			continue // on its way out
+		}
+		err := c.client.CoreV1().Pods(pod.Namespace).EvictV1(ctx, &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		})
+		switch {
+		case err == nil:
+			evicted = append(evicted, pod)
+		case apierrors.IsNotFound(err):
+			remaining--
+		case apierrors.IsTooManyRequests(err) && c.now().After(deadline):
+			// The PodDisruptionBudget still refuses after the drain timeout.
+			if err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return remaining, err
+			}
+			evicted = append(evicted, pod)
+			c.events.Eventf(nodeRef(node), corev1.EventTypeWarning, "DrainTimeout",
+				"pod %s/%s deleted: its disruption budget refused eviction past the drain timeout", pod.Namespace, pod.Name)
+		case apierrors.IsTooManyRequests(err):
+			// Refused by a PodDisruptionBudget: try again on the next pass.
+		default:
+			return remaining, err
+		}
+	}
+	if len(evicted) > 0 && c.cfg.OnEvicted != nil {
+		c.cfg.OnEvicted(ctx, Eviction{Node: node, GPUs: uuids(gpus), Pods: evicted, Reason: reason})
+	}
+	return remaining, nil
+}
+
+// mustLeave: every running pod leaves a quarantined node except DaemonSet pods (they
+// would come straight back and hold no GPU work), static pods and our validation pod;
+// for a GPU-local drain only pods assigned to one of the faulty GPUs leave.
+func mustLeave(pod *corev1.Pod, gpus []health.GPUInfo) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, ok := pod.Labels[validationLabel]; ok {
+		return false
+	}
+	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return false
+		}
+	}
+	if len(gpus) == 0 {
+		return true
+	}
+	a, ok, err := health.ParseGPUAssignment(pod.Annotations)
+	// A pod whose assignment cannot be read may be on the faulty GPU: evict it to be safe.
+	return err != nil || (ok && a.Uses(gpus))
+}
