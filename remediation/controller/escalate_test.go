@@ -23,8 +23,8 @@ func TestEscalation(t *testing.T) {
 		{"same XID three times in a day", []health.Fault{ago(20*time.Hour, 79), ago(time.Hour, 79), ago(0, 79)}, true},
 		{"third one a day later", []health.Fault{ago(25*time.Hour, 79), ago(time.Hour, 79), ago(0, 79)}, false},
 		{"three different XIDs", []health.Fault{ago(2*time.Hour, 48), ago(time.Hour, 79), ago(0, 119)}, false},
-		{"five remediations in a week", []health.Fault{ago(6*24*time.Hour), ago(5*24*time.Hour), ago(3*24*time.Hour), ago(24*time.Hour), ago(0)}, true},
-		{"five over more than a week", []health.Fault{ago(8*24*time.Hour), ago(5*24*time.Hour), ago(3*24*time.Hour), ago(24*time.Hour), ago(0)}, false},
+		{"five remediations in a week", []health.Fault{ago(6 * 24 * time.Hour), ago(5 * 24 * time.Hour), ago(3 * 24 * time.Hour), ago(24 * time.Hour), ago(0)}, true},
+		{"five over more than a week", []health.Fault{ago(8 * 24 * time.Hour), ago(5 * 24 * time.Hour), ago(3 * 24 * time.Hour), ago(24 * time.Hour), ago(0)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,4 +90,3 @@ func uuids(gpus []health.GPUInfo) []string {
 	}
 	return out
 }
-
