@@ -1,0 +1,46 @@
+# Sluice. `make dev` runs it on the local rig; `make test` runs every test.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+export SLUICE_ASSETS ?= $(BIN)
+
+.PHONY: all build tools dev test test-unit bench lint generate clean
+
+all: build
+
+## build: the sluice binary into ./bin/sluice
+build:
+	$(GO) build -o $(BIN)/sluice ./cmd/sluice
+
+## tools: the rig's binaries (etcd, kube-*, kwok, controller-gen, helm), each only if missing or stale
+tools:
+	cd hack/tools && $(GO) run . -bin $(BIN)
+
+## dev: the local rig with simulated GPU nodes, the Sluice server and the SQLite ledger
+dev: tools build
+	$(BIN)/sluice dev
+
+## test: lint, unit tests and the end-to-end suites on the rig (one package at a time: each starts a rig)
+test: tools lint
+	$(GO) test -p 1 -count=1 -timeout 80m ./...
+
+## test-unit: only what needs no rig
+test-unit:
+	$(GO) test -short -count=1 ./...
+
+## bench: the benchmarks of the core and the ledger (the rig's scale benchmark: sluice bench)
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchmem ./bridge/... ./accounting/...
+
+## lint: gofmt and go vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## generate: deepcopy and CRD YAML (controller-gen)
+generate: tools
+	PATH=$(BIN):$$PATH $(GO) generate ./k8sscheduler/apis/...
+
+clean:
+	rm -rf $(BIN) .sluice

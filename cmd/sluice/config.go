@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the `sluice server` configuration file. Every field is
+// documented in docs/configuration.md; keep the two in step.
+type Config struct {
+	// Kubeconfig is the path of a kubeconfig file. Empty means in-cluster
+	// configuration, then $KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// StateDir holds the server's own files (ledger, JWT key, webhook certs).
+	StateDir string `yaml:"stateDir"`
+	// Listen is the address of the REST API (slurmrestd's port 6820 by
+	// default), which also serves /healthz, /readyz and /metrics.
+	Listen string `yaml:"listen"`
+	// SchedulerName is the pod spec.schedulerName Sluice schedules.
+	SchedulerName string `yaml:"schedulerName"`
+	// ShutdownTimeout bounds graceful shutdown after SIGTERM.
+	ShutdownTimeout Duration `yaml:"shutdownTimeout"`
+
+	Log            LogConfig            `yaml:"log"`
+	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
+}
+
+// LogConfig selects the structured log output.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json
+}
+
+// LeaderElectionConfig makes two or more replicas safe: only the holder of
+// the Lease schedules.
+type LeaderElectionConfig struct {
+	Enabled       bool     `yaml:"enabled"`
+	Namespace     string   `yaml:"namespace"`
+	LeaseName     string   `yaml:"leaseName"`
+	LeaseDuration Duration `yaml:"leaseDuration"`
+	RenewDeadline Duration `yaml:"renewDeadline"`
+	RetryPeriod   Duration `yaml:"retryPeriod"`
+}
+
+// DefaultConfig is what the server runs with when no file is given.
+func DefaultConfig() Config {
+	return Config{
+		StateDir:        ".sluice/state",
+		Listen:          ":6820",
+		SchedulerName:   "sluice",
+		ShutdownTimeout: Duration(20 * time.Second),
+		Log:             LogConfig{Level: "info", Format: "text"},
+		LeaderElection: LeaderElectionConfig{
+			Enabled:       true,
+			Namespace:     "sluice-system",
+			LeaseName:     "sluice-server",
+			LeaseDuration: Duration(15 * time.Second),
+			RenewDeadline: Duration(10 * time.Second),
+			RetryPeriod:   Duration(2 * time.Second),
+		},
+	}
+}
+
+// LoadConfig reads a YAML file over the defaults. Unknown fields are
+// rejected with their line number, so a typo never silently falls back to a
+// default.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	if path == "" {
+		return cfg, cfg.Validate()
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("reading config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// io.EOF: an empty file means "all defaults".
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Validate reports the first value that cannot work.
+func (c Config) Validate() error {
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log.format %q: want text or json", c.Log.Format)
+	}
+	if c.Listen == "" {
+		return errors.New("listen: must not be empty (e.g. \":6820\")")
+	}
+	if c.SchedulerName == "" {
+		return errors.New("schedulerName: must not be empty")
+	}
+	if c.StateDir == "" {
+		return errors.New("stateDir: must not be empty")
+	}
+	le := c.LeaderElection
+	if le.Enabled {
+		if le.Namespace == "" || le.LeaseName == "" {
+			return errors.New("leaderElection: namespace and leaseName are required when enabled")
+		}
+		if !(le.LeaseDuration > le.RenewDeadline && le.RenewDeadline > le.RetryPeriod && le.RetryPeriod > 0) {
+			return fmt.Errorf("leaderElection: want leaseDuration (%s) > renewDeadline (%s) > retryPeriod (%s) > 0",
+				le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+		}
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as "15s", "2m" in YAML.
+type Duration time.Duration
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML parses Go duration syntax and names the line of a bad value.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (e.g. 15s, 2m)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration back in the same syntax.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
+	"github.com/sluicehq/sluice/test/cluster"
+)
+
+func init() {
+	register(command{name: "dev", summary: "run the local rig (simulated GPU nodes) with the Sluice server and the SQLite ledger", run: runDev})
+}
+
+func runDev(args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	specPath := fs.String("spec", "", "cluster spec YAML (node pools); default: h100 4x8 H100-80GB, a100 2x4 A100-40GB")
+	assets := fs.String("assets", "", "directory with the rig's binaries (default $SLUICE_ASSETS, then ./bin; build them with `make tools`)")
+	state := fs.String("state", ".sluice", "state directory: the rig's files and the server's")
+	listen := fs.String("listen", "127.0.0.1:6820", "REST API address")
+	seed := fs.String("seed", "examples/site.yaml", "objects applied once the rig is up (partitions, queues, QOS); empty to skip")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: sluice dev [flags]\n\nStarts a local control plane (etcd, kube-apiserver, kube-controller-manager,\nkube-scheduler, kwok) with simulated GPU nodes, then the Sluice server against it.\nCtrl-C stops everything.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	spec := cluster.DefaultSpec()
+	if *specPath != "" {
+		var err error
+		if spec, err = cluster.LoadSpec(*specPath); err != nil {
+			return err
+		}
+	}
+	stateDir, err := filepath.Abs(*state)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	rig, err := cluster.Start(ctx, cluster.Options{Spec: spec, Dir: filepath.Join(stateDir, "rig"), Assets: *assets, Log: os.Stdout})
+	if err != nil {
+		return fmt.Errorf("%w\n(the rig's binaries come from `make tools`; see --assets)", err)
+	}
+	defer rig.Stop()
+	fmt.Printf("rig: up in %s\n", time.Since(start).Round(100*time.Millisecond))
+
+	if err := crds.Install(ctx, rig.RESTConfig()); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	if *seed != "" {
+		n, err := applyFile(ctx, rig.RESTConfig(), *seed)
+		if err != nil {
+			return fmt.Errorf("seeding %s: %w", *seed, err)
+		}
+		fmt.Printf("seed: applied %d objects from %s\n", n, *seed)
+	}
+
+	cfg := DefaultConfig()
+	cfg.Kubeconfig = rig.Kubeconfig
+	cfg.StateDir = filepath.Join(stateDir, "server")
+	cfg.Listen = *listen
+	cfg.LeaderElection.Enabled = false // one replica on the rig
+	logFile, err := os.OpenFile(filepath.Join(stateDir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	srv, err := NewServer(cfg, newLogger(cfg.Log, logFile))
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(ctx) }()
+	addr := srv.Addr()
+
+	fmt.Printf(`
+Sluice is running on a local rig (%d nodes). In another terminal:
+
+  export KUBECONFIG=%s
+  kubectl get nodes -L nvidia.com/gpu.product,sluice.dev/partition
+
+REST API (slurmrestd-compatible): http://%s
+Server log: %s
+Press Ctrl-C to stop everything.
+`, len(mustNodes(spec)), rig.Kubeconfig, addr, logFile.Name())
+
+	select {
+	case <-ctx.Done():
+		fmt.Println("\nstopping...")
+		err = <-errc
+	case err = <-errc:
+	}
+	return err
+}
+
+func mustNodes(s cluster.Spec) []string {
+	nodes, err := s.Nodes()
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return names
+}

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// component is one long-running part of the server. Leader-only components
+// (the scheduler, the remediation controller) run only while this replica
+// holds the Lease; the others (REST, recorder) run on every replica.
+type component struct {
+	name       string
+	leaderOnly bool
+	run        func(ctx context.Context) error
+}
+
+// Server is `sluice server`: one process, many components, one HTTP listener
+// for the REST API, probes and metrics.
+type Server struct {
+	cfg        Config
+	log        *slog.Logger
+	restConfig *rest.Config
+	kube       kubernetes.Interface
+	registry   *prometheus.Registry
+	router     *mux.Router
+	identity   string
+
+	mu         sync.Mutex
+	components []component
+	ready      map[string]func() error
+	isLeader   bool
+	addr       net.Addr // set once listening
+	listening  chan struct{}
+}
+
+// NewServer connects to the cluster and prepares the HTTP routes; nothing
+// runs until Run.
+func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
+	restConfig, err := loadRESTConfig(cfg.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// The scheduler binds many pods at once; client-side throttling must not
+	// be the bottleneck (the API server's own flow control still applies).
+	restConfig.QPS, restConfig.Burst = 1000, 2000
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	host, _ := os.Hostname()
+	s := &Server{
+		cfg:        cfg,
+		log:        log,
+		restConfig: restConfig,
+		kube:       kube,
+		registry:   prometheus.NewRegistry(),
+		router:     mux.NewRouter(),
+		identity:   fmt.Sprintf("%s_%d", host, os.Getpid()),
+		ready:      map[string]func() error{},
+		listening:  make(chan struct{}),
+	}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.router.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	s.router.HandleFunc("/readyz", s.serveReadyz)
+	s.router.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	s.addReadiness("kube-apiserver", s.apiServerReachable())
+	return s, nil
+}
+
+// loadRESTConfig follows kubectl's rules: an explicit file, else in-cluster,
+// else $KUBECONFIG / ~/.kube/config.
+func loadRESTConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		if c, err := rest.InClusterConfig(); err == nil {
+			return c, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w (set --kubeconfig or $KUBECONFIG)", err)
+	}
+	return c, nil
+}
+
+func (s *Server) addComponent(c component) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.components = append(s.components, c)
+}
+
+// addReadiness registers a check /readyz runs; a failing check makes the
+// replica unready with the check's message.
+func (s *Server) addReadiness(name string, check func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ready[name] = check
+}
+
+func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.ready))
+	for n := range s.ready {
+		names = append(names, n)
+	}
+	checks := s.ready
+	s.mu.Unlock()
+	sort.Strings(names)
+	var b strings.Builder
+	failed := false
+	for _, n := range names {
+		if err := checks[n](); err != nil {
+			failed = true
+			fmt.Fprintf(&b, "[-] %s: %v\n", n, err)
+		} else {
+			fmt.Fprintf(&b, "[+] %s ok\n", n)
+		}
+	}
+	if failed {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, b.String(), "readyz check failed\n")
+		return
+	}
+	fmt.Fprint(w, b.String(), "readyz check passed\n")
+}
+
+// apiServerReachable caches the answer for a few seconds so probes do not
+// hammer the API server.
+func (s *Server) apiServerReachable() func() error {
+	var mu sync.Mutex
+	var last time.Time
+	var lastErr error
+	return func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < 5*time.Second {
+			return lastErr
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, lastErr = s.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		last = time.Now()
+		return lastErr
+	}
+}
+
+// Addr is the REST listener's address once Run has started listening.
+func (s *Server) Addr() net.Addr {
+	<-s.listening
+	return s.addr
+}
+
+// Run serves until ctx ends, then shuts down within cfg.ShutdownTimeout.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.cfg.Listen, err)
+	}
+	s.addr = ln.Addr()
+	close(s.listening)
+	httpSrv := &http.Server{Handler: s.router, ReadHeaderTimeout: 10 * time.Second}
+	s.log.Info("serving", "addr", ln.Addr().String(), "schedulerName", s.cfg.SchedulerName)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	fail := func(err error) {
+		select {
+		case errc <- err:
+		default:
+		}
+		cancel()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fail(fmt.Errorf("http: %w", err))
+		}
+	}()
+
+	var always, leaderOnly []component
+	for _, c := range s.components {
+		if c.leaderOnly {
+			leaderOnly = append(leaderOnly, c)
+		} else {
+			always = append(always, c)
+		}
+	}
+	startAll := func(ctx context.Context, cs []component) {
+		for _, c := range cs {
+			wg.Add(1)
+			go func(c component) {
+				defer wg.Done()
+				s.log.Info("component starting", "component", c.name)
+				if err := c.run(ctx); err != nil && ctx.Err() == nil {
+					fail(fmt.Errorf("%s: %w", c.name, err))
+				}
+			}(c)
+		}
+	}
+	startAll(ctx, always)
+	if len(leaderOnly) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.runAsLeader(ctx, func(lctx context.Context) { startAll(lctx, leaderOnly) }); err != nil {
+				fail(err)
+			}
+		}()
+	}
+
+	<-ctx.Done()
+	s.log.Info("shutting down")
+	sctx, scancel := shutdownContext(s.cfg.ShutdownTimeout)
+	defer scancel()
+	_ = httpSrv.Shutdown(sctx)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		s.log.Warn("components did not stop within the shutdown timeout", "timeout", s.cfg.ShutdownTimeout.String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// runAsLeader runs start while this replica holds the Lease. Losing the
+// Lease ends the process (the safe choice: a replica that might still be
+// binding must not keep running next to the new leader).
+func (s *Server) runAsLeader(ctx context.Context, start func(context.Context)) error {
+	le := s.cfg.LeaderElection
+	if !le.Enabled {
+		s.setLeader(true)
+		start(ctx)
+		return nil
+	}
+	if err := s.ensureNamespace(ctx, le.Namespace); err != nil {
+		return err
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.LeaseName},
+		Client:     s.kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: s.identity},
+	}
+	lost := make(chan struct{})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   time.Duration(le.LeaseDuration),
+		RenewDeadline:   time.Duration(le.RenewDeadline),
+		RetryPeriod:     time.Duration(le.RetryPeriod),
+		ReleaseOnCancel: true,
+		Name:            le.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				s.log.Info("became leader", "lease", le.Namespace+"/"+le.LeaseName, "identity", s.identity)
+				s.setLeader(true)
+				start(lctx)
+			},
+			OnStoppedLeading: func() {
+				s.setLeader(false)
+				close(lost)
+			},
+			OnNewLeader: func(id string) {
+				if id != s.identity {
+					s.log.Info("following leader", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(ctx)
+	select {
+	case <-lost:
+		if ctx.Err() == nil {
+			return errors.New("lost the leader Lease")
+		}
+	default:
+	}
+	return nil
+}
+
+func (s *Server) setLeader(v bool) {
+	s.mu.Lock()
+	s.isLeader = v
+	s.mu.Unlock()
+}
+
+// IsLeader reports whether this replica currently runs the leader-only components.
+func (s *Server) IsLeader() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.isLeader
+}
+
+func (s *Server) ensureNamespace(ctx context.Context, name string) error {
+	_, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) {
+		return nil
+	}
+	return fmt.Errorf("namespace %s for the leader Lease: %w", name, err)
+}

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func init() {
+	register(command{name: "version", summary: "print the Sluice version", run: func([]string) error {
+		goVersion := "unknown"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			goVersion = bi.GoVersion
+		}
+		fmt.Printf("sluice %s (%s)\n", version, goVersion)
+		return nil
+	}})
+}

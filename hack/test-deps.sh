@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs and starts what the full test suite needs beyond Go, from Debian's
+# packages: PostgreSQL (the ledger's second backend). Source it, then run
+# `make test`:   source hack/test-deps.sh && make test
+# It exports SLUICE_TEST_POSTGRES_DSN and SLUICE_REQUIRE_POSTGRES=1, and
+# `sluice_test_deps_stop` stops the PostgreSQL cluster it started.
+set -euo pipefail
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  echo "test-deps: installing postgresql from Debian's packages..."
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+pg_version=$(ls /usr/lib/postgresql | sort -n | tail -1)
+if ! as_root pg_ctlcluster "$pg_version" main status >/dev/null 2>&1; then
+  echo "test-deps: starting PostgreSQL $pg_version"
+  as_root pg_ctlcluster "$pg_version" main start
+  SLUICE_STARTED_PG=$pg_version
+fi
+as_root runuser -u postgres -- psql -qtc "SELECT 1 FROM pg_roles WHERE rolname='sluice'" | grep -q 1 ||
+  as_root runuser -u postgres -- psql -qc "CREATE ROLE sluice LOGIN SUPERUSER PASSWORD 'sluice'"
+as_root runuser -u postgres -- psql -qtc "SELECT 1 FROM pg_database WHERE datname='sluice_test'" | grep -q 1 ||
+  as_root runuser -u postgres -- psql -qc "CREATE DATABASE sluice_test OWNER sluice"
+
+export SLUICE_TEST_POSTGRES_DSN="postgres://sluice:sluice@127.0.0.1:5432/sluice_test?sslmode=disable"
+export SLUICE_REQUIRE_POSTGRES=1
+
+sluice_test_deps_stop() {
+  if [ -n "${SLUICE_STARTED_PG:-}" ]; then as_root pg_ctlcluster "$SLUICE_STARTED_PG" main stop || true; fi
+}
+set +euo pipefail
