@@ -58,6 +58,9 @@ type rawOperation struct {
 }
 
 type rawDoc struct {
+	Info struct {
+		Version string `json:"version"`
+	} `json:"info"`
 	Paths      map[string]map[string]json.RawMessage `json:"paths"`
 	Components struct {
 		Schemas map[string]*rawSchema `json:"schemas"`
@@ -69,9 +72,12 @@ type rawDoc struct {
 // method. It is immutable after Compile and safe for concurrent use.
 type Spec struct {
 	Version string
+	// Release is the Slurm release the document was written from
+	// ("26.05.2"), reported in every response's meta.
+	Release string
 	// Responses maps "method path" (path relative to /slurm/VERSION or
-	// /slurmdb/VERSION, with the plugin in front: "get slurm/ping/") to
-	// the shape of the operation's 200 response.
+	// /slurmdb/VERSION, with the plugin in front and no trailing slash:
+	// "get slurm/ping") to the shape of the operation's 200 response.
 	Responses map[string]*Shape
 }
 
@@ -86,9 +92,9 @@ func Compile(version string) (*Spec, error) {
 		return nil, fmt.Errorf("parse %s: %w", version, err)
 	}
 	c := compiler{schemas: doc.Components.Schemas, done: map[string]*Shape{}}
-	spec := &Spec{Version: version, Responses: map[string]*Shape{}}
+	spec := &Spec{Version: version, Release: release(doc.Info.Version), Responses: map[string]*Shape{}}
 	for path, item := range doc.Paths {
-		key, ok := routeKey(path, version)
+		key, ok := RouteKey(path, version)
 		if !ok {
 			continue
 		}
@@ -114,12 +120,13 @@ func Compile(version string) (*Spec, error) {
 	return spec, nil
 }
 
-// routeKey turns "/slurm/v0.0.45/ping/" into "slurm/ping/".
-func routeKey(path, version string) (string, bool) {
+// RouteKey turns "/slurm/v0.0.45/ping/" into "slurm/ping"; trailing
+// slashes do not matter to the server, so keys have none.
+func RouteKey(path, version string) (string, bool) {
 	for _, plugin := range []string{"slurm", "slurmdb"} {
 		prefix := "/" + plugin + "/" + version
 		if rest, ok := strings.CutPrefix(path, prefix); ok {
-			return plugin + rest, true
+			return plugin + strings.TrimSuffix(rest, "/"), true
 		}
 	}
 	return "", false
@@ -195,4 +202,10 @@ func isNoValue(r *rawSchema) bool {
 	_, inf := r.Properties["infinite"]
 	_, num := r.Properties["number"]
 	return set && inf && num
+}
+
+// release reads "Slurm-26.05.2&openapi/slurmdbd&..." as "26.05.2".
+func release(info string) string {
+	r, _, _ := strings.Cut(strings.TrimPrefix(info, "Slurm-"), "&")
+	return r
 }

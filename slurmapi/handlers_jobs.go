@@ -1,0 +1,319 @@
+package slurmapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// readBody reads a request body within the configured limit; too large is
+// 413, as a body limit is not a malformed request.
+func readBody(c *call) ([]byte, *Error) {
+	b, err := io.ReadAll(c.r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, Errorf(http.StatusRequestEntityTooLarge, ErrRestBadRequest, "body", "request body is over the %d byte limit", tooBig.Limit)
+	case err != nil:
+		return nil, BadRequest(ErrRestFailParsing, "body", "reading the request body failed: %v", err)
+	}
+	return b, nil
+}
+
+func handleSubmit(s *Server, c *call) (map[string]any, error) {
+	body, e := readBody(c)
+	if e != nil {
+		return nil, e
+	}
+	cat, err := s.backend.Catalog(c.ctx)
+	if err != nil {
+		return nil, err
+	}
+	desc, warnings, e := DecodeSubmission(body, c.id.User, cat, s.cfg.Submit, c.now)
+	if e != nil {
+		return nil, e
+	}
+	c.warnings = append(c.warnings, warnings...)
+	res, err := s.backend.Submit(c.ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	if res.StepID == "" {
+		res.StepID = "batch"
+	}
+	return map[string]any{
+		"job_id": int64(res.JobID), "step_id": res.StepID, "job_submit_user_msg": res.Message,
+		// v0.0.41 nests the answer in "result"; newer versions drop it.
+		"result": map[string]any{"job_id": int64(res.JobID), "step_id": res.StepID, "job_submit_user_msg": res.Message, "error_code": 0, "error": ""},
+	}, nil
+}
+
+// visibleJobs lists jobs the caller may see. Plain users are filtered by
+// the backend; coordinators' accounts are filtered here.
+func visibleJobs(s *Server, c *call, f JobFilter) ([]Job, error) {
+	if c.id.Role == RoleUser {
+		f.Users = []string{c.id.User}
+	}
+	jobs, err := s.backend.Jobs(c.ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := jobs[:0]
+	for _, j := range jobs {
+		if c.id.CanAccessJob(j.Desc.User, j.Desc.Account) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+func handleJobs(s *Server, c *call) (map[string]any, error) {
+	f := JobFilter{}
+	if v := c.r.URL.Query().Get("update_time"); v != "" {
+		t, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, BadRequest(ErrRestInvalidQuery, "update_time", "update_time must be a UNIX time, got %q", v)
+		}
+		f.Since = time.Unix(t, 0)
+	}
+	jobs, err := visibleJobs(s, c, f)
+	if err != nil {
+		return nil, err
+	}
+	return renderJobs(jobs, s.cfg.ClusterName, c.now), nil
+}
+
+func handleJobsState(s *Server, c *call) (map[string]any, error) {
+	var f JobFilter
+	for _, v := range c.r.URL.Query()["job_id"] {
+		for _, idText := range strings.Split(v, ",") {
+			id, e := parseJobID(idText, "job_id")
+			if e != nil {
+				return nil, e
+			}
+			f.IDs = append(f.IDs, id)
+		}
+	}
+	jobs, err := visibleJobs(s, c, f)
+	if err != nil {
+		return nil, err
+	}
+	return renderJobs(jobs, s.cfg.ClusterName, c.now), nil
+}
+
+func parseJobID(s, source string) (uint32, *Error) {
+	id, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
+	if err != nil || id == 0 {
+		return 0, BadRequest(ErrInvalidJobID, source, "%q is not a job id", s)
+	}
+	return uint32(id), nil
+}
+
+// accessibleJob loads the job in the path and checks the caller's right
+// to it.
+func accessibleJob(s *Server, c *call) (Job, error) {
+	id, e := parseJobID(c.vars["job_id"], "job_id")
+	if e != nil {
+		return Job{}, e
+	}
+	j, err := s.backend.Job(c.ctx, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if !c.id.CanAccessJob(j.Desc.User, j.Desc.Account) {
+		return Job{}, Forbidden("job_id", "job %d belongs to %s in account %s; %s may not access it", id, j.Desc.User, j.Desc.Account, c.id.User)
+	}
+	return j, nil
+}
+
+func handleJob(s *Server, c *call) (map[string]any, error) {
+	j, err := accessibleJob(s, c)
+	if err != nil {
+		return nil, err
+	}
+	return renderJobs([]Job{j}, s.cfg.ClusterName, c.now), nil
+}
+
+// jobUpdateIn is what POST job/{job_id} reads of a job_desc_msg.
+type jobUpdateIn struct {
+	Hold      *bool   `json:"hold"`
+	TimeLimit NoVal   `json:"time_limit"`
+	Priority  NoVal   `json:"priority"`
+	Comment   *string `json:"comment"`
+	Name      *string `json:"name"`
+}
+
+func handleUpdateJob(s *Server, c *call) (map[string]any, error) {
+	j, err := accessibleJob(s, c)
+	if err != nil {
+		return nil, err
+	}
+	body, e := readBody(c)
+	if e != nil {
+		return nil, e
+	}
+	var in jobUpdateIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, BadRequest(ErrRestFailParsing, "body", "%s", jsonProblem(err))
+	}
+	u := JobUpdate{Hold: in.Hold, Comment: in.Comment, Name: in.Name}
+	if in.TimeLimit.Set {
+		limit := time.Duration(in.TimeLimit.Number) * time.Minute
+		if in.TimeLimit.Infinite {
+			limit = -1
+		} else if in.TimeLimit.Number < 1 {
+			return nil, BadRequest(ErrInvalidTimeLimit, "time_limit", "time_limit must be at least 1 minute")
+		}
+		// As in Slurm, only operators may raise a limit.
+		if !c.id.IsOperator() && (limit < 0 || (j.Desc.TimeLimit > 0 && limit > j.Desc.TimeLimit)) {
+			return nil, Forbidden("time_limit", "only operators may raise a job's time limit")
+		}
+		u.TimeLimit = &limit
+	}
+	if p, ok := in.Priority.Value(); ok {
+		if !c.id.IsOperator() {
+			return nil, Forbidden("priority", "only operators may set a job's priority")
+		}
+		u.Priority = &p
+	}
+	if err := s.backend.UpdateJob(c.ctx, j.ID, u); err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"results":             []any{map[string]any{"job_id": int64(j.ID), "step_id": "batch", "error_code": 0, "error": "", "why": ""}},
+		"job_id":              strconv.FormatUint(uint64(j.ID), 10),
+		"step_id":             "batch",
+		"job_submit_user_msg": "",
+	}, nil
+}
+
+// parseSignal reads a signal by number or name ("KILL", "SIGTERM");
+// default KILL, which cancels.
+func parseSignal(v string) (int, *Error) {
+	if v == "" {
+		return int(syscall.SIGKILL), nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65 {
+		return n, nil
+	}
+	name := strings.TrimPrefix(strings.ToUpper(v), "SIG")
+	for n := 1; n < 32; n++ {
+		if strings.TrimPrefix(strings.ToUpper(syscall.Signal(n).String()), "SIG") == name || signalName(n) == name {
+			return n, nil
+		}
+	}
+	return 0, BadRequest(ErrRestInvalidQuery, "signal", "unknown signal %q", v)
+}
+
+var signalNames = map[int]string{1: "HUP", 2: "INT", 3: "QUIT", 6: "ABRT", 9: "KILL", 10: "USR1", 12: "USR2", 15: "TERM", 18: "CONT", 19: "STOP"}
+
+func signalName(n int) string { return signalNames[n] }
+
+func killStatus(id uint32, e *Error) map[string]any {
+	status := map[string]any{"string": "", "code": 0, "message": ""}
+	if e != nil {
+		status = map[string]any{"string": e.Short, "code": e.Number, "message": e.Description}
+	}
+	return map[string]any{"error": status, "step_id": "batch", "job_id": Num(int64(id)).tree(), "federation": map[string]any{"sibling": ""}}
+}
+
+func handleKillJob(s *Server, c *call) (map[string]any, error) {
+	j, err := accessibleJob(s, c)
+	if err != nil {
+		return nil, err
+	}
+	sig, e := parseSignal(c.r.URL.Query().Get("signal"))
+	if e != nil {
+		return nil, e
+	}
+	if err := s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig}); err != nil {
+		return nil, err
+	}
+	return map[string]any{"status": []any{killStatus(j.ID, nil)}}, nil
+}
+
+// killJobsIn is the kill_jobs_msg body of DELETE jobs/.
+type killJobsIn struct {
+	Jobs      []string `json:"jobs"`
+	Signal    string   `json:"signal"`
+	Account   string   `json:"account"`
+	JobName   string   `json:"job_name"`
+	Partition string   `json:"partition"`
+	QOS       string   `json:"qos"`
+	UserName  string   `json:"user_name"`
+	JobState  []string `json:"job_state"`
+}
+
+func handleKillJobs(s *Server, c *call) (map[string]any, error) {
+	body, e := readBody(c)
+	if e != nil {
+		return nil, e
+	}
+	var in killJobsIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, BadRequest(ErrRestFailParsing, "body", "%s", jsonProblem(err))
+	}
+	sig, e := parseSignal(in.Signal)
+	if e != nil {
+		return nil, e
+	}
+	f := JobFilter{States: in.JobState}
+	for _, idText := range in.Jobs {
+		id, e := parseJobID(idText, "jobs")
+		if e != nil {
+			return nil, e
+		}
+		f.IDs = append(f.IDs, id)
+	}
+	if in.Account != "" {
+		f.Accounts = []string{in.Account}
+	}
+	if in.Partition != "" {
+		f.Partitions = []string{in.Partition}
+	}
+	if in.UserName != "" {
+		f.Users = []string{in.UserName}
+	}
+	if len(f.IDs) == 0 && f.Accounts == nil && f.Partitions == nil && f.Users == nil && in.JobName == "" && in.QOS == "" && len(f.States) == 0 {
+		return nil, BadRequest(ErrRestInvalidQuery, "jobs", "name the jobs to signal (jobs, or a filter such as user_name or account)")
+	}
+	jobs, err := visibleJobs(s, c, f)
+	if err != nil {
+		return nil, err
+	}
+	status := []any{}
+	for _, j := range jobs {
+		if (in.JobName != "" && j.Desc.Name != in.JobName) || (in.QOS != "" && j.Desc.QOS != in.QOS) {
+			continue
+		}
+		status = append(status, killStatus(j.ID, asErrorOrNil(s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig}))))
+	}
+	return map[string]any{"status": status}, nil
+}
+
+func asErrorOrNil(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	return asError(err)
+}
+
+func handleRequeueJob(s *Server, c *call) (map[string]any, error) {
+	j, err := accessibleJob(s, c)
+	if err != nil {
+		return nil, err
+	}
+	// The Hold query flag requeues the job held, like scontrol requeuehold.
+	q := c.r.URL.Query()
+	_, hold := q["Hold"]
+	hold = hold && q.Get("Hold") != "false"
+	if err := s.backend.RequeueJob(c.ctx, j.ID, hold); err != nil {
+		return nil, err
+	}
+	return map[string]any{"status": []any{map[string]any{"job_id": int64(j.ID), "step_id": "batch", "error_code": 0, "error": "", "why": ""}}}, nil
+}
