@@ -72,14 +72,8 @@ func (c *cycle) explainFailure(at *attempt, ji int32) (string, string) {
 	}
 	g := &c.groups[gi]
 	want := g.count - g.running
-	hosts := 0
-	for _, n := range ps.nodes {
-		if c.couldEverHold(&c.nodes[n], g, js.job.NodeSelector) {
-			hosts++
-		}
-	}
 	what := describeTask(g)
-	if hosts == 0 {
+	if !slices.ContainsFunc(ps.nodes, func(n int32) bool { return c.couldEverHold(&c.nodes[n], g, js.job.NodeSelector) }) {
 		return ReasonPartitionConfig, fmt.Sprintf("no node in partition %s can ever hold a task of %s", ps.name, what)
 	}
 	if want == 1 {
@@ -89,8 +83,7 @@ func (c *cycle) explainFailure(at *attempt, ji int32) (string, string) {
 	if at.failGroup >= 0 {
 		placed = at.failPlaced
 	}
-	return ReasonResources, fmt.Sprintf("gang needs %d tasks of %s in partition %s; %d fit now (%d nodes could hold one)",
-		want, what, ps.name, placed, hosts)
+	return ReasonResources, fmt.Sprintf("gang needs %d tasks of %s in partition %s; %d fit now", want, what, ps.name, placed)
 }
 
 // commit makes an attempt final: victims' evictions, then the binds it placed.

@@ -7,9 +7,15 @@ import "fmt"
 // places every moved job again elsewhere. It commits only if all of that succeeds.
 func (c *cycle) consolidate(ji int32) bool {
 	js := &c.jobs[ji]
-	if c.quickNoFit(js) {
+	ps := &c.parts[js.part]
+	budget := c.s.Config.MaxConsolidations
+	if budget <= 0 {
+		budget = DefaultMaxConsolidations
+	}
+	if ps.consolidations >= budget || c.quickNoFit(js) {
 		return false
 	}
+	ps.consolidations++
 	moves := c.s.Config.MaxConsolidationMoves
 	if moves <= 0 {
 		moves = DefaultMaxConsolidationMoves

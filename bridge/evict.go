@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -42,14 +43,16 @@ func (c *cycle) evictStaleGangs() {
 // which keep running), reclaim (from queues over their fair share) and preemption (inside its
 // own queue, by priority).
 func (c *cycle) rescue() {
-	c.victims = make([][]int32, len(c.parts))
+	c.victims = make([][]victimQueue, len(c.parts))
 	failed := map[string]bool{}
 	for _, ji := range c.order {
 		js := &c.jobs[ji]
 		if js.code != ReasonResources || js.evicted {
 			continue // an evicted job is requeued by the caller, not placed again now
 		}
-		key := strings.Join([]string{c.parts[js.part].name, c.queues[js.queue].name, js.shape}, "\x00")
+		// A failed rescue is not retried for the same queue and GPU ask in this cycle: with
+		// thousands of pending jobs each try would walk every victim again.
+		key := c.parts[js.part].name + "\x00" + c.queues[js.queue].name + "\x00" + c.gpuShape(js)
 		if failed[key] {
 			continue
 		}
@@ -64,56 +67,77 @@ func (c *cycle) rescue() {
 	}
 }
 
-// victimsOf lists the running preemptible jobs of partition p in the order they are evicted:
-// from the queue most over its share, lowest priority and youngest first.
-func (c *cycle) victimsOf(p int32) []int32 {
+// victimQueue is one leaf queue's running preemptible jobs in eviction order: lowest
+// priority, then youngest, first.
+type victimQueue struct {
+	queue int32
+	jobs  []int32
+}
+
+// victimsOf lists partition p's running preemptible work by queue, the queue most over its
+// fair share first. Reclaim walks only queues that may give, preempt only its own.
+func (c *cycle) victimsOf(p int32) []victimQueue {
 	if c.victims[p] != nil {
 		return c.victims[p]
 	}
-	v := []int32{}
+	slot := map[int32]int{}
+	vqs := []victimQueue{}
 	for ji := range c.jobs {
 		js := &c.jobs[ji]
-		if js.part == p && js.queue >= 0 && js.preempt && !js.evicted && js.running > 0 {
-			v = append(v, int32(ji))
+		if js.part != p || js.queue < 0 || !js.preempt || js.evicted || js.running == 0 {
+			continue
 		}
+		i, ok := slot[js.queue]
+		if !ok {
+			i = len(vqs)
+			slot[js.queue] = i
+			vqs = append(vqs, victimQueue{queue: js.queue})
+		}
+		vqs[i].jobs = append(vqs[i].jobs, int32(ji))
 	}
-	slices.SortFunc(v, func(a, b int32) int {
-		ja, jb := &c.jobs[a], &c.jobs[b]
-		ra, rb := c.qpart(ja.queue, p).ratio, c.qpart(jb.queue, p).ratio
-		if ra != rb {
+	slices.SortFunc(vqs, func(a, b victimQueue) int {
+		if ra, rb := c.qpart(a.queue, p).ratio, c.qpart(b.queue, p).ratio; ra != rb {
 			return cmp.Compare(rb, ra)
 		}
-		if ja.prio != jb.prio {
-			return cmp.Compare(ja.prio, jb.prio)
-		}
-		if d := jb.start.Compare(ja.start); d != 0 {
-			return d
-		}
-		return strings.Compare(ja.job.ID, jb.job.ID)
+		return cmp.Compare(a.queue, b.queue)
 	})
-	c.victims[p] = v
-	return v
+	for _, vq := range vqs {
+		slices.SortFunc(vq.jobs, func(a, b int32) int {
+			ja, jb := &c.jobs[a], &c.jobs[b]
+			if ja.prio != jb.prio {
+				return cmp.Compare(ja.prio, jb.prio)
+			}
+			if d := jb.start.Compare(ja.start); d != 0 {
+				return d
+			}
+			return strings.Compare(ja.job.ID, jb.job.ID)
+		})
+	}
+	c.victims[p] = vqs
+	return vqs
 }
 
-// evictFor tries to fit job ji by evicting, in order, the candidates allowed says it may
-// take. It commits and returns true when the gang fits, giving back any victim the gang
-// turned out not to need.
-func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, allowed func(v int32) bool, reason func(v int32) string) bool {
+// evictFor tries to fit job ji by evicting, in order, the jobs of the given victim queues
+// that allowed says it may take. It commits and returns true when the gang fits, giving back
+// any victim the gang turned out not to need.
+func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []victimQueue, allowed func(v int32) bool, reason func(v int32) string) bool {
 	js := &c.jobs[ji]
 	at := &c.scratch
 	c.begin(at)
-	for _, v := range c.victimsOf(js.part) {
-		if c.jobs[v].evicted || v == ji || c.jobs[v].grew || !allowed(v) {
-			continue
-		}
-		c.evictSim(at, v)
-		if c.quickNoFit(js) {
-			continue
-		}
-		if c.placeGang(at, ji, action) {
-			c.spareVictims(at)
-			c.commitEvictions(at, ji, kind, reason)
-			return true
+	for _, vq := range queues {
+		for _, v := range vq.jobs {
+			if c.jobs[v].evicted || v == ji || c.jobs[v].grew || !allowed(v) {
+				continue
+			}
+			c.evictSim(at, v)
+			if c.quickNoFit(js) {
+				continue
+			}
+			if c.placeGang(at, ji, action) {
+				c.spareVictims(at)
+				c.commitEvictions(at, ji, kind, reason)
+				return true
+			}
 		}
 	}
 	c.rollback(at)
@@ -207,40 +231,67 @@ func (c *cycle) reclaim(ji int32) bool {
 	js := &c.jobs[ji]
 	p := js.part
 	dims := governingDims(js.need)
-	if !c.withinShare(js.queue, p, js.need, dims) {
+	if !c.withinShare(js.queue, p, js.need, dims) || !c.reclaimable(js, dims) {
 		return false
 	}
-	allowed := func(v int32) bool {
-		vj := &c.jobs[v]
-		if vj.queue == js.queue {
-			return false
+	var queues []victimQueue
+	for _, vq := range c.victimsOf(p) {
+		if vq.queue != js.queue && c.mayGive(js, vq.queue, vec{}, dims) {
+			queues = append(queues, vq)
 		}
-		pa, pb := c.queues[js.queue].path, c.queues[vj.queue].path
-		i := 0
-		for i < len(pa) && i < len(pb) && pa[i] == pb[i] {
-			i++
-		}
-		for _, q := range pa[i:] {
-			if !c.withinShare(q, p, js.need, dims) {
-				return false
-			}
-		}
-		for _, q := range pb[i:] {
-			qp := c.qpart(q, p)
-			for _, d := range dims {
-				if vj.use[d] > 0 && qp.alloc[d]-vj.use[d] < qp.fair[d] {
-					return false
-				}
-			}
-		}
-		return true
 	}
+	allowed := func(v int32) bool { return c.mayGive(js, c.jobs[v].queue, c.jobs[v].use, dims) }
 	qname := c.queues[js.queue].name
 	reason := func(v int32) string {
 		return fmt.Sprintf("queue %s is over its fair share in partition %s; queue %s reclaims it for job %s",
 			c.queues[c.jobs[v].queue].name, c.parts[p].name, qname, js.job.ID)
 	}
-	return c.evictFor(ji, ActionReclaim, EvictReclaim, allowed, reason)
+	return c.evictFor(ji, ActionReclaim, EvictReclaim, queues, allowed, reason)
+}
+
+// mayGive reports whether leaf queue vq may lose take to job js's queue: every queue on
+// the victim's side below the common ancestor stays at or above its fair share (strictly
+// above it when take is zero, to ask whether the queue may give anything), and every queue
+// on the reclaimer's side stays within its share.
+func (c *cycle) mayGive(js *jobState, vq int32, take vec, dims []Dim) bool {
+	p := js.part
+	pa, pb := c.queues[js.queue].path, c.queues[vq].path
+	i := 0
+	for i < len(pa) && i < len(pb) && pa[i] == pb[i] {
+		i++
+	}
+	for _, q := range pa[i:] {
+		if !c.withinShare(q, p, js.need, dims) {
+			return false
+		}
+	}
+	for _, q := range pb[i:] {
+		qp := c.qpart(q, p)
+		for _, d := range dims {
+			if qp.alloc[d]-take[d] < qp.fair[d] || (take == (vec{}) && qp.alloc[d] <= qp.fair[d]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// reclaimable reports whether free capacity plus everything leaf queues hold above their
+// fair share could cover the job: when not, no reclaim can, and no victim is looked at.
+func (c *cycle) reclaimable(js *jobState, dims []Dim) bool {
+	avail := c.parts[js.part].free
+	for _, vq := range c.victimsOf(js.part) {
+		qp := c.qpart(vq.queue, js.part)
+		for _, d := range dims {
+			avail[d] += max(qp.alloc[d]-qp.fair[d], 0)
+		}
+	}
+	for _, d := range dims {
+		if js.need[d] > avail[d] {
+			return false
+		}
+	}
+	return true
 }
 
 // withinShare reports whether queue q stays within its fair share in partition p after
@@ -258,13 +309,31 @@ func (c *cycle) withinShare(q, p int32, need vec, dims []Dim) bool {
 // preempt lets a job evict lower-priority preemptible jobs of its own queue.
 func (c *cycle) preempt(ji int32) bool {
 	js := &c.jobs[ji]
-	allowed := func(v int32) bool {
-		vj := &c.jobs[v]
-		return vj.queue == js.queue && vj.prio < js.prio
+	vqs := c.victimsOf(js.part)
+	i := slices.IndexFunc(vqs, func(vq victimQueue) bool { return vq.queue == js.queue })
+	if i < 0 {
+		return false
 	}
+	allowed := func(v int32) bool { return c.jobs[v].prio < js.prio }
 	reason := func(v int32) string {
 		return fmt.Sprintf("preempted by higher-priority job %s (priority %d over %d) in queue %s",
 			js.job.ID, js.prio, c.jobs[v].prio, c.queues[js.queue].name)
 	}
-	return c.evictFor(ji, ActionPreempt, EvictPreempt, allowed, reason)
+	return c.evictFor(ji, ActionPreempt, EvictPreempt, vqs[i:i+1], allowed, reason)
+}
+
+// gpuShape is a key equal for jobs that ask for the same GPUs in the same gang shape,
+// whatever their CPU and memory.
+func (c *cycle) gpuShape(js *jobState) string {
+	b := make([]byte, 0, 32)
+	for gi := js.g0; gi < js.gn; gi++ {
+		g := &c.groups[gi]
+		b = append(b, g.gpu.Kind...)
+		for _, v := range [...]int64{int64(g.count - g.running), int64(g.gpu.Devices), int64(g.gpu.Milli), g.gpu.MemoryMiB} {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, v, 10)
+		}
+		b = append(b, '|')
+	}
+	return string(b)
 }

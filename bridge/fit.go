@@ -94,10 +94,8 @@ func (c *cycle) fits(at *attempt, ji, gi, n int32) bool {
 		}
 	}
 	js := &c.jobs[ji]
-	for k, v := range js.job.NodeSelector {
-		if nd.labels[k] != v {
-			return false
-		}
+	if len(js.job.NodeSelector) > 0 && !matches(nd.labels, js.job.NodeSelector) {
+		return false
 	}
 	if !c.gpuFits(nd, g) {
 		return false
@@ -143,10 +141,8 @@ func (c *cycle) couldEverHold(nd *nodeState, g *groupReq, sel map[string]string)
 	if !nd.schedulable || g.base[DimCPU] > nd.capacity[DimCPU] || g.base[DimMemory] > nd.capacity[DimMemory] {
 		return false
 	}
-	for k, v := range sel {
-		if nd.labels[k] != v {
-			return false
-		}
+	if len(sel) > 0 && !matches(nd.labels, sel) {
+		return false
 	}
 	switch g.gpu.Kind {
 	case GPUNone:
@@ -169,4 +165,13 @@ func (c *cycle) couldEverHold(nd *nodeState, g *groupReq, sel map[string]string)
 		}
 	}
 	return want <= 0
+}
+
+func matches(labels, sel map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }

@@ -8,6 +8,19 @@ import (
 )
 
 func (c *cycle) buildJobs() {
+	// Size the arenas once: growing them job by job would copy them over and over.
+	groups, tasks, refs := 0, 0, 0
+	for i := range c.s.Jobs {
+		j := &c.s.Jobs[i]
+		groups += len(j.Groups)
+		for _, g := range j.Groups {
+			tasks += int(g.Count)
+			refs += int(g.Count) * int(max(g.GPU.Devices, 1))
+		}
+	}
+	c.groups = make([]groupReq, 0, groups)
+	c.places = make([]placement, 0, tasks+tasks/8)
+	c.gpuRefs = make([]int32, 0, refs+refs/8)
 	c.jobs = make([]jobState, len(c.s.Jobs))
 	for i := range c.s.Jobs {
 		c.buildJob(int32(i))

@@ -10,7 +10,10 @@ func (c *cycle) admit(js *jobState) (string, string) {
 	if js.qos >= 0 {
 		qs := &c.qos[js.qos]
 		q := qs.q
-		uu := c.user(js)
+		uu := &userUsage{}
+		if qs.perUser() {
+			uu = c.user(js)
+		}
 		if q.MaxJobsPerUser > 0 && js.running == 0 && uu.jobs+1 > q.MaxJobsPerUser {
 			return ReasonQOSJobsPerUser, fmt.Sprintf("user %s already runs %d jobs, the most QOS %s allows per user",
 				js.job.User, uu.jobs, q.Name)

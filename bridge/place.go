@@ -358,12 +358,15 @@ func (c *cycle) account(ji int32, u vec, sign int64) {
 	}
 	if js.qos >= 0 {
 		qs := &c.qos[js.qos]
-		uu := c.user(js)
 		if sign > 0 {
 			qs.use.add(u)
 		} else {
 			qs.use.sub(u)
 		}
+		if !qs.perUser() {
+			return
+		}
+		uu := c.user(js)
 		uu.gpu += sign * u[DimGPU]
 		if first {
 			uu.jobs++
@@ -373,6 +376,9 @@ func (c *cycle) account(ji int32, u vec, sign int64) {
 		}
 	}
 }
+
+// perUser reports whether the QOS limits each user, so that usage per user must be kept.
+func (qs *qosState) perUser() bool { return qs.q.MaxJobsPerUser > 0 || qs.q.MaxGPUsPerUser > 0 }
 
 func (c *cycle) user(js *jobState) *userUsage {
 	if js.uu != nil {

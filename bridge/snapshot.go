@@ -31,12 +31,16 @@ type Config struct {
 	// MaxConsolidationMoves bounds how many running jobs one consolidation may move;
 	// 0 means DefaultMaxConsolidationMoves.
 	MaxConsolidationMoves int `json:"maxConsolidationMoves,omitempty" yaml:"maxConsolidationMoves,omitempty"`
+	// MaxConsolidations bounds how many pending gangs per partition and cycle may try
+	// consolidation (each try looks at every node); 0 means DefaultMaxConsolidations.
+	MaxConsolidations int `json:"maxConsolidations,omitempty" yaml:"maxConsolidations,omitempty"`
 }
 
 // Defaults for the zero Config.
 const (
 	DefaultStaleGangGrace        = 60 * time.Second
 	DefaultMaxConsolidationMoves = 4
+	DefaultMaxConsolidations     = 16
 )
 
 // Strategy says how a partition places work on nodes and on GPUs.

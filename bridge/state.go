@@ -33,13 +33,13 @@ type cycle struct {
 	order []int32
 	// victims caches, per partition, its running preemptible jobs in eviction order;
 	// onNode lists, per node, the placements running at the start of rescue.
-	victims [][]int32
+	victims [][]victimQueue
 	onNode  [][]int32
 	scratch attempt
 	// building is set while the snapshot's running work is applied: bucket order then must
 	// not depend on the order jobs were listed in.
 	building bool
-	bound   []BoundGPU // backing store for Bind.GPUs
+	bound    []BoundGPU // backing store for Bind.GPUs
 }
 
 type partState struct {
@@ -64,6 +64,8 @@ type partState struct {
 	reservedUntil time.Time
 	// noFit remembers gang shapes that failed, with the reason, for the rest of the action.
 	noFit map[string]failure
+	// consolidations counts the gangs that tried consolidation this cycle.
+	consolidations int
 }
 
 type leafPending struct {

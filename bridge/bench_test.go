@@ -1,0 +1,77 @@
+package bridge
+
+import (
+	"math/rand"
+	"syscall"
+	"testing"
+)
+
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// The benchmarks time one Schedule call on snapshots of the sizes the design targets
+// (DESIGN.md): allocate at 100 nodes / 500 pending jobs (<= 5 ms), a full cycle at 1000
+// nodes x 8 GPUs / 10k pending (<= 50 ms) and at 4000 nodes / 140k pods (<= 250 ms).
+
+// benchCycle also reports the process CPU time per cycle (cpu-ns/op, GC included): on a
+// shared machine wall time (ns/op) mostly measures the neighbours.
+func benchCycle(b *testing.B, s *Snapshot) {
+	b.ReportAllocs()
+	var d *Decisions
+	before := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		d = Schedule(s)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(len(d.Binds)), "binds")
+	b.ReportMetric(float64(len(d.Evictions)), "evictions")
+	b.ReportMetric(float64(len(d.Pending)), "pending")
+}
+
+// BenchmarkAllocate100Nodes500Jobs: an empty cluster of 100 nodes x 8 GPUs and 500 pending
+// jobs of every kind; the cycle is almost all allocate.
+func BenchmarkAllocate100Nodes500Jobs(b *testing.B) {
+	r := rand.New(rand.NewSource(1))
+	spec := genSpec{nodes: 100, gpusPerNode: 8, depts: 4, teams: 4, fractions: 0.3, gangs: 0.1, cpuOnly: 0.05, preemptible: 0.6}
+	s := genCluster(r, spec)
+	genJobs(r, s, spec, 0, 500)
+	benchCycle(b, s)
+}
+
+// BenchmarkCycle1000Nodes10kPending: 1000 nodes x 8 GPUs already busy with 6000 jobs, and
+// 10k more pending; reclaim, preemption and consolidation all get their turn.
+func BenchmarkCycle1000Nodes10kPending(b *testing.B) {
+	r := rand.New(rand.NewSource(2))
+	spec := genSpec{nodes: 1000, gpusPerNode: 8, depts: 5, teams: 6, fractions: 0.3, gangs: 0.05, cpuOnly: 0.05, preemptible: 0.6}
+	s := genRunning(r, genCluster(r, spec), spec, 6000)
+	genJobs(r, s, spec, 6000, 10000)
+	benchCycle(b, s)
+}
+
+// BenchmarkCycle4000Nodes140kPods: 4000 nodes x 8 GPUs running about 120k tasks (mostly
+// GPU fractions, as inference fleets do) with 20k jobs pending: 140k pods in the snapshot.
+func BenchmarkCycle4000Nodes140kPods(b *testing.B) {
+	r := rand.New(rand.NewSource(3))
+	spec := genSpec{nodes: 4000, gpusPerNode: 8, depts: 8, teams: 8, fractions: 0.85, gangs: 0.01, cpuOnly: 0.1, preemptible: 0.6}
+	s := genRunning(r, genCluster(r, spec), spec, 125000)
+	genJobs(r, s, spec, 125000, 20000)
+	pods := 0
+	for _, j := range s.Jobs {
+		if len(j.Running) > 0 {
+			pods += len(j.Running)
+			continue
+		}
+		for _, g := range j.Groups {
+			pods += int(g.Count)
+		}
+	}
+	b.ReportMetric(float64(pods), "pods")
+	benchCycle(b, s)
+}
