@@ -1,0 +1,136 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/bridge"
+)
+
+// apply turns one cycle's decisions into work for the worker pool: evictions first, then
+// binds (those waiting for evictions are left to a later cycle, when the evicted pods have
+// gone), then the status writes the cycle changed.
+func (s *Scheduler) apply(ctx context.Context, d *bridge.Decisions, blocked []bridge.Pending, now time.Time) {
+	c := s.cache
+	var jobs []func(context.Context)
+	c.mu.Lock()
+	for i := range d.Evictions {
+		if job := s.evictionLocked(d.Evictions[i]); job != nil {
+			jobs = append(jobs, job)
+		}
+	}
+	waiting := map[string]bool{}
+	for _, b := range d.Binds {
+		if b.AfterEvictions {
+			waiting[b.Job] = true
+		}
+	}
+	byJob := map[string][]bridge.Bind{}
+	var order []string
+	for _, b := range d.Binds {
+		if waiting[b.Job] {
+			continue
+		}
+		if _, seen := byJob[b.Job]; !seen {
+			order = append(order, b.Job)
+		}
+		byJob[b.Job] = append(byJob[b.Job], b)
+	}
+	for _, job := range order {
+		jobs = append(jobs, s.bindsLocked(job, byJob[job])...)
+	}
+	pending := make(map[string]bridge.Pending, len(d.Pending)+len(blocked))
+	for _, p := range d.Pending {
+		pending[p.Job] = p
+	}
+	for _, p := range blocked {
+		pending[p.Job] = p
+	}
+	for _, g := range c.groups {
+		p, waits := pending[g.key]
+		if job := s.groupStatusLocked(g, p, waits, now); job != nil {
+			jobs = append(jobs, job)
+		}
+	}
+	for key := range s.evicting {
+		if c.pods[key] == nil {
+			delete(s.evicting, key)
+		}
+	}
+	c.mu.Unlock()
+	s.metrics.observePending(pending)
+	jobs = append(jobs, s.queueStatus(d.Shares, now)...)
+	for _, job := range jobs {
+		select {
+		case s.work <- job:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// evictionLocked records an eviction and returns its work, or nil when the pod is already
+// being evicted or not bound yet.
+func (s *Scheduler) evictionLocked(e bridge.Eviction) func(context.Context) {
+	g := s.cache.groups[e.Job]
+	if g == nil {
+		return nil
+	}
+	p := g.pods[e.Task]
+	if p == nil || p.node == "" || p.terminating || s.evicting[p.key()] {
+		return nil
+	}
+	s.evicting[p.key()] = true
+	g.status.evicted = &e
+	return s.evictWork(p.namespace, p.name, p.uid, e)
+}
+
+// bindsLocked assumes a job's binds and returns their work: one bind per existing pod, or
+// one create of all pods for a pod-less (Slurm) group.
+func (s *Scheduler) bindsLocked(job string, binds []bridge.Bind) []func(context.Context) {
+	g := s.cache.groups[job]
+	if g == nil || g.pg == nil {
+		return nil
+	}
+	if g.assumed == nil {
+		g.assumed = map[string]bridge.Bind{}
+	}
+	g.dirty = true
+	ns := namespaceOf(job)
+	if g.memberBased() && !g.created {
+		g.created = true
+		for _, b := range binds {
+			g.assumed[b.Task] = b
+		}
+		return []func(context.Context){s.createWork(g, g.pg, binds)}
+	}
+	out := make([]func(context.Context), 0, len(binds))
+	for _, b := range binds {
+		if p := g.pods[b.Task]; p == nil || p.node != "" {
+			continue
+		}
+		g.assumed[b.Task] = b
+		out = append(out, s.bindWork(ns, b))
+	}
+	return out
+}
+
+func namespaceOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
+}
+
+// forget drops an assumed bind that failed, so the next cycle places the task again.
+func (s *Scheduler) forget(job string, tasks ...string) {
+	c := s.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.groups[job]; g != nil {
+		for _, t := range tasks {
+			delete(g.assumed, t)
+		}
+		g.dirty = true
+	}
+	c.poke()
+}

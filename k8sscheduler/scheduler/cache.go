@@ -1,0 +1,398 @@
+package scheduler
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// cache holds every object the scheduler looks at, already converted to the core's types
+// and updated by informer events, so that a cycle only copies what changed into a
+// snapshot. All fields are guarded by mu.
+type cache struct {
+	mu        sync.Mutex
+	nodes     map[string]*nodeEntry
+	parts     []partitionEntry // by name
+	queues    map[string]bridge.Queue
+	qos       map[string]bridge.QOS
+	groups    map[string]*groupEntry
+	pods      map[string]*podEntry
+	expanded  []bridge.Queue // queues with "*" quotas expanded; nil when stale
+	partNames []string       // every partition of the last snapshot
+	changed   chan struct{}  // signalled (never blocking) when a cycle should run soon
+	slurmPods bool           // a PodFactory is wired: pod-less (Slurm) groups may be placed
+}
+
+// nodeEntry is one node: its own conversion plus the pods of other schedulers on it.
+type nodeEntry struct {
+	base    bridge.Node
+	seen    bool // the Node object exists (foreign pods may name a node before it is seen)
+	foreign map[string]*podEntry
+	built   bridge.Node
+	dirty   bool
+}
+
+func newCache() *cache {
+	return &cache{
+		nodes: map[string]*nodeEntry{}, queues: map[string]bridge.Queue{}, qos: map[string]bridge.QOS{},
+		groups: map[string]*groupEntry{}, pods: map[string]*podEntry{}, changed: make(chan struct{}, 1),
+	}
+}
+
+func (c *cache) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *cache) node(name string) *nodeEntry {
+	n := c.nodes[name]
+	if n == nil {
+		n = &nodeEntry{foreign: map[string]*podEntry{}, dirty: true}
+		c.nodes[name] = n
+	}
+	return n
+}
+
+func (c *cache) group(key string) *groupEntry {
+	g := c.groups[key]
+	if g == nil {
+		g = &groupEntry{key: key, pods: map[string]*podEntry{}, dirty: true}
+		c.groups[key] = g
+	}
+	return g
+}
+
+// setNode records a node's conversion; unchanged nodes (status heartbeats) do not wake the
+// cycle.
+func (c *cache) setNode(n bridge.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.node(n.Name)
+	if e.seen && sameNode(&e.base, &n) {
+		return
+	}
+	e.base, e.seen, e.dirty = n, true, true
+	c.poke()
+}
+
+func (c *cache) deleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.nodes[name]; e != nil {
+		if len(e.foreign) == 0 {
+			delete(c.nodes, name)
+		} else {
+			e.seen, e.base = false, bridge.Node{}
+		}
+		c.poke()
+	}
+}
+
+// setPod records a pod; nil removes the one under key.
+func (c *cache) setPod(key string, p *podEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.pods[key]
+	if old != nil && p != nil && old.sameAs(p) {
+		c.pods[key] = p
+		if g := c.groups[p.group]; p.member() && g != nil {
+			g.pods[p.name] = p // keeps the start time fresh without rebuilding the job
+		}
+		return
+	}
+	if old != nil {
+		c.detach(old)
+		delete(c.pods, key)
+	}
+	if p != nil {
+		c.pods[key] = p
+		c.attach(p)
+	}
+	c.poke()
+}
+
+// member reports whether the pod is a task of one of our PodGroups.
+func (p *podEntry) member() bool { return p.ours && p.group != "" }
+
+func (c *cache) attach(p *podEntry) {
+	if p.member() {
+		g := c.group(p.group)
+		g.pods[p.name] = p
+		if p.node != "" {
+			delete(g.assumed, p.name)
+		}
+		g.dirty = true
+		return
+	}
+	if p.node != "" {
+		n := c.node(p.node)
+		n.foreign[p.key()] = p
+		n.dirty = true
+	}
+}
+
+func (c *cache) detach(p *podEntry) {
+	if p.member() {
+		if g := c.groups[p.group]; g != nil {
+			delete(g.pods, p.name)
+			g.dirty = true
+			if g.pg == nil && len(g.pods) == 0 && len(g.assumed) == 0 {
+				delete(c.groups, p.group)
+			}
+		}
+		return
+	}
+	if n := c.nodes[p.node]; n != nil {
+		delete(n.foreign, p.key())
+		n.dirty = true
+		if !n.seen && len(n.foreign) == 0 {
+			delete(c.nodes, p.node)
+		}
+	}
+}
+
+// sameAs reports whether nothing the scheduler decides on differs between two versions.
+func (p *podEntry) sameAs(o *podEntry) bool {
+	return p.node == o.node && p.terminating == o.terminating && p.group == o.group && p.ours == o.ours &&
+		p.bad == o.bad && p.gpu == o.gpu && sameResources(&p.request, &o.request) &&
+		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
+		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil)
+}
+
+func sameResources(a, b *bridge.Resources) bool {
+	return a.GPUMilli == b.GPUMilli && a.GPUMemoryMiB == b.GPUMemoryMiB && a.CPUMilli == b.CPUMilli &&
+		a.MemoryBytes == b.MemoryBytes && slices.Equal(a.Extended, b.Extended)
+}
+
+func sameNode(a, b *bridge.Node) bool {
+	if a.Unschedulable != b.Unschedulable || !sameResources(&a.Allocatable, &b.Allocatable) || !slices.EqualFunc(a.GPUs, b.GPUs, sameGPU) {
+		return false
+	}
+	if len(a.Labels) != len(b.Labels) {
+		return false
+	}
+	for k, v := range a.Labels {
+		if w, ok := b.Labels[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sameGPU(a, b bridge.GPU) bool {
+	return a.Index == b.Index && a.UUID == b.UUID && a.MemoryMiB == b.MemoryMiB && a.Model == b.Model &&
+		a.Unhealthy == b.Unhealthy && a.MIG == b.MIG
+}
+
+// setPartitions replaces the partitions; every node's partition and every "*" quota may
+// change with them.
+func (c *cache) setPartitions(parts []partitionEntry) {
+	slices.SortFunc(parts, func(a, b partitionEntry) int { return strings.Compare(a.p.Name, b.p.Name) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.parts = parts
+	for _, n := range c.nodes {
+		n.dirty = true
+	}
+	for _, g := range c.groups {
+		g.dirty = true
+	}
+	c.expanded = nil
+	c.poke()
+}
+
+func (c *cache) setQueue(name string, q *bridge.Queue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q == nil {
+		delete(c.queues, name)
+	} else {
+		c.queues[name] = *q
+	}
+	c.expanded = nil
+	c.poke()
+}
+
+func (c *cache) setQOS(name string, q *bridge.QOS) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q == nil {
+		delete(c.qos, name)
+	} else {
+		c.qos[name] = *q
+	}
+	c.poke()
+}
+
+// snapshot assembles the core's input from the converted objects, rebuilding only what
+// changed. It also returns the pending entries of groups the core is not shown.
+func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &bridge.Snapshot{Now: now, Nodes: make([]bridge.Node, 0, len(c.nodes))}
+	names := map[string]bool{}
+	for _, p := range c.parts {
+		s.Partitions = append(s.Partitions, p.p)
+		names[p.p.Name] = true
+	}
+	for _, n := range c.nodes {
+		if !n.seen {
+			continue
+		}
+		if n.dirty {
+			n.rebuild(c.parts)
+		}
+		if n.built.Partition == "" {
+			continue
+		}
+		if !names[n.built.Partition] { // a partition known only from node labels
+			names[n.built.Partition] = true
+			s.Partitions = append(s.Partitions, bridge.Partition{Name: n.built.Partition})
+		}
+		s.Nodes = append(s.Nodes, n.built)
+	}
+	partNames := make([]string, 0, len(names))
+	for n := range names {
+		partNames = append(partNames, n)
+	}
+	slices.Sort(partNames)
+	if c.expanded == nil || !slices.Equal(partNames, c.partNames) {
+		c.expanded = make([]bridge.Queue, 0, len(c.queues))
+		for _, q := range c.queues {
+			c.expanded = append(c.expanded, expandQuotas(q, partNames))
+		}
+	}
+	c.partNames = partNames
+	s.Queues = c.expanded
+	for _, q := range c.qos {
+		s.QOS = append(s.QOS, q)
+	}
+	def := c.defaultPartition()
+	var blocked []bridge.Pending
+	for _, g := range c.groups {
+		if g.dirty {
+			g.build(def, c.slurmPods)
+		}
+		if g.include {
+			s.Jobs = append(s.Jobs, g.job)
+		} else if g.blocked != nil {
+			blocked = append(blocked, *g.blocked)
+		}
+	}
+	return s, blocked
+}
+
+// defaultPartition is where a group naming no partition runs: the Partition marked
+// default (the first by name), else the only partition there is.
+func (c *cache) defaultPartition() string {
+	for _, p := range c.parts {
+		if p.isDefault {
+			return p.p.Name
+		}
+	}
+	if len(c.partNames) == 1 {
+		return c.partNames[0]
+	}
+	return ""
+}
+
+// rebuild fills in the node's partition and what other schedulers' pods use on it.
+func (n *nodeEntry) rebuild(parts []partitionEntry) {
+	n.dirty = false
+	b := n.base
+	b.Partition = partitionOf(b.Labels, parts)
+	if len(n.foreign) > 0 {
+		b.GPUs = slices.Clone(b.GPUs)
+		if len(b.GPUs) == 0 && b.Allocatable.GPUMilli >= 1000 {
+			k := b.Allocatable.GPUMilli / 1000
+			b.GPUs = make([]bridge.GPU, k)
+			for i := range b.GPUs {
+				b.GPUs[i] = bridge.GPU{Index: int32(i), MemoryMiB: b.Allocatable.GPUMemoryMiB / k}
+			}
+		}
+		keys := make([]string, 0, len(n.foreign))
+		for k := range n.foreign {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := n.foreign[k]
+			if p.terminating && p.node == "" {
+				continue
+			}
+			addUsed(&b.Used, p.request)
+			takeForeignGPUs(b.GPUs, "foreign/"+k, p)
+		}
+	}
+	n.built = b
+}
+
+func addUsed(into *bridge.Resources, r bridge.Resources) {
+	into.CPUMilli += r.CPUMilli
+	into.MemoryBytes += r.MemoryBytes
+	for _, q := range r.Extended {
+		i := slices.IndexFunc(into.Extended, func(e bridge.Quantity) bool { return e.Name == q.Name })
+		if i < 0 {
+			into.Extended = append(into.Extended, q)
+		} else {
+			into.Extended[i].Value += q.Value
+		}
+	}
+}
+
+// takeForeignGPUs marks the devices another scheduler's pod holds: those its assignment
+// names, else its whole GPUs on the highest free indices (the device plugin's choice is
+// not visible to us).
+func takeForeignGPUs(gpus []bridge.GPU, task string, p *podEntry) {
+	if a := p.assignment; a != nil {
+		milli := int32(a.Portion*1000 + 0.5)
+		for _, d := range a.GPUs {
+			for i := range gpus {
+				if gpus[i].Index == d.Index {
+					gpus[i].Taken = append(slices.Clip(gpus[i].Taken), bridge.GPUTaken{Task: task, Milli: milli, MemoryMiB: a.GPUMemoryMiB})
+				}
+			}
+		}
+		return
+	}
+	need := p.request.GPUMilli / 1000
+	for i := len(gpus) - 1; i >= 0 && need > 0; i-- {
+		if len(gpus[i].Taken) == 0 {
+			gpus[i].Taken = []bridge.GPUTaken{{Task: task, Milli: 1000}}
+			need--
+		}
+	}
+}
+
+func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.group(pg.Namespace + "/" + pg.Name)
+	if g.pg != nil && g.pg.Generation == pg.Generation && g.pg.Status.Phase == pg.Status.Phase &&
+		(g.pg.DeletionTimestamp == nil) == (pg.DeletionTimestamp == nil) {
+		g.pg = pg // a status write of ours: nothing to reschedule
+		return
+	}
+	g.pg, g.dirty = pg, true
+	c.poke()
+}
+
+func (c *cache) deletePodGroup(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[key]
+	if g == nil {
+		return
+	}
+	g.pg, g.dirty, g.created, g.assumed = nil, true, false, nil
+	if len(g.pods) == 0 {
+		delete(c.groups, key)
+	}
+	c.poke()
+}

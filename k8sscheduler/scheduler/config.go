@@ -1,0 +1,81 @@
+package scheduler
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Config tunes the scheduler. The zero value is usable: every zero field takes the default
+// named beside it.
+type Config struct {
+	// SchedulerName selects the pods this scheduler places (spec.schedulerName);
+	// default v1alpha1.DefaultSchedulerName.
+	SchedulerName string
+	// Period is the longest time between two cycles; default 1s. A cycle also runs
+	// Debounce after any relevant change.
+	Period time.Duration
+	// Debounce is how long the loop waits after a change before it runs a cycle, so that
+	// a burst of creates is scheduled together; default 20ms.
+	Debounce time.Duration
+	// BindWorkers is how many binds (and evictions, and Slurm pod creates) are in flight
+	// at once; default 32.
+	BindWorkers int
+	// PendingStatusDelay is how long a group must wait before its PodGroup is told why,
+	// so that groups placed within a moment cost no status write; default 2s.
+	PendingStatusDelay time.Duration
+	// QueueStatusPeriod is the least time between two writes of one Queue's status;
+	// default 5s.
+	QueueStatusPeriod time.Duration
+	// ToleratedTaints are NoSchedule/NoExecute taint keys that Sluice's pods are assumed
+	// to tolerate; default nvidia.com/gpu. The quarantine taint is never tolerated.
+	ToleratedTaints []string
+	// ClientQPS and ClientBurst rate-limit the scheduler's API client; default 500 and
+	// 1000 (the default 5/10 of client-go would throttle binding).
+	ClientQPS   float32
+	ClientBurst int
+	// Core tunes the scheduling core.
+	Core bridge.Config
+}
+
+func (c Config) withDefaults() Config {
+	if c.SchedulerName == "" {
+		c.SchedulerName = v1alpha1.DefaultSchedulerName
+	}
+	if c.Period <= 0 {
+		c.Period = time.Second
+	}
+	if c.Debounce <= 0 {
+		c.Debounce = 20 * time.Millisecond
+	}
+	if c.BindWorkers <= 0 {
+		c.BindWorkers = 32
+	}
+	if c.PendingStatusDelay <= 0 {
+		c.PendingStatusDelay = 2 * time.Second
+	}
+	if c.QueueStatusPeriod <= 0 {
+		c.QueueStatusPeriod = 5 * time.Second
+	}
+	if c.ToleratedTaints == nil {
+		c.ToleratedTaints = []string{v1alpha1.GPUResource}
+	}
+	if c.ClientQPS <= 0 {
+		c.ClientQPS = 500
+	}
+	if c.ClientBurst <= 0 {
+		c.ClientBurst = 1000
+	}
+	return c
+}
+
+// PodFactory makes the pods of a PodGroup that has none until it starts (a Slurm job).
+// It returns one pod per bind, in the order of binds; the scheduler sets spec.nodeName,
+// spec.schedulerName, the PodGroup and task-group annotations and the GPU assignment
+// annotations, then creates them already bound.
+type PodFactory interface {
+	Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1.Pod, error)
+}

@@ -1,0 +1,151 @@
+package scheduler
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// slimPod keeps only what the scheduler reads of a pod, so that a cache of every pod in
+// the cluster stays small: pods of other schedulers lose their labels and annotations too.
+func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec: corev1.PodSpec{
+			NodeName: p.Spec.NodeName, SchedulerName: p.Spec.SchedulerName, Overhead: p.Spec.Overhead,
+			Containers: slimContainers(p.Spec.Containers), InitContainers: slimContainers(p.Spec.InitContainers),
+		},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime},
+	}
+	if a, ok := p.Annotations[AssignmentAnnotation]; ok {
+		out.Annotations = map[string]string{AssignmentAnnotation: a}
+	}
+	if p.Spec.SchedulerName == schedulerName {
+		out.Labels, out.Annotations = p.Labels, p.Annotations
+		out.Spec.NodeSelector, out.Spec.Priority = p.Spec.NodeSelector, p.Spec.Priority
+	}
+	return out
+}
+
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{Name: cs[i].Name, Resources: corev1.ResourceRequirements{Requests: cs[i].Resources.Requests}}
+	}
+	return out
+}
+
+// slimNode drops images, conditions and other status the scheduler does not read.
+func slimNode(n *corev1.Node) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels, Annotations: n.Annotations},
+		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
+		Status:     corev1.NodeStatus{Allocatable: n.Status.Allocatable},
+	}
+}
+
+// transform is the informers' transform: slim pods and nodes, no managed fields anywhere.
+func transform(schedulerName string) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			return slimPod(o, schedulerName), nil
+		case *corev1.Node:
+			return slimNode(o), nil
+		case metav1.Object:
+			o.SetManagedFields(nil)
+		}
+		return obj, nil
+	}
+}
+
+// handler adapts typed add/update/delete callbacks to an informer handler; deletes of
+// objects the informer lost track of are unwrapped.
+func handler[T any](set func(T), del func(T)) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { callTyped(obj, set) },
+		UpdateFunc: func(_, obj any) { callTyped(obj, set) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			callTyped(obj, del)
+		},
+	}
+}
+
+func callTyped[T any](obj any, f func(T)) {
+	if t, ok := obj.(T); ok {
+		f(t)
+		return
+	}
+	klog.ErrorS(fmt.Errorf("unexpected object %T", obj), "informer event ignored")
+}
+
+func podKey(ns, name string) string { return ns + "/" + name }
+
+// podHandlers keeps the cache's pods current. Finished pods hold nothing and are dropped.
+func (s *Scheduler) podHandlers() toolscache.ResourceEventHandler {
+	return handler(func(p *corev1.Pod) {
+		key := podKey(p.Namespace, p.Name)
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			s.cache.setPod(key, nil)
+			return
+		}
+		s.cache.setPod(key, convertPod(p, s.cfg.SchedulerName))
+	}, func(p *corev1.Pod) { s.cache.setPod(podKey(p.Namespace, p.Name), nil) })
+}
+
+func (s *Scheduler) nodeHandlers() toolscache.ResourceEventHandler {
+	return handler(func(n *corev1.Node) {
+		bn, err := convertNode(n, s.cfg.ToleratedTaints)
+		if err != nil {
+			s.nodeProblem(n, err)
+		}
+		s.cache.setNode(bn)
+	}, func(n *corev1.Node) { s.cache.deleteNode(n.Name) })
+}
+
+func (s *Scheduler) podGroupHandlers() toolscache.ResourceEventHandler {
+	return handler(func(pg *v1alpha1.PodGroup) { s.cache.setPodGroup(pg) },
+		func(pg *v1alpha1.PodGroup) { s.cache.deletePodGroup(pg.Namespace + "/" + pg.Name) })
+}
+
+func (s *Scheduler) queueHandlers() toolscache.ResourceEventHandler {
+	return handler(func(q *v1alpha1.Queue) {
+		bq := convertQueue(q)
+		s.cache.setQueue(q.Name, &bq)
+	}, func(q *v1alpha1.Queue) { s.cache.setQueue(q.Name, nil) })
+}
+
+func (s *Scheduler) qosHandlers() toolscache.ResourceEventHandler {
+	return handler(func(q *v1alpha1.QOS) {
+		bq := convertQOS(q)
+		s.cache.setQOS(q.Name, &bq)
+	}, func(q *v1alpha1.QOS) { s.cache.setQOS(q.Name, nil) })
+}
+
+// partitionHandlers re-reads the whole (small) list on any change: node membership
+// depends on all selectors together.
+func (s *Scheduler) partitionHandlers(list func() []*v1alpha1.Partition) toolscache.ResourceEventHandler {
+	refresh := func(*v1alpha1.Partition) {
+		items := list()
+		parts := make([]partitionEntry, len(items))
+		for i, p := range items {
+			parts[i] = convertPartition(p)
+		}
+		s.cache.setPartitions(parts)
+	}
+	return handler(refresh, refresh)
+}

@@ -1,0 +1,256 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// groupEntry is one PodGroup with its pods and the job converted from them; the job is
+// rebuilt only when the group, one of its pods or an in-flight bind changed (dirty).
+type groupEntry struct {
+	key   string
+	pg    *v1alpha1.PodGroup // nil while pods name a group not (yet) seen
+	pods  map[string]*podEntry
+	dirty bool
+	// assumed are binds in flight, by task name: counted as running until the pod shows
+	// up bound (or the bind fails), so the next cycle does not place them twice.
+	assumed map[string]bridge.Bind
+	// created marks a pod-less (Slurm) group whose pods were created.
+	created bool
+
+	job     bridge.Job
+	include bool            // job goes into the snapshot
+	blocked *bridge.Pending // why the job is not even offered to the core
+	bound   int32           // pods bound (not assumed)
+
+	status groupStatus
+}
+
+// terminal reports whether the group is finished: it holds nothing and is not scheduled.
+func terminal(phase v1alpha1.PodGroupPhase) bool {
+	switch phase {
+	case v1alpha1.PodGroupSucceeded, v1alpha1.PodGroupFailed, v1alpha1.PodGroupCancelled,
+		v1alpha1.PodGroupTimedOut, v1alpha1.PodGroupPreempted:
+		return true
+	}
+	return false
+}
+
+// memberBased reports whether the group's shape comes from its spec (a Slurm job) rather
+// than from its pods.
+func (g *groupEntry) memberBased() bool { return g.pg != nil && len(g.pg.Spec.Members) > 0 }
+
+// build converts the group to a core job. defaultPartition resolves a group that names
+// none.
+func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
+	g.dirty = false
+	g.include, g.blocked, g.job = false, nil, bridge.Job{}
+	g.bound = 0
+	for _, p := range g.pods {
+		if p.node != "" && !p.terminating {
+			g.bound++
+		}
+	}
+	pg := g.pg
+	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
+		return
+	}
+	j := bridge.Job{
+		ID: g.key, Queue: pg.Spec.Queue, Partition: pg.Spec.Partition, QOS: pg.Spec.QOS,
+		Preemptible: pg.Spec.Preemptibility == v1alpha1.Preemptible,
+		MinMember:   pg.Spec.MinMember, SubmitTime: pg.CreationTimestamp.Time,
+	}
+	if s := pg.Spec.Slurm; s != nil {
+		j.User = s.User
+		if s.TimeLimit != nil {
+			j.TimeLimit = s.TimeLimit.Duration
+		}
+	}
+	var ok bool
+	if g.memberBased() {
+		if !slurmPods && !g.created && len(g.pods) == 0 {
+			g.block(ReasonNoPodFactory, "this scheduler cannot create pods for PodGroups that describe their members (Slurm jobs): no pod factory is configured")
+			return
+		}
+		ok = g.buildFromMembers(&j)
+	} else {
+		ok = g.buildFromPods(&j)
+	}
+	if !ok {
+		return
+	}
+	if j.Partition == "" {
+		j.Partition = defaultPartition
+	}
+	g.job, g.include = j, true
+}
+
+func (g *groupEntry) block(code, format string, args ...any) bool {
+	g.blocked = &bridge.Pending{Job: g.key, Code: code, Reason: fmt.Sprintf(format, args...)}
+	return false
+}
+
+// buildFromMembers shapes a Slurm job from its spec; its pods, once created, are its
+// running tasks. A started job is never placed again: its groups shrink to what runs.
+func (g *groupEntry) buildFromMembers(j *bridge.Job) bool {
+	pending := !g.created && (g.pg.Status.Phase == "" || g.pg.Status.Phase == v1alpha1.PodGroupPending)
+	running := map[string]int32{}
+	for _, p := range g.pods {
+		if p.node == "" || p.terminating {
+			continue
+		}
+		grp := p.taskGroup
+		if grp == "" {
+			grp = g.pg.Spec.Members[0].Name
+		}
+		running[grp]++
+		j.Running = append(j.Running, runningTask(p.name, grp, p.node, p.assignment, p.start))
+	}
+	for _, b := range g.assumed {
+		running[b.Group]++
+		j.Running = append(j.Running, assumedTask(b))
+	}
+	for _, m := range g.pg.Spec.Members {
+		req, gpu, err := memberRequest(m)
+		if err != nil {
+			return g.block(bridge.ReasonBadConstraints, "member %s: %v", m.Name, err)
+		}
+		count := m.Count
+		if !pending {
+			count = running[m.Name]
+		}
+		if count > 0 {
+			j.Groups = append(j.Groups, bridge.TaskGroup{Name: m.Name, Count: count, Request: req, GPU: gpu})
+		}
+	}
+	sortRunning(j.Running)
+	return len(j.Groups) > 0
+}
+
+// buildFromPods shapes a manifest gang from its pods: identical pods form one task group.
+func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
+	names := make([]string, 0, len(g.pods))
+	for name, p := range g.pods {
+		if !p.terminating || p.node != "" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return false
+	}
+	slices.Sort(names)
+	if int32(len(names)) < j.MinMember {
+		return g.block(ReasonWaitingForPods, "%d of the %d pods the gang needs exist", len(names), j.MinMember)
+	}
+	shapes := map[string]int{}
+	for _, name := range names {
+		p := g.pods[name]
+		if p.bad != "" {
+			return g.block(bridge.ReasonBadConstraints, "pod %s: %s", name, p.bad)
+		}
+		if j.Partition == "" {
+			j.Partition = p.partition
+		}
+		if j.Queue == "" {
+			j.Queue = p.queue
+		}
+		if j.NodeSelector == nil {
+			j.NodeSelector = p.selector
+		}
+		j.Priority = max(j.Priority, p.priority)
+		shape := shapeKey(p)
+		gi, ok := shapes[shape]
+		if !ok {
+			gi = len(j.Groups)
+			shapes[shape] = gi
+			req := p.request
+			req.GPUMilli = 0
+			j.Groups = append(j.Groups, bridge.TaskGroup{Name: fmt.Sprintf("g%d", gi), Request: req, GPU: p.gpu})
+		}
+		tg := &j.Groups[gi]
+		tg.Count++
+		switch b, assumed := g.assumed[name]; {
+		case p.node != "":
+			j.Running = append(j.Running, runningTask(name, tg.Name, p.node, p.assignment, p.start))
+		case assumed:
+			j.Running = append(j.Running, assumedTask(b))
+		default:
+			tg.PendingTasks = append(tg.PendingTasks, name)
+		}
+	}
+	return true
+}
+
+func shapeKey(p *podEntry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d/%d/%s/%d/%d/%d", p.request.CPUMilli, p.request.MemoryBytes, p.request.GPUMilli,
+		p.gpu.Kind, p.gpu.Devices, p.gpu.Milli, p.gpu.MemoryMiB)
+	for _, q := range p.request.Extended {
+		fmt.Fprintf(&b, "/%s=%d", q.Name, q.Value)
+	}
+	return b.String()
+}
+
+func runningTask(name, group, node string, a *Assignment, start time.Time) bridge.RunningTask {
+	rt := bridge.RunningTask{Name: name, Group: group, Node: node, Start: start}
+	if a != nil {
+		for _, d := range a.GPUs {
+			rt.GPUs = append(rt.GPUs, d.Index)
+		}
+		if a.Portion < 1 {
+			rt.GPUMilli = int32(a.Portion*1000 + 0.5)
+		}
+		rt.GPUMemoryMiB = a.GPUMemoryMiB
+	}
+	return rt
+}
+
+func assumedTask(b bridge.Bind) bridge.RunningTask {
+	rt := bridge.RunningTask{Name: b.Task, Group: b.Group, Node: b.Node, GPUMilli: b.GPUMilli, GPUMemoryMiB: b.GPUMemoryMiB}
+	if rt.GPUMilli >= 1000 {
+		rt.GPUMilli = 0
+	}
+	for _, d := range b.GPUs {
+		rt.GPUs = append(rt.GPUs, d.Index)
+	}
+	return rt
+}
+
+func sortRunning(rs []bridge.RunningTask) {
+	slices.SortFunc(rs, func(a, b bridge.RunningTask) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// memberRequest converts a PodGroup member set's per-pod request.
+func memberRequest(m v1alpha1.MemberSet) (bridge.Resources, bridge.GPURequest, error) {
+	req := resourcesOf(m.Resources)
+	whole := req.GPUMilli / 1000
+	req.GPUMilli = 0
+	s := m.GPUSharing
+	if s == nil {
+		return req, wholeRequest(whole), nil
+	}
+	ann := map[string]string{}
+	if s.Fraction != "" {
+		ann[v1alpha1.GPUFractionAnnotation] = s.Fraction
+	}
+	if s.Memory != nil {
+		ann[v1alpha1.GPUMemoryAnnotation] = s.Memory.String()
+	}
+	if s.Devices > 1 {
+		ann[v1alpha1.GPUFractionNumDevicesAnnotation] = fmt.Sprint(s.Devices)
+	}
+	gpu, err := gpuRequest(whole, ann)
+	return req, gpu, err
+}
+
+func wholeRequest(n int64) bridge.GPURequest {
+	if n <= 0 {
+		return bridge.GPURequest{}
+	}
+	return bridge.GPURequest{Kind: bridge.GPUWhole, Devices: int32(n)}
+}

@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// migStrategyLabel is the GPU Operator's MIG strategy; single or mixed means the node's
+// nvidia.com/gpu devices are MIG slices, handed out only whole.
+const migStrategyLabel = "nvidia.com/mig.strategy"
+
+// nodeGPU is one entry of the v1alpha1.NodeGPUsAnnotation.
+type nodeGPU struct {
+	Index     int32  `json:"index"`
+	UUID      string `json:"uuid"`
+	Model     string `json:"model"`
+	MemoryMiB int64  `json:"memoryMiB"`
+	Healthy   bool   `json:"healthy"`
+}
+
+// convertNode turns a node into the core's view, without partition and Used (the cache
+// fills those in). A malformed GPU annotation is reported in err while the node is still
+// converted from its labels, so a bad annotation costs detail, not the node.
+func convertNode(n *corev1.Node, tolerated []string) (bridge.Node, error) {
+	out := bridge.Node{
+		Name:          n.Name,
+		Labels:        n.Labels,
+		Allocatable:   resourcesOf(n.Status.Allocatable),
+		Unschedulable: n.Spec.Unschedulable || blockingTaint(n.Spec.Taints, tolerated),
+	}
+	gpus := out.Allocatable.GPUMilli / 1000
+	if mem, err := strconv.ParseInt(n.Labels[v1alpha1.GPUMemoryLabel], 10, 64); err == nil && mem > 0 {
+		out.Allocatable.GPUMemoryMiB = mem * gpus
+	}
+	mig := n.Labels[migStrategyLabel] == "single" || n.Labels[migStrategyLabel] == "mixed"
+	raw, ok := n.Annotations[v1alpha1.NodeGPUsAnnotation]
+	if !ok {
+		if mig && gpus > 0 {
+			out.GPUs = labelGPUs(gpus, out.Allocatable.GPUMemoryMiB/gpus, n.Labels[v1alpha1.GPUProductLabel])
+		}
+		return out, nil
+	}
+	var list []nodeGPU
+	if err := json.Unmarshal([]byte(raw), &list); err != nil {
+		return out, fmt.Errorf("annotation %s is not a JSON array of {index, uuid, model, memoryMiB, healthy}: %v; using the node's GPU labels",
+			v1alpha1.NodeGPUsAnnotation, err)
+	}
+	out.GPUs = make([]bridge.GPU, len(list))
+	for i, g := range list {
+		out.GPUs[i] = bridge.GPU{Index: g.Index, UUID: g.UUID, MemoryMiB: g.MemoryMiB, Model: g.Model, Unhealthy: !g.Healthy, MIG: mig}
+	}
+	return out, nil
+}
+
+// labelGPUs lists count identical MIG devices known only from labels.
+func labelGPUs(count, memMiB int64, model string) []bridge.GPU {
+	out := make([]bridge.GPU, count)
+	for i := range out {
+		out[i] = bridge.GPU{Index: int32(i), MemoryMiB: memMiB, Model: model, MIG: true}
+	}
+	return out
+}
+
+// blockingTaint reports whether a taint keeps Sluice's pods off the node: the quarantine
+// taint always; any other NoSchedule or NoExecute taint unless its key is tolerated (GPU
+// nodes are often tainted nvidia.com/gpu, which GPU pods tolerate).
+func blockingTaint(taints []corev1.Taint, tolerated []string) bool {
+	for _, t := range taints {
+		if t.Key == v1alpha1.QuarantineTaint {
+			return true
+		}
+		if t.Effect == corev1.TaintEffectPreferNoSchedule || tolerates(tolerated, t.Key) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+func tolerates(keys []string, key string) bool {
+	for _, k := range keys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// resourcesOf converts a resource list: CPU, memory, whole GPUs and extended resources
+// (names with a domain, except the GPU one). Pods, storage and hugepages are not divided
+// by the core and are left out.
+func resourcesOf(l corev1.ResourceList) bridge.Resources {
+	var r bridge.Resources
+	for name, q := range l {
+		switch {
+		case name == corev1.ResourceCPU:
+			r.CPUMilli = q.MilliValue()
+		case name == corev1.ResourceMemory:
+			r.MemoryBytes = q.Value()
+		case name == v1alpha1.GPUResource:
+			r.GPUMilli = q.Value() * 1000
+		case strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) &&
+			!strings.HasPrefix(string(name), "kubernetes.io/"):
+			r.Extended = append(r.Extended, bridge.Quantity{Name: string(name), Value: q.Value()})
+		}
+	}
+	// map order is random; a stable order lets the cache compare converted nodes
+	slices.SortFunc(r.Extended, func(a, b bridge.Quantity) int { return strings.Compare(a.Name, b.Name) })
+	return r
+}
+
+// partitionOf picks a node's partition: the first Partition (by name) whose selector
+// matches, else the node's partition label.
+func partitionOf(labels map[string]string, parts []partitionEntry) string {
+	for i := range parts {
+		if matches(parts[i].selector, labels) {
+			return parts[i].p.Name
+		}
+	}
+	return labels[v1alpha1.PartitionLabel]
+}
+
+func matches(sel, labels map[string]string) bool {
+	if len(sel) == 0 {
+		return false
+	}
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}

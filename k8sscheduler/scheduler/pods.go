@@ -1,0 +1,176 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// TaskGroupAnnotation names the PodGroup member set a pod created for a Slurm job belongs
+// to, so its running task is matched back to the right group.
+const TaskGroupAnnotation = "sluice.dev/task-group"
+
+// podEntry is what the cache keeps of one pod: converted once per pod event.
+type podEntry struct {
+	name, namespace string
+	uid             types.UID
+	group           string // PodGroup key (namespace/name); "" when the pod names none
+	ours            bool   // scheduled by this scheduler
+	node            string
+	terminating     bool
+	request         bridge.Resources // CPU, memory, extended; GPUMilli = whole GPUs * 1000
+	gpu             bridge.GPURequest
+	bad             string // why the request cannot be scheduled, "" when fine
+	assignment      *Assignment
+	taskGroup       string
+	selector        map[string]string
+	priority        int32
+	queue           string
+	partition       string
+	start           time.Time
+}
+
+func (p *podEntry) key() string { return p.namespace + "/" + p.name }
+
+// convertPod reads what the scheduler needs from a pod.
+func convertPod(pod *corev1.Pod, schedulerName string) *podEntry {
+	e := &podEntry{
+		name: pod.Name, namespace: pod.Namespace, uid: pod.UID, node: pod.Spec.NodeName,
+		ours:        pod.Spec.SchedulerName == schedulerName,
+		terminating: pod.DeletionTimestamp != nil,
+		request:     podRequest(&pod.Spec),
+	}
+	if pod.Status.StartTime != nil {
+		e.start = pod.Status.StartTime.Time
+	} else {
+		e.start = pod.CreationTimestamp.Time
+	}
+	if raw, ok := pod.Annotations[AssignmentAnnotation]; ok {
+		if a, err := ParseAssignment(raw); err == nil {
+			e.assignment = &a
+		}
+	}
+	if !e.ours {
+		return e
+	}
+	if g := pod.Annotations[v1alpha1.PodGroupAnnotation]; g != "" {
+		e.group = pod.Namespace + "/" + g
+	}
+	e.taskGroup = pod.Annotations[TaskGroupAnnotation]
+	e.selector = pod.Spec.NodeSelector
+	if pod.Spec.Priority != nil {
+		e.priority = *pod.Spec.Priority
+	}
+	e.queue = pod.Labels[v1alpha1.QueueLabel]
+	if e.queue == "" {
+		e.queue = pod.Labels[v1alpha1.KAIQueueLabel]
+	}
+	e.partition = pod.Labels[v1alpha1.PartitionLabel]
+	if e.partition == "" {
+		e.partition = pod.Spec.NodeSelector[v1alpha1.PartitionLabel]
+	}
+	var err error
+	e.gpu, err = gpuRequest(e.request.GPUMilli/1000, pod.Annotations)
+	if err != nil {
+		e.bad = err.Error()
+	}
+	return e
+}
+
+// podRequest is what the pod holds on its node: the sum of its containers, or its largest
+// init container if that is more, plus the runtime overhead.
+func podRequest(spec *corev1.PodSpec) bridge.Resources {
+	total := corev1.ResourceList{}
+	for i := range spec.Containers {
+		addList(total, spec.Containers[i].Resources.Requests)
+	}
+	for i := range spec.InitContainers {
+		for name, q := range spec.InitContainers[i].Resources.Requests {
+			if have := total[name]; q.Cmp(have) > 0 {
+				total[name] = q.DeepCopy()
+			}
+		}
+	}
+	addList(total, spec.Overhead)
+	return resourcesOf(total)
+}
+
+func addList(into, l corev1.ResourceList) {
+	for name, q := range l {
+		have := into[name]
+		have.Add(q)
+		into[name] = have
+	}
+}
+
+// gpuRequest reads a pod's GPU ask: whole devices from nvidia.com/gpu, or a share of one
+// (or several) devices from KAI's annotations.
+func gpuRequest(whole int64, ann map[string]string) (bridge.GPURequest, error) {
+	frac, hasFrac := ann[v1alpha1.GPUFractionAnnotation]
+	mem, hasMem := ann[v1alpha1.GPUMemoryAnnotation]
+	devices := int32(1)
+	if raw, ok := ann[v1alpha1.GPUFractionNumDevicesAnnotation]; ok {
+		n, err := strconv.ParseInt(raw, 10, 32)
+		if err != nil || n < 1 {
+			return bridge.GPURequest{}, fmt.Errorf("annotation %s=%q: want a whole number of devices >= 1", v1alpha1.GPUFractionNumDevicesAnnotation, raw)
+		}
+		devices = int32(n)
+	}
+	switch {
+	case (hasFrac || hasMem) && whole > 0:
+		return bridge.GPURequest{}, fmt.Errorf("the pod asks for %s and for a GPU share (%s/%s); ask for one or the other",
+			v1alpha1.GPUResource, v1alpha1.GPUFractionAnnotation, v1alpha1.GPUMemoryAnnotation)
+	case hasFrac && hasMem:
+		return bridge.GPURequest{}, fmt.Errorf("annotations %s and %s are both set; set one", v1alpha1.GPUFractionAnnotation, v1alpha1.GPUMemoryAnnotation)
+	case hasFrac:
+		f, err := strconv.ParseFloat(frac, 64)
+		if err != nil || f <= 0 || f >= 1 || math.IsNaN(f) {
+			return bridge.GPURequest{}, fmt.Errorf("annotation %s=%q: want a fraction strictly between 0 and 1, e.g. 0.25", v1alpha1.GPUFractionAnnotation, frac)
+		}
+		milli := int32(math.Round(f * 1000))
+		if milli < 1 {
+			milli = 1
+		}
+		if devices > 1 {
+			return bridge.GPURequest{Kind: bridge.GPUMultiFraction, Devices: devices, Milli: milli}, nil
+		}
+		return bridge.GPURequest{Kind: bridge.GPUFraction, Milli: milli}, nil
+	case hasMem:
+		mib, err := memoryMiB(mem)
+		if err != nil {
+			return bridge.GPURequest{}, fmt.Errorf("annotation %s=%q: %v", v1alpha1.GPUMemoryAnnotation, mem, err)
+		}
+		if devices > 1 {
+			return bridge.GPURequest{}, fmt.Errorf("annotation %s with %s > 1 is not supported; ask for a fraction of each device instead",
+				v1alpha1.GPUMemoryAnnotation, v1alpha1.GPUFractionNumDevicesAnnotation)
+		}
+		return bridge.GPURequest{Kind: bridge.GPUMemory, MemoryMiB: mib}, nil
+	case whole > 0:
+		return bridge.GPURequest{Kind: bridge.GPUWhole, Devices: int32(whole)}, nil
+	}
+	return bridge.GPURequest{}, nil
+}
+
+// memoryMiB reads a GPU memory amount: a plain number is MiB (as KAI reads it), a
+// quantity with a unit ("20Gi") is converted.
+func memoryMiB(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 1 {
+			return 0, fmt.Errorf("want a positive amount of MiB")
+		}
+		return n, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return 0, fmt.Errorf("want a positive number of MiB or a quantity such as 20Gi")
+	}
+	return (q.Value() + (1<<20 - 1)) >> 20, nil
+}

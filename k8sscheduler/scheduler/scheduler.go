@@ -1,0 +1,185 @@
+// Package scheduler runs the scheduling core (bridge) as a Kubernetes scheduler: informers
+// keep a converted cache of nodes, pods, PodGroups, Queues, Partitions and QOS; a cycle
+// loop builds a snapshot from it, runs bridge.Schedule and carries out the decisions
+// (binds with the GPU assignment, evictions, Slurm-job pod creates) and writes PodGroup and
+// Queue status. All scheduling logic stays in bridge; this package only translates.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Scheduler is the Kubernetes adapter of the scheduling core. Run it only while leader.
+type Scheduler struct {
+	cfg     Config
+	rest    *rest.Config
+	scheme  *runtime.Scheme
+	kube    kubernetes.Interface
+	crs     client.Client
+	factory PodFactory
+	metrics *metrics
+	cache   *cache
+	events  record.EventRecorder
+
+	work chan func(context.Context) // binds, evictions, creates and status writes
+	// evicting are pods whose eviction was requested and that have not gone yet.
+	evicting  map[string]bool
+	queueBook queueBook // touched only by the cycle loop
+	nodeMu    sync.Mutex
+	nodeBad   map[string]string // node -> the annotation error last reported
+}
+
+// New prepares a scheduler; nothing talks to the API server until Run. reg receives the
+// scheduler's metrics (nil: not registered). factory makes the pods of Slurm jobs; with a
+// nil factory, PodGroups describing Slurm jobs stay pending with a reason.
+func New(cfg Config, rc *rest.Config, reg prometheus.Registerer, factory PodFactory) (*Scheduler, error) {
+	cfg = cfg.withDefaults()
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	crs, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	m := newMetrics()
+	if reg != nil {
+		if err := m.register(reg); err != nil {
+			return nil, fmt.Errorf("scheduler: metrics: %w", err)
+		}
+	}
+	c := newCache()
+	c.slurmPods = factory != nil
+	return &Scheduler{
+		cfg: cfg, rest: rc, scheme: scheme, kube: kube, crs: crs, factory: factory, metrics: m, cache: c,
+		work: make(chan func(context.Context), 4*cfg.BindWorkers), evicting: map[string]bool{},
+		queueBook: queueBook{written: map[string]string{}}, nodeBad: map[string]string{},
+	}, nil
+}
+
+// Run watches the cluster and schedules until ctx ends, then waits for the writes in
+// flight. It returns an error only when the informers cannot start.
+func (s *Scheduler) Run(ctx context.Context) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	s.events = broadcaster.NewRecorder(s.scheme, corev1.EventSource{Component: s.cfg.SchedulerName})
+
+	informers, err := crcache.New(s.rest, crcache.Options{Scheme: s.scheme, DefaultTransform: transform(s.cfg.SchedulerName)})
+	if err != nil {
+		return fmt.Errorf("scheduler: informers: %w", err)
+	}
+	listPartitions := func() []*v1alpha1.Partition {
+		var l v1alpha1.PartitionList
+		if err := informers.List(ctx, &l); err != nil {
+			return nil
+		}
+		out := make([]*v1alpha1.Partition, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out
+	}
+	watches := []struct {
+		obj client.Object
+		h   toolscache.ResourceEventHandler
+	}{
+		{&corev1.Node{}, s.nodeHandlers()},
+		{&corev1.Pod{}, s.podHandlers()},
+		{&v1alpha1.PodGroup{}, s.podGroupHandlers()},
+		{&v1alpha1.Queue{}, s.queueHandlers()},
+		{&v1alpha1.QOS{}, s.qosHandlers()},
+		{&v1alpha1.Partition{}, s.partitionHandlers(listPartitions)},
+	}
+	for _, w := range watches {
+		inf, err := informers.GetInformer(ctx, w.obj)
+		if err != nil {
+			return fmt.Errorf("scheduler: informer for %T: %w", w.obj, err)
+		}
+		if _, err := inf.AddEventHandler(w.h); err != nil {
+			return fmt.Errorf("scheduler: informer for %T: %w", w.obj, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		cancel()
+		if err := <-cacheDone; err != nil {
+			return fmt.Errorf("scheduler: informers: %w", err)
+		}
+		return ctx.Err()
+	}
+	var workers sync.WaitGroup
+	for range s.cfg.BindWorkers {
+		workers.Go(func() {
+			for job := range s.work {
+				job(context.WithoutCancel(ctx))
+			}
+		})
+	}
+	s.loop(ctx)
+	close(s.work)
+	workers.Wait()
+	cancel()
+	<-cacheDone
+	return nil
+}
+
+// loop runs a cycle Debounce after each change and at least every Period.
+func (s *Scheduler) loop(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.Period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cache.changed:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(s.cfg.Debounce):
+			}
+		case <-tick.C:
+		}
+		s.cycle(ctx)
+	}
+}
+
+// cycle runs the core once on the current cache and carries out its decisions.
+func (s *Scheduler) cycle(ctx context.Context) {
+	began := time.Now()
+	snap, blocked := s.cache.snapshot(began)
+	snap.Config = s.cfg.Core
+	d := bridge.Schedule(snap)
+	s.metrics.cycle.Observe(time.Since(began).Seconds())
+	s.apply(ctx, d, blocked, began)
+}

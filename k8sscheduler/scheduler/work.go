@@ -1,0 +1,146 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// bindWork binds one pod through the pods/binding subresource. The GPU assignment rides
+// on the Binding's annotations, which the API server copies onto the pod in the same
+// write.
+func (s *Scheduler) bindWork(ns string, b bridge.Bind) func(context.Context) {
+	return func(ctx context.Context) {
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: b.Task, Namespace: ns},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: b.Node},
+		}
+		if a, ok := assignmentOf(&b); ok {
+			binding.Annotations = a.annotations()
+		}
+		err := s.kube.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
+		if err != nil {
+			s.metrics.bindsFailed.Inc()
+			klog.V(2).InfoS("bind failed; retrying next cycle", "pod", ns+"/"+b.Task, "node", b.Node, "err", err)
+			s.forget(b.Job, b.Task)
+			return
+		}
+		s.metrics.podsBound.Inc()
+	}
+}
+
+// createWork makes a pod-less group's pods through the PodFactory and creates them
+// already bound (one write each). If any create fails, the ones made are deleted and the
+// group is placed again next cycle.
+func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind) func(context.Context) {
+	return func(ctx context.Context) {
+		pods, err := s.factory.Pods(pg, binds)
+		if err == nil && len(pods) != len(binds) {
+			err = fmt.Errorf("the pod factory made %d pods for %d binds", len(pods), len(binds))
+		}
+		if err != nil {
+			s.createFailed(g, pg, binds, nil, err)
+			return
+		}
+		s.rekey(g, binds, pods)
+		var made []*corev1.Pod
+		for i, pod := range pods {
+			prepareSlurmPod(pod, pg, &binds[i], s.cfg.SchedulerName)
+			created, err := s.kube.CoreV1().Pods(pg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				s.metrics.bindsFailed.Inc()
+				s.createFailed(g, pg, binds, made, err)
+				return
+			}
+			made = append(made, created)
+			s.metrics.podsBound.Inc()
+		}
+	}
+}
+
+// prepareSlurmPod sets what makes a factory's pod ours and bound: node, scheduler name,
+// group annotations and the GPU assignment.
+func prepareSlurmPod(pod *corev1.Pod, pg *v1alpha1.PodGroup, b *bridge.Bind, schedulerName string) {
+	pod.Namespace = pg.Namespace
+	pod.Spec.NodeName = b.Node
+	pod.Spec.SchedulerName = schedulerName
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[v1alpha1.PodGroupAnnotation] = pg.Name
+	pod.Annotations[TaskGroupAnnotation] = b.Group
+	if a, ok := assignmentOf(b); ok {
+		for k, v := range a.annotations() {
+			pod.Annotations[k] = v
+		}
+	}
+}
+
+// rekey moves a Slurm group's assumed binds from the core's task names to the names of
+// the pods about to be created, so the informer's view of them replaces the assumption.
+func (s *Scheduler) rekey(g *groupEntry, binds []bridge.Bind, pods []*corev1.Pod) {
+	c := s.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, b := range binds {
+		delete(g.assumed, b.Task)
+		if g.assumed == nil {
+			g.assumed = map[string]bridge.Bind{}
+		}
+		b.Task = pods[i].Name
+		g.assumed[b.Task] = b
+	}
+	g.dirty = true
+}
+
+func (s *Scheduler) createFailed(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, made []*corev1.Pod, err error) {
+	klog.InfoS("creating a Slurm job's pods failed; retrying next cycle", "podGroup", g.key, "err", err)
+	for _, p := range made {
+		zero := int64(0)
+		if derr := s.kube.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); derr != nil && !apierrors.IsNotFound(derr) {
+			klog.ErrorS(derr, "removing a partly created Slurm job", "pod", p.Namespace+"/"+p.Name)
+		}
+	}
+	c := s.cache
+	c.mu.Lock()
+	g.created, g.assumed, g.dirty = false, nil, true
+	g.status.createErr = err.Error()
+	c.mu.Unlock()
+	s.events.Eventf(pg, corev1.EventTypeWarning, ReasonPodCreateFailed, "creating the job's pods failed: %v", err)
+	c.poke()
+}
+
+// evictWork evicts one pod through the Eviction API (so PodDisruptionBudgets hold) and
+// tells its owner why in an Event on the pod.
+func (s *Scheduler) evictWork(ns, name string, uid types.UID, e bridge.Eviction) func(context.Context) {
+	return func(ctx context.Context) {
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		err := s.kube.PolicyV1().Evictions(ns).Evict(ctx, ev)
+		if err != nil && !apierrors.IsNotFound(err) {
+			klog.InfoS("eviction refused; retrying next cycle", "pod", ns+"/"+name, "err", err)
+			s.cache.mu.Lock()
+			delete(s.evicting, ns+"/"+name)
+			s.cache.mu.Unlock()
+			return
+		}
+		s.metrics.evictions.WithLabelValues(string(e.Kind)).Inc()
+		ref := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}}
+		s.events.Eventf(ref, corev1.EventTypeWarning, "Evicted", "evicted by %s (%s%s): %s", s.cfg.SchedulerName, e.Kind, forJob(e.ForJob), e.Reason)
+	}
+}
+
+func forJob(job string) string {
+	if job == "" {
+		return ""
+	}
+	return " for " + job
+}
