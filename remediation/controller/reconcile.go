@@ -105,6 +105,11 @@ func (c *controller) breaker(name string, now time.Time) (bool, string) {
 		r := nodeRecord{Partition: n.Labels[c.cfg.PartitionLabel]}
 		if st, err := health.ParseRemediation(n.Annotations); err == nil {
 			r.Out, r.QuarantinedAt = st.Phase != "", st.Since
+			for _, f := range st.History { // a node already returned still counts in the window
+				if f.Quarantined && f.At.After(r.QuarantinedAt) {
+					r.QuarantinedAt = f.At
+				}
+			}
 		}
 		if t, ok := c.recent[n.Name]; ok && t.After(r.QuarantinedAt) {
 			r.QuarantinedAt = t
