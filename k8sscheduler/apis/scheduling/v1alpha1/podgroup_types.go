@@ -21,10 +21,11 @@ const (
 // PodGroupSpec is one gang: the pods that start together or not at all.
 type PodGroupSpec struct {
 	// MinMember is how many of the group's pods must be placeable at once
-	// before any of them is bound.
+	// before any of them is bound; unset means 1.
+	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
-	MinMember int32 `json:"minMember"`
+	MinMember int32 `json:"minMember,omitempty"`
 	// Queue names the Queue (Slurm account) the group is charged to.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
