@@ -160,12 +160,15 @@ func (c *controller) awaitRepair(ctx context.Context, node *corev1.Node, st heal
 // faults clear, the request and the GPUs' downtime are closed.
 func (c *controller) gpuLocal(ctx context.Context, node *corev1.Node, st health.RemediationState, faults []activeFault) (time.Duration, error) {
 	req, hasReq, _ := health.ParseRepair(node.Annotations) // a bad request is replaced
-	bad := unhealthyGPUs(node)
-	if len(faults) == 0 || len(bad) == 0 {
+	if len(faults) == 0 {
 		if hasReq && len(req.GPUs) > 0 {
 			return 0, c.closeGPURepair(ctx, node.Name, req)
 		}
 		return 0, nil
+	}
+	bad := unhealthyGPUs(node)
+	if len(bad) == 0 {
+		return 0, nil // the agent writes the GPU annotation just after the conditions
 	}
 	now := c.now()
 	gpus := uuids(bad)
