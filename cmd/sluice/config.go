@@ -29,6 +29,20 @@ type Config struct {
 
 	Log            LogConfig            `yaml:"log"`
 	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
+	Remediation    RemediationConfig    `yaml:"remediation"`
+}
+
+// RemediationConfig tunes the remediation controller (quarantine, drain,
+// repair request, revalidation, circuit breaker). Zero values take the
+// controller's defaults.
+type RemediationConfig struct {
+	Enabled             bool     `yaml:"enabled"`
+	BreakerShare        float64  `yaml:"breakerShare"`
+	BreakerWindow       Duration `yaml:"breakerWindow"`
+	DrainTimeout        Duration `yaml:"drainTimeout"`
+	ValidationImage     string   `yaml:"validationImage"`
+	ValidationNamespace string   `yaml:"validationNamespace"`
+	ValidationTimeout   Duration `yaml:"validationTimeout"`
 }
 
 // LogConfig selects the structured log output.
@@ -64,6 +78,7 @@ func DefaultConfig() Config {
 			RenewDeadline: Duration(10 * time.Second),
 			RetryPeriod:   Duration(2 * time.Second),
 		},
+		Remediation: RemediationConfig{Enabled: true},
 	}
 }
 
@@ -111,6 +126,9 @@ func (c Config) Validate() error {
 	}
 	if c.StateDir == "" {
 		return errors.New("stateDir: must not be empty")
+	}
+	if r := c.Remediation; r.BreakerShare < 0 || r.BreakerShare > 1 {
+		return fmt.Errorf("remediation.breakerShare %v: want a share between 0 and 1", r.BreakerShare)
 	}
 	le := c.LeaderElection
 	if le.Enabled {

@@ -89,6 +89,9 @@ func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
 	s.router.HandleFunc("/readyz", s.serveReadyz)
 	s.router.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	s.addReadiness("kube-apiserver", s.apiServerReachable())
+	if err := s.addComponents(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/remediation/agent"
+)
+
+func init() {
+	register(command{name: "agent", summary: "run the per-node GPU and InfiniBand health agent (a DaemonSet on GPU nodes)", run: runAgent})
+}
+
+func runAgent(args []string) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	node := fs.String("node-name", os.Getenv("NODE_NAME"), "the node this agent reports on (default $NODE_NAME, from the downward API)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+	sysfs := fs.String("sysfs-root", "/sys/class/infiniband", "InfiniBand sysfs class directory")
+	ibPorts := fs.Int("ib-ports", 0, "InfiniBand ports the node must have (0: don't check)")
+	ibRates := fs.String("ib-rate", "", "lowest port rate per GPU model in Gb/s, e.g. H100=400,A100=200")
+	gpus := fs.Int("expected-gpus", 0, "GPUs the node must enumerate (0: the nvidia.com/gpu.count label)")
+	faultFile := fs.String("fault-file", "", "JSON fault-injection file laid over the readings (the rig's simulated faults)")
+	poll := fs.Duration("poll", 10*time.Second, "how often NVML and sysfs are read (XID events are handled at once)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: sluice agent --node-name NODE [flags]\n\nWatches the node's GPUs (NVML: XID events, NVLink, PCIe, row remapping, ECC, lost GPUs)\nand InfiniBand ports, and publishes what it finds as NodeConditions and per-GPU health.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if *node == "" {
+		return usageError{"--node-name (or $NODE_NAME) is required"}
+	}
+	rates, err := parseRates(*ibRates)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	restConfig, err := loadRESTConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return agent.Run(ctx, agent.Config{
+		NodeName:        *node,
+		RESTConfig:      restConfig,
+		SysfsRoot:       *sysfs,
+		ExpectedIBPorts: *ibPorts,
+		IBRateGbps:      rates,
+		ExpectedGPUs:    *gpus,
+		FaultFile:       *faultFile,
+		PollInterval:    *poll,
+	})
+}
+
+// parseRates reads "H100=400,A100=200".
+func parseRates(s string) (map[string]float64, error) {
+	rates := map[string]float64{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		model, v, ok := strings.Cut(kv, "=")
+		rate, err := strconv.ParseFloat(v, 64)
+		if !ok || model == "" || err != nil || rate <= 0 {
+			return nil, fmt.Errorf("--ib-rate %q: want MODEL=GBPS pairs such as H100=400", kv)
+		}
+		rates[model] = rate
+	}
+	return rates, nil
+}
