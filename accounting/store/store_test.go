@@ -295,3 +295,40 @@ func TestParseDSN(t *testing.T) {
 		}
 	}
 }
+
+func TestImportJobsBulkPath(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		var jobs []accounting.Job
+		for id := int64(1); id <= 450; id++ { // three chunks
+			j := sampleJob(id)
+			j.State, j.Start, j.End = accounting.StateCompleted, at(int(id)), at(int(id)+100)
+			j.Allocated = accounting.TRES{GPUs: 1}
+			jobs = append(jobs, j)
+		}
+		jobs[449].State, jobs[449].Start, jobs[449].End = accounting.StatePending, time.Time{}, time.Time{}
+		for range 2 { // importing again changes nothing
+			if err := s.ImportJobs(ctx, jobs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.Jobs(ctx, accounting.JobFilter{})
+		if err != nil || len(got) != 450 || !reflect.DeepEqual(got[7], jobs[7]) {
+			t.Fatalf("%d jobs after import (%v), want 450 with fields intact", len(got), err)
+		}
+		runs, err := s.Runs(ctx, time.Time{}, time.Time{})
+		var held time.Duration
+		for _, r := range runs {
+			held += r.End.Sub(r.Start)
+		}
+		if err != nil || len(runs) != 449 || held != 449*100*time.Second {
+			t.Fatalf("%d runs holding %s (%v), want 449 runs of 100 s", len(runs), held, err)
+		}
+		if err := s.RecordTransitions(ctx, []accounting.Transition{{JobID: 3, At: at(3), State: accounting.StateRunning}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ImportJobs(ctx, jobs[:5]); err == nil || !strings.Contains(err.Error(), "job 3 has recorded transitions") {
+			t.Fatalf("import over a job with history: %v, want a refusal naming job 3", err)
+		}
+	})
+}
