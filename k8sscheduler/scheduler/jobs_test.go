@@ -1,0 +1,163 @@
+package scheduler
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+func testPod(name string, gpus string, ann map[string]string, node string) *corev1.Pod {
+	a := map[string]string{v1alpha1.PodGroupAnnotation: "pg"}
+	for k, v := range ann {
+		a[k] = v
+	}
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	if gpus != "" {
+		req[v1alpha1.GPUResource] = resource.MustParse(gpus)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Annotations: a, Labels: map[string]string{v1alpha1.KAIQueueLabel: "kai"}},
+		Spec: corev1.PodSpec{SchedulerName: "sluice", NodeName: node,
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req}}}},
+	}
+}
+
+func TestBuildFromPods(t *testing.T) {
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 3, Queue: "q"}}
+	tests := []struct {
+		name        string
+		pods        []*corev1.Pod
+		assumed     []string
+		wantInclude bool
+		wantBlocked string
+		wantGroups  int
+		wantPending int
+		wantRunning int
+	}{
+		{name: "fewer pods than minMember", pods: []*corev1.Pod{testPod("a", "8", nil, ""), testPod("b", "8", nil, "")},
+			wantBlocked: ReasonWaitingForPods},
+		{name: "gang of identical pods", pods: []*corev1.Pod{testPod("a", "8", nil, ""), testPod("b", "8", nil, ""), testPod("c", "8", nil, "")},
+			wantInclude: true, wantGroups: 1, wantPending: 3},
+		{name: "bound and assumed pods run", pods: []*corev1.Pod{testPod("a", "8", nil, "n1"), testPod("b", "8", nil, ""), testPod("c", "8", nil, "")},
+			assumed: []string{"b"}, wantInclude: true, wantGroups: 1, wantPending: 1, wantRunning: 2},
+		{name: "two shapes, two groups", pods: []*corev1.Pod{testPod("a", "1", nil, ""), testPod("b", "", map[string]string{"gpu-fraction": "0.5"}, ""), testPod("c", "1", nil, "")},
+			wantInclude: true, wantGroups: 2, wantPending: 3},
+		{name: "a bad pod blocks the gang", pods: []*corev1.Pod{testPod("a", "1", nil, ""), testPod("b", "1", map[string]string{"gpu-fraction": "0.5"}, ""), testPod("c", "1", nil, "")},
+			wantBlocked: bridge.ReasonBadConstraints},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCache()
+			c.setPodGroup(pg)
+			for _, p := range tt.pods {
+				c.setPod(podKey(p.Namespace, p.Name), convertPod(p, "sluice"))
+			}
+			g := c.groups["ns/pg"]
+			g.assumed = map[string]bridge.Bind{}
+			for _, a := range tt.assumed {
+				g.assumed[a] = bridge.Bind{Job: "ns/pg", Group: "g0", Task: a, Node: "n2"}
+			}
+			g.build("def", true)
+			if g.include != tt.wantInclude {
+				t.Fatalf("include = %v, want %v (blocked %+v)", g.include, tt.wantInclude, g.blocked)
+			}
+			if tt.wantBlocked != "" {
+				if g.blocked == nil || g.blocked.Code != tt.wantBlocked {
+					t.Fatalf("blocked = %+v, want code %s", g.blocked, tt.wantBlocked)
+				}
+				return
+			}
+			j := g.job
+			if j.Partition != "def" || j.Queue != "q" || j.MinMember != 3 {
+				t.Errorf("job = %s in %s/%s minMember %d", j.ID, j.Queue, j.Partition, j.MinMember)
+			}
+			pending := 0
+			for _, tg := range j.Groups {
+				pending += len(tg.PendingTasks)
+			}
+			if len(j.Groups) != tt.wantGroups || pending != tt.wantPending || len(j.Running) != tt.wantRunning {
+				t.Errorf("groups %d pending %d running %d; want %d %d %d", len(j.Groups), pending, len(j.Running),
+					tt.wantGroups, tt.wantPending, tt.wantRunning)
+			}
+		})
+	}
+}
+
+func TestBuildFromMembers(t *testing.T) {
+	members := []v1alpha1.MemberSet{{Name: "node", Count: 2, Resources: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("4")}}}
+	tests := []struct {
+		name      string
+		phase     v1alpha1.PodGroupPhase
+		factory   bool
+		bound     int
+		include   bool
+		blocked   string
+		wantCount int32
+	}{
+		{name: "pending Slurm job", factory: true, include: true, wantCount: 2},
+		{name: "no factory", factory: false, blocked: ReasonNoPodFactory},
+		{name: "started job is never placed again", phase: v1alpha1.PodGroupRunning, factory: true, bound: 1, include: true, wantCount: 1},
+		{name: "started job whose pods are gone", phase: v1alpha1.PodGroupRunning, factory: true},
+		{name: "finished job", phase: v1alpha1.PodGroupSucceeded, factory: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCache()
+			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"},
+				Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "q", Partition: "h100", Members: members, Slurm: &v1alpha1.SlurmJob{User: "alice"}},
+				Status: v1alpha1.PodGroupStatus{Phase: tt.phase}}
+			c.setPodGroup(pg)
+			for i := range tt.bound {
+				p := testPod(string(rune('a'+i)), "4", map[string]string{TaskGroupAnnotation: "node"}, "n1")
+				c.setPod(podKey("ns", p.Name), convertPod(p, "sluice"))
+			}
+			g := c.groups["ns/pg"]
+			g.build("", tt.factory)
+			if g.include != tt.include {
+				t.Fatalf("include = %v, want %v (blocked %+v)", g.include, tt.include, g.blocked)
+			}
+			if tt.blocked != "" && (g.blocked == nil || g.blocked.Code != tt.blocked) {
+				t.Fatalf("blocked = %+v, want %s", g.blocked, tt.blocked)
+			}
+			if !tt.include {
+				return
+			}
+			tg := g.job.Groups[0]
+			if tg.Count != tt.wantCount || tg.GPU != (bridge.GPURequest{Kind: bridge.GPUWhole, Devices: 4}) || g.job.User != "alice" {
+				t.Errorf("group = %+v, user %q; want count %d of 4 whole GPUs for alice", tg, g.job.User, tt.wantCount)
+			}
+		})
+	}
+}
+
+func TestForeignPodsUseTheirNode(t *testing.T) {
+	c := newCache()
+	n, _ := convertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.PartitionLabel: "p"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), v1alpha1.GPUResource: resource.MustParse("4")}}}, nil)
+	c.setNode(n)
+	other := testPod("other", "2", nil, "n1")
+	other.Spec.SchedulerName = "default-scheduler"
+	c.setPod("ns/other", convertPod(other, "sluice"))
+	snap, _ := c.snapshot(metav1.Now().Time)
+	if len(snap.Nodes) != 1 || len(snap.Partitions) != 1 || snap.Partitions[0].Name != "p" {
+		t.Fatalf("snapshot nodes %+v partitions %+v", snap.Nodes, snap.Partitions)
+	}
+	got := snap.Nodes[0]
+	taken := 0
+	for _, g := range got.GPUs {
+		taken += len(g.Taken)
+	}
+	if got.Used.CPUMilli != 1000 || taken != 2 {
+		t.Errorf("Used = %+v with %d GPUs taken, want 1 CPU and 2 GPUs", got.Used, taken)
+	}
+	c.setPod("ns/other", nil)
+	snap, _ = c.snapshot(metav1.Now().Time)
+	if snap.Nodes[0].Used.CPUMilli != 0 || len(snap.Nodes[0].GPUs) != 0 {
+		t.Errorf("after the pod left: %+v", snap.Nodes[0])
+	}
+}
