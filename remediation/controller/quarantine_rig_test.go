@@ -34,11 +34,10 @@ func TestXIDQuarantineDrainRevalidate(t *testing.T) {
 	t.Logf("XID 79 injected -> node tainted: %s; -> all %d pods drained: %s",
 		taintedAt.Sub(injected).Round(time.Millisecond), len(pods), drainedAt.Sub(injected).Round(time.Millisecond))
 
-	n := e.waitNode(node, "repair requested", 30*time.Second, func(n *corev1.Node) bool {
+	e.waitNode(node, "repair requested", 30*time.Second, func(n *corev1.Node) bool {
 		_, ok := n.Annotations[health.RepairAnnotation]
 		return ok
 	})
-	_ = n
 	got, _ := e.client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	req, _, err := health.ParseRepair(got.Annotations)
 	if err != nil || req.Action != health.ActionNodeReboot.String() {

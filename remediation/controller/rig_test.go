@@ -201,10 +201,16 @@ func (e *env) exists(name string) bool {
 	return err == nil && p.DeletionTimestamp == nil
 }
 
+// hasEvent waits up to 5s for an Event on the node: events are written asynchronously.
 func (e *env) hasEvent(node, reason string) bool {
-	list, err := e.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
-		FieldSelector: fmt.Sprintf("involvedObject.name=%s,reason=%s", node, reason)})
-	return err == nil && len(list.Items) > 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		list, err := e.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+			FieldSelector: fmt.Sprintf("involvedObject.name=%s,reason=%s", node, reason)})
+		if err == nil && len(list.Items) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func remediation(node *corev1.Node) health.RemediationState {
