@@ -103,10 +103,10 @@ type Job struct {
 	Origin       Origin    `json:"origin"`
 	Namespace    string    `json:"namespace,omitempty"`
 	PodGroup     string    `json:"podgroup,omitempty"`
-	Submit       time.Time `json:"submit_time"`
-	Eligible     time.Time `json:"eligible_time"`
-	Start        time.Time `json:"start_time"`
-	End          time.Time `json:"end_time"`
+	Submit       time.Time `json:"submit_time,omitzero"`
+	Eligible     time.Time `json:"eligible_time,omitzero"`
+	Start        time.Time `json:"start_time,omitzero"`
+	End          time.Time `json:"end_time,omitzero"`
 	State        JobState  `json:"state"`
 	ExitCode     int       `json:"exit_code"`
 	ExitSignal   int       `json:"exit_signal"`
@@ -142,7 +142,7 @@ func (j Job) Validate() error {
 // time and state, so a recorder that replays its events writes nothing twice.
 type Transition struct {
 	JobID  int64     `json:"job_id"`
-	At     time.Time `json:"at"`
+	At     time.Time `json:"at,omitzero"`
 	State  JobState  `json:"state"`
 	Reason string    `json:"reason,omitempty"`
 }
@@ -165,8 +165,8 @@ func (t Transition) Validate() error {
 // transition to the next transition that stops it. End is zero while it runs.
 type Run struct {
 	JobID int64     `json:"job_id"`
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
 }
 
 // RunUsage is a Run with what the job held and whom it is charged to, the
@@ -185,16 +185,16 @@ type RunUsage struct {
 type Node struct {
 	Name    string    `json:"name"`
 	TRES    TRES      `json:"tres"`
-	Added   time.Time `json:"added"`
-	Removed time.Time `json:"removed"`
+	Added   time.Time `json:"added,omitzero"`
+	Removed time.Time `json:"removed,omitzero"`
 }
 
 // NodeDown is an interval during which a node (or some of its GPUs) could not
 // run work, as reported by remediation. End is zero while it is down.
 type NodeDown struct {
 	Node   string    `json:"node"`
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
+	Start  time.Time `json:"start,omitzero"`
+	End    time.Time `json:"end,omitzero"`
 	Reason string    `json:"reason"`
 	TRES   TRES      `json:"tres"` // what was lost: usually the node's whole capacity
 }
