@@ -45,3 +45,24 @@ func TestNoValEncodesAsSlurmStruct(t *testing.T) {
 		t.Errorf("got %s", b)
 	}
 }
+
+func FuzzNoVal(f *testing.F) {
+	for _, s := range []string{`{"set":true,"infinite":false,"number":60}`, `60`, `"UNLIMITED"`, `4.0`, `null`, `{"number":"1e3"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var n NoVal
+		if json.Unmarshal(b, &n) != nil {
+			return
+		}
+		// What decodes re-encodes to the struct form and decodes the same.
+		out, err := json.Marshal(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back NoVal
+		if err := json.Unmarshal(out, &back); err != nil || back != n {
+			t.Fatalf("%s -> %+v -> %s -> %+v (%v)", b, n, out, back, err)
+		}
+	})
+}
