@@ -36,8 +36,8 @@ func sampleJobs() []Job {
 // renderCase is one response rendered by the server's own write path.
 type renderCase struct {
 	method, key, concrete string // key as in routes; concrete path below the version
-	payload                   func() map[string]any
-	check                     func(t *testing.T, version string, doc map[string]any)
+	payload               func() map[string]any
+	check                 func(t *testing.T, version string, doc map[string]any)
 }
 
 func renderCases() []renderCase {
