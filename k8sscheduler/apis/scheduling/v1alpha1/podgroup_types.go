@@ -96,7 +96,7 @@ type GPUSharing struct {
 	Fraction string `json:"fraction,omitempty"`
 	// Memory of each device, e.g. "20Gi".
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-') && string(self) != '0'",message="memory must be positive"
+	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="memory must not be negative"
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// Devices is how many devices the pod gets a share of.
 	// +optional

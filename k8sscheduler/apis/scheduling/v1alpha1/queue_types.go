@@ -72,6 +72,7 @@ type QueueStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=partition
+	// +kubebuilder:validation:MaxItems=64
 	Partitions []QueuePartitionStatus `json:"partitions,omitempty"`
 	// Conditions include Valid (False with a reason when, for example, the
 	// parent queue does not exist).

@@ -34,7 +34,7 @@ type ResourceQuota struct {
 	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="quota must not be negative"
 	Quota *resource.Quantity `json:"quota,omitempty"`
 	// Limit caps what the queue may use, including over-quota work. Unset
-	// means no cap.
+	// means no cap; a limit below the quota caps the quota too.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="limit must not be negative"
 	Limit *resource.Quantity `json:"limit,omitempty"`
@@ -48,7 +48,6 @@ type ResourceQuota struct {
 
 // PartitionQuota is a queue's quota in one partition, or in every partition
 // without an entry of its own when Partition is "*".
-// +kubebuilder:validation:XValidation:rule="!has(self.gpu) || !has(self.gpu.quota) || !has(self.gpu.limit) || quantity(string(self.gpu.quota)).compareTo(quantity(string(self.gpu.limit))) <= 0",message="gpu quota must not exceed gpu limit"
 type PartitionQuota struct {
 	// Partition names a Partition, or is "*" for all partitions.
 	// +kubebuilder:validation:MaxLength=63
