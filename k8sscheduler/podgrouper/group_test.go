@@ -28,7 +28,7 @@ func obj(apiVersion, kind, name, uid string, labels map[string]string, spec map[
 
 // job converts a typed batch/v1 Job, as the API server would return it,
 // into the unstructured form the grouper reads.
-func job(t *testing.T, name string, parallelism, completions *int32, labels map[string]string) *unstructured.Unstructured {
+func job(t testing.TB, name string, parallelism, completions *int32, labels map[string]string) *unstructured.Unstructured {
 	t.Helper()
 	j := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
