@@ -16,17 +16,23 @@ import (
 // afterwards). Without that variable the PostgreSQL half is skipped, unless
 // SLUICE_REQUIRE_POSTGRES=1 makes it a failure.
 func forEachBackend(t *testing.T, test func(t *testing.T, s *SQLStore)) {
+	forEachDSN(t, func(t *testing.T, dsn string) { test(t, openDSN(t, dsn)) })
+}
+
+// forEachDSN is forEachBackend for tests that open the ledger themselves,
+// such as a restart.
+func forEachDSN(t *testing.T, test func(t *testing.T, dsn string)) {
 	t.Run("sqlite", func(t *testing.T) {
-		test(t, openSQLite(t))
+		test(t, filepath.Join(t.TempDir(), "ledger.db"))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		test(t, openPostgres(t))
+		test(t, postgresDSN(t))
 	})
 }
 
-func openSQLite(t testing.TB) *SQLStore {
+func openDSN(t testing.TB, dsn string) *SQLStore {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	s, err := Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +40,17 @@ func openSQLite(t testing.TB) *SQLStore {
 	return s
 }
 
+func openSQLite(t testing.TB) *SQLStore {
+	return openDSN(t, filepath.Join(t.TempDir(), "ledger.db"))
+}
+
 func openPostgres(t testing.TB) *SQLStore {
+	return openDSN(t, postgresDSN(t))
+}
+
+// postgresDSN makes a schema of its own for one test and returns a DSN
+// that uses it.
+func postgresDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv("SLUICE_TEST_POSTGRES_DSN")
 	if dsn == "" {
@@ -61,10 +77,5 @@ func openPostgres(t testing.TB) *SQLStore {
 	if strings.Contains(dsn, "?") {
 		sep = "&"
 	}
-	s, err := Open(context.Background(), dsn+sep+"search_path="+schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return dsn + sep + "search_path=" + schema
 }
