@@ -26,6 +26,8 @@ type AuthConfig struct {
 	Operators    []string            // may see and change every job
 	Admins       []string            // operators who may also change accounts and QOS
 	Coordinators map[string][]string // user -> accounts they coordinate
+
+	verified *tokenCache // set by NewServer
 }
 
 // Identity is the authenticated caller.
@@ -53,7 +55,7 @@ func (c *AuthConfig) Authenticate(r *http.Request, now time.Time) (Identity, *Er
 	case token == "":
 		return Identity{}, unauthorized("no token: set X-SLURM-USER-TOKEN or Authorization: Bearer (mint one with `sluice token`)")
 	}
-	claims, err := VerifyToken(c.Key, token, now)
+	claims, err := c.verified.verify(c.Key, token, now)
 	if err != nil {
 		return Identity{}, unauthorized("%v", err)
 	}

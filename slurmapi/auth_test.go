@@ -139,3 +139,23 @@ func TestLoadOrCreateKey(t *testing.T) {
 		t.Error("accepted a 3-byte key")
 	}
 }
+
+func TestCachedTokenStillExpires(t *testing.T) {
+	a := testAuth()
+	a.verified = newTokenCache()
+	now := time.Now()
+	tok, _ := mintAt(testKey, "alice", now, time.Minute)
+	r := httptest.NewRequest(http.MethodGet, "/slurm/v0.0.45/ping/", nil)
+	r.Header.Set("X-SLURM-USER-TOKEN", tok)
+	if _, err := a.Authenticate(r, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(r, now.Add(2*time.Minute)); err == nil {
+		t.Error("a cached token was accepted after it expired")
+	}
+	forged := tok[:len(tok)-2] + "xx"
+	r.Header.Set("X-SLURM-USER-TOKEN", forged)
+	if _, err := a.Authenticate(r, now); err == nil {
+		t.Error("a token differing from a cached one was accepted")
+	}
+}

@@ -2,6 +2,8 @@ package slurmapi
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 func BenchmarkAuthenticate(b *testing.B) {
 	a := testAuth()
+	a.verified = newTokenCache()
 	tok, _ := MintToken(testKey, "alice", time.Hour)
 	req := httptest.NewRequest("POST", "/slurm/v0.0.45/job/submit", nil)
 	req.Header.Set("X-SLURM-USER-TOKEN", tok)
@@ -81,4 +84,38 @@ func BenchmarkRenderJobs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPingLoopback16 measures the REST layer alone (HTTP, token
+// check, rendering) with 16 concurrent clients over loopback: the ceiling
+// the server's own work puts on any endpoint, the backend aside.
+func BenchmarkPingLoopback16(b *testing.B) {
+	srv, err := NewServer(Config{Auth: *testAuth()}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	tok, _ := MintToken(testKey, "alice", time.Hour)
+	client := ts.Client()
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 16
+	b.SetParallelism(8) // 8 x GOMAXPROCS(2) = 16 clients on this machine
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("GET", ts.URL+"/slurm/v0.0.45/ping", nil)
+			req.Header.Set("X-SLURM-USER-TOKEN", tok)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
 }

@@ -81,6 +81,7 @@ func NewServer(cfg Config, backend Backend) (*Server, error) {
 	if cfg.Submit.ShardsPerGPU <= 0 {
 		cfg.Submit.ShardsPerGPU = 8
 	}
+	cfg.Auth.verified = newTokenCache()
 	s := &Server{cfg: cfg, backend: backend, specs: map[string]*openapi.Spec{}, started: time.Now(), stats: newRPCStats()}
 	for _, v := range openapi.Versions {
 		spec, err := openapi.Compile(v)

@@ -1,0 +1,64 @@
+package slurmapi
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+)
+
+func TestParseSignal(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int
+		bad  bool
+	}{
+		{"", 9, false}, {"9", 9, false}, {"KILL", 9, false}, {"SIGTERM", 15, false},
+		{"term", 15, false}, {"USR1", 10, false}, {"0", 0, true}, {"BOGUS", 0, true}, {"99", 0, true},
+	}
+	for _, tc := range cases {
+		got, err := parseSignal(tc.in)
+		if (err != nil) != tc.bad || (!tc.bad && got != tc.want) {
+			t.Errorf("%q: got %d (%v), want %d bad=%v", tc.in, got, err, tc.want, tc.bad)
+		}
+		if err != nil && err.Status != http.StatusBadRequest {
+			t.Errorf("%q: status %d, want 400", tc.in, err.Status)
+		}
+	}
+}
+
+func TestParseJobID(t *testing.T) {
+	for in, want := range map[string]uint32{"1": 1, " 42 ": 42, "4294967295": 4294967295} {
+		if got, err := parseJobID(in, "job_id"); err != nil || got != want {
+			t.Errorf("%q: got %d (%v)", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "12_3", "abc", "4294967296"} {
+		if _, err := parseJobID(bad, "job_id"); err == nil || err.Number != ErrInvalidJobID {
+			t.Errorf("%q accepted or wrong error: %v", bad, err)
+		}
+	}
+}
+
+func TestTRESList(t *testing.T) {
+	got := tresList("cpu=16,mem=64G,node=2,gres/gpu=8")
+	want := []any{
+		map[string]any{"type": "cpu", "name": "", "count": int64(16)},
+		map[string]any{"type": "mem", "name": "", "count": int64(65536)},
+		map[string]any{"type": "node", "name": "", "count": int64(2)},
+		map[string]any{"type": "gres", "name": "gpu", "count": int64(8)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v", got)
+	}
+	if len(tresList("")) != 0 {
+		t.Error("empty TRES string gave entries")
+	}
+}
+
+func TestValidObjectName(t *testing.T) {
+	for name, want := range map[string]bool{"nlp": true, "team-a1": true, "": false, "NLP": false, "-a": false, "a-": false, "a_b": false} {
+		if validObjectName(name) != want {
+			t.Errorf("%q: want %v", name, want)
+		}
+	}
+}
