@@ -12,7 +12,7 @@ import (
 // nodes it will get (backfill), so smaller jobs cannot starve it.
 func (c *cycle) allocate(p int32) {
 	ps := &c.parts[p]
-	ps.noFit = map[string]failure{}
+	ps.noFit = map[string][]failure{}
 	at := &c.scratch
 	for ji := c.nextJob(p); ji >= 0; ji = c.nextJob(p) {
 		c.order = append(c.order, ji)
@@ -21,14 +21,14 @@ func (c *cycle) allocate(p int32) {
 			js.code, js.reason = code, reason
 			continue
 		}
-		if f, ok := ps.noFit[js.shape]; ok {
+		if f := c.failedBefore(js); f != nil {
 			js.code, js.reason = f.code, f.reason
 			continue
 		}
 		c.begin(at)
 		if c.quickNoFit(js) || !c.placeGang(at, ji, ActionAllocate) {
 			js.code, js.reason = c.explainFailure(at, ji)
-			ps.noFit[js.shape] = failure{js.code, js.reason}
+			c.rememberFailure(js)
 			if js.code == ReasonResources && ps.reservedBy < 0 && js.need[DimGPU] > 1000 {
 				c.reserve(ji)
 			}
@@ -36,6 +36,29 @@ func (c *cycle) allocate(p int32) {
 		}
 		c.commit(at, ji, "", "")
 	}
+}
+
+// failedBefore returns an earlier failure of a gang of the same shape asking no more CPU and
+// memory, nil when there is none.
+func (c *cycle) failedBefore(js *jobState) *failure {
+	base := c.groups[js.g0].base
+	fs := c.parts[js.part].noFit[js.shape]
+	for i := range fs {
+		if fs[i].cpu <= base[DimCPU] && fs[i].mem <= base[DimMemory] {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+// rememberFailure records a failed gang; entries it makes redundant (asking more) go.
+func (c *cycle) rememberFailure(js *jobState) {
+	base := c.groups[js.g0].base
+	ps := &c.parts[js.part]
+	fs := slices.DeleteFunc(ps.noFit[js.shape], func(f failure) bool {
+		return f.cpu >= base[DimCPU] && f.mem >= base[DimMemory]
+	})
+	ps.noFit[js.shape] = append(fs, failure{cpu: base[DimCPU], mem: base[DimMemory], code: js.code, reason: js.reason})
 }
 
 // quickNoFit reports that a gang whose every task is required cannot fit in the partition's

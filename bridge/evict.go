@@ -44,6 +44,8 @@ func (c *cycle) evictStaleGangs() {
 // own queue, by priority).
 func (c *cycle) rescue() {
 	c.victims = make([][]victimQueue, len(c.parts))
+	c.freedStamp = make([]int, len(c.nodes))
+	c.freedSeen = map[string][]failure{}
 	failed := map[string]bool{}
 	for _, ji := range c.order {
 		js := &c.jobs[ji]
@@ -61,10 +63,54 @@ func (c *cycle) rescue() {
 			js.code, js.reason = code, reason
 			continue
 		}
-		if !c.consolidate(ji) && !c.reclaim(ji) && !c.preempt(ji) {
+		if !c.placeOnFreed(ji) && !c.consolidate(ji) && !c.reclaim(ji) && !c.preempt(ji) {
 			failed[key] = true
 		}
 	}
+}
+
+// freedScan is how many of the latest freed entries a job looks at.
+const freedScan = 256
+
+// placeOnFreed places a job on capacity that earlier evictions of this cycle left over, if
+// it fits there: nothing needs to be evicted for it.
+func (c *cycle) placeOnFreed(ji int32) bool {
+	if len(c.freed) == 0 {
+		return false
+	}
+	js := &c.jobs[ji]
+	at := &c.scratch
+	c.begin(at)
+	if js.pending == 1 && js.minMember-js.running == 1 {
+		gi := js.g0
+		for c.groups[gi].running >= c.groups[gi].count {
+			gi++
+		}
+		base := c.groups[gi].base
+		from := 0
+		seen := c.freedSeen[js.shape]
+		for _, f := range seen {
+			if f.cpu <= base[DimCPU] && f.mem <= base[DimMemory] {
+				from = max(from, f.upTo)
+			}
+		}
+		// Only the most recent entries: older freed capacity has mostly been taken.
+		for _, n := range c.freed[max(from, len(c.freed)-freedScan):] {
+			if c.nodes[n].part == js.part && c.fits(at, ji, gi, n) {
+				c.placeOn(ji, gi, n, ActionAllocate)
+				c.commit(at, ji, "", "")
+				return true
+			}
+		}
+		seen = slices.DeleteFunc(seen, func(f failure) bool { return f.cpu >= base[DimCPU] && f.mem >= base[DimMemory] })
+		c.freedSeen[js.shape] = append(seen, failure{cpu: base[DimCPU], mem: base[DimMemory], upTo: len(c.freed)})
+		return false
+	}
+	if c.quickNoFit(js) || !c.placeGang(at, ji, ActionAllocate) {
+		return false
+	}
+	c.commit(at, ji, "", "")
+	return true
 }
 
 // victimQueue is one leaf queue's running preemptible jobs in eviction order: lowest
@@ -117,6 +163,11 @@ func (c *cycle) victimsOf(p int32) []victimQueue {
 	return vqs
 }
 
+// maxVictims bounds the jobs one attempt may evict before it gives up: a gang that needs
+// more than this is better served by its reservation than by a mass eviction, and the bound
+// keeps a failing attempt cheap.
+const maxVictims = 64
+
 // evictFor tries to fit job ji by evicting, in order, the jobs of the given victim queues
 // that allowed says it may take. It commits and returns true when the gang fits, giving back
 // any victim the gang turned out not to need.
@@ -129,11 +180,15 @@ func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []vi
 			if c.jobs[v].evicted || v == ji || c.jobs[v].grew || !allowed(v) {
 				continue
 			}
+			if len(at.victims) == maxVictims {
+				c.rollback(at)
+				return false
+			}
 			c.evictSim(at, v)
 			if c.quickNoFit(js) {
 				continue
 			}
-			if c.placeGang(at, ji, action) {
+			if c.placeFreed(at, ji, v, action) {
 				c.spareVictims(at)
 				c.commitEvictions(at, ji, kind, reason)
 				return true
@@ -141,6 +196,27 @@ func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []vi
 		}
 	}
 	c.rollback(at)
+	return false
+}
+
+// placeFreed places job ji after victim v was taken away. A job of one task can newly fit
+// only where v was (it fit nowhere before, and only v's nodes changed), so only those nodes
+// are looked at; a larger gang is placed anew.
+func (c *cycle) placeFreed(at *attempt, ji, v int32, action Action) bool {
+	js := &c.jobs[ji]
+	if js.pending != 1 || js.minMember-js.running != 1 {
+		return c.placeGang(at, ji, action)
+	}
+	gi := js.g0
+	for c.groups[gi].running >= c.groups[gi].count {
+		gi++
+	}
+	for _, pi := range c.jobs[v].places {
+		if n := c.places[pi].node; c.fits(at, ji, gi, n) {
+			c.placeOn(ji, gi, n, action)
+			return true
+		}
+	}
 	return false
 }
 
@@ -211,8 +287,13 @@ func (c *cycle) stillFree(v int32) bool {
 
 func (c *cycle) commitEvictions(at *attempt, ji int32, kind EvictionKind, reason func(v int32) string) {
 	forJob := c.jobs[ji].job.ID
+	commitNo := len(c.d.Evictions) + 1 // unique per commit, for deduplicating nodes
 	for _, pi := range at.unplaced {
 		c.emitEviction(pi, kind, forJob, reason(c.places[pi].job))
+		if n := c.places[pi].node; c.freedStamp[n] != commitNo {
+			c.freedStamp[n] = commitNo
+			c.freed = append(c.freed, n)
+		}
 	}
 	for i := at.firstPlace; i < len(c.places); i++ {
 		c.emitBind(int32(i), true)

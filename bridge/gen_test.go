@@ -82,7 +82,8 @@ func genJobs(r *rand.Rand, s *Snapshot, g genSpec, next, n int) {
 		if r.Intn(3) == 0 {
 			j.TimeLimit = time.Duration(1+r.Intn(8)) * time.Hour
 		}
-		tg := TaskGroup{Name: "main", Count: 1, Request: Resources{CPUMilli: int64(1+r.Intn(8)) * 1000, MemoryBytes: int64(4+r.Intn(60)) << 30}}
+		// Requests come from a few templates, as real workloads' do.
+		tg := TaskGroup{Name: "main", Count: 1, Request: Resources{CPUMilli: int64(1<<r.Intn(4)) * 1000, MemoryBytes: int64(8<<r.Intn(4)) << 30}}
 		switch f := r.Float64(); {
 		case f < g.cpuOnly:
 		case f < g.cpuOnly+g.fractions:

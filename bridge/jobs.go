@@ -22,7 +22,14 @@ func (c *cycle) buildJobs() {
 	c.places = make([]placement, 0, tasks+tasks/8)
 	c.gpuRefs = make([]int32, 0, refs+refs/8)
 	c.jobs = make([]jobState, len(c.s.Jobs))
+	// Every job's list of placements is cut from one array, room for all its tasks.
+	lists := make([]int32, tasks)
 	for i := range c.s.Jobs {
+		n := 0
+		for _, g := range c.s.Jobs[i].Groups {
+			n += int(max(g.Count, 0))
+		}
+		c.jobs[i].places, lists = lists[:0:n], lists[n:]
 		c.buildJob(int32(i))
 	}
 }
@@ -44,7 +51,10 @@ func (g *groupReq) devices() int32 {
 func (c *cycle) buildJob(ji int32) {
 	j := &c.s.Jobs[ji]
 	js := &c.jobs[ji]
-	*js = jobState{job: j, queue: -1, part: -1, qos: -1, prio: int64(j.Priority), preempt: j.Preemptible}
+	// Field by field: the slice is zeroed already, and a whole-struct store costs write
+	// barriers for every pointer field, 140k times.
+	js.job, js.queue, js.part, js.qos = j, -1, -1, -1
+	js.prio, js.preempt = int64(j.Priority), j.Preemptible
 	if p, ok := c.partIdx[j.Partition]; ok {
 		js.part = p
 	} else {
@@ -379,17 +389,25 @@ func (c *cycle) buildPending() {
 	}
 }
 
-// shapeOf is a key equal for jobs whose pending gangs place identically.
+// shapeOf is a key equal for jobs whose pending gangs place identically but for the CPU and
+// memory of a single group, which failure lookups compare by size (see fitsFailed).
 func (c *cycle) shapeOf(js *jobState) string {
 	b := make([]byte, 0, 48)
 	b = strconv.AppendInt(b, int64(js.minMember-js.running), 10)
+	single := js.gn-js.g0 == 1
 	for gi := js.g0; gi < js.gn; gi++ {
 		g := &c.groups[gi]
 		b = append(b, '|')
 		b = append(b, g.gpu.Kind...)
-		for _, v := range [...]int64{int64(g.count - g.running), int64(g.gpu.Devices), int64(g.gpu.Milli), g.gpu.MemoryMiB, g.base[DimCPU], g.base[DimMemory]} {
+		for _, v := range [...]int64{int64(g.count - g.running), int64(g.gpu.Devices), int64(g.gpu.Milli), g.gpu.MemoryMiB} {
 			b = append(b, ',')
 			b = strconv.AppendInt(b, v, 10)
+		}
+		if !single {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, g.base[DimCPU], 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, g.base[DimMemory], 10)
 		}
 		for _, e := range g.ext {
 			b = append(b, ',')

@@ -109,6 +109,12 @@ func (c *cycle) placeTask(at *attempt, ji, gi int32, action Action) bool {
 	if n < 0 {
 		return false
 	}
+	c.placeOn(ji, gi, n, action)
+	return true
+}
+
+// placeOn puts the next task of group gi on node n, which must fit it.
+func (c *cycle) placeOn(ji, gi, n int32, action Action) {
 	g := &c.groups[gi]
 	js := &c.jobs[ji]
 	ordinal := g.running + g.bound
@@ -123,7 +129,6 @@ func (c *cycle) placeTask(at *attempt, ji, gi int32, action Action) bool {
 	pl.action, pl.fresh, pl.start = action, true, c.now
 	g.bound++
 	c.apply(pi, +1)
-	return true
 }
 
 // newPlacement records a placement of one task of group gi on node n, choosing its devices,
@@ -260,8 +265,8 @@ func (c *cycle) apply(pi int32, sign int64) {
 			gp.sharers += int32(sign)
 		}
 	}
-	if pl.gn > pl.g0 {
-		c.refreshNode(pl.node)
+	if pl.gn > pl.g0 && !c.building {
+		c.refreshNode(pl.node) // while building, every node is refreshed once at the end
 	}
 	js := &c.jobs[pl.job]
 	if sign > 0 {
@@ -327,18 +332,6 @@ func (c *cycle) refreshNode(n int32) {
 // account adds a placement's usage to its queue path, QOS and user.
 func (c *cycle) account(ji int32, u vec, sign int64) {
 	js := &c.jobs[ji]
-	first, last := false, false
-	live := 0
-	for _, pi := range js.places {
-		if c.places[pi].live {
-			live++
-		}
-	}
-	if sign > 0 {
-		first = live == 1
-	} else {
-		last = live == 0
-	}
 	if js.queue >= 0 && js.part >= 0 {
 		for q := js.queue; q >= 0; q = c.queues[q].parent {
 			qp := c.qpart(q, js.part)
@@ -353,7 +346,9 @@ func (c *cycle) account(ji int32, u vec, sign int64) {
 					qp.nonPreempt.sub(u)
 				}
 			}
-			qp.ratio = shareRatio(qp.alloc, qp.fair)
+			if !c.building { // fair shares come later; divideFairShare sets every ratio
+				qp.ratio = shareRatio(qp.alloc, qp.fair)
+			}
 		}
 	}
 	if js.qos >= 0 {
@@ -368,11 +363,17 @@ func (c *cycle) account(ji int32, u vec, sign int64) {
 		}
 		uu := c.user(js)
 		uu.gpu += sign * u[DimGPU]
-		if first {
-			uu.jobs++
+		live := 0
+		for _, pi := range js.places {
+			if c.places[pi].live {
+				live++
+			}
 		}
-		if last {
-			uu.jobs--
+		if sign > 0 && live == 1 {
+			uu.jobs++ // its first task started
+		}
+		if sign < 0 && live == 0 {
+			uu.jobs-- // its last task went
 		}
 	}
 }

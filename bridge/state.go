@@ -35,6 +35,13 @@ type cycle struct {
 	// onNode lists, per node, the placements running at the start of rescue.
 	victims [][]victimQueue
 	onNode  [][]int32
+	// freed lists, in order, the nodes where committed evictions added free capacity since
+	// allocate ran (a node again each time): the only places a job that did not fit then
+	// may fit now without evicting anything. freedSeen remembers per gang shape how far a
+	// failed scan got, so the next job of that shape looks only at newer entries.
+	freed      []int32
+	freedStamp []int
+	freedSeen  map[string][]failure
 	scratch attempt
 	// building is set while the snapshot's running work is applied: bucket order then must
 	// not depend on the order jobs were listed in.
@@ -62,8 +69,10 @@ type partState struct {
 	// those nodes are expected to be free (zero: unknown).
 	reservedBy    int32
 	reservedUntil time.Time
-	// noFit remembers gang shapes that failed, with the reason, for the rest of the action.
-	noFit map[string]failure
+	// noFit remembers, per gang shape, the CPU and memory sizes that failed, with the
+	// reason, for the rest of allocate: free capacity only shrinks there, so a gang of the
+	// same shape asking at least as much cannot fit either.
+	noFit map[string][]failure
 	// consolidations counts the gangs that tried consolidation this cycle.
 	consolidations int
 }
@@ -74,7 +83,11 @@ type leafPending struct {
 	next  int
 }
 
-type failure struct{ code, reason string }
+type failure struct {
+	cpu, mem     int64
+	code, reason string
+	upTo         int // for freedSeen: entries of cycle.freed already scanned
+}
 
 type nodeState struct {
 	name        string
