@@ -1,5 +1,7 @@
 package slurmapi
 
+import "strings"
+
 // Catalog is a snapshot of what a submission may name: partitions,
 // accounts, QOS and which users belong to which accounts. The Kubernetes
 // side builds it from its informer caches (Partition, Queue, QOS objects);
@@ -14,13 +16,18 @@ type Catalog struct {
 	// UserAccounts lists, per user, the accounts the user is associated
 	// with; the first is the default account.
 	UserAccounts map[string][]string
+	// OpenAccounts any user may submit to (a Queue that lists no users).
+	OpenAccounts map[string]bool
 	// AccountQOS lists the QOS an account's users may use, the first
 	// being the default. An account missing here may use any QOS.
 	AccountQOS map[string][]string
 }
 
-// userInAccount reports whether user is associated with account.
+// userInAccount reports whether user may submit to account.
 func (c *Catalog) userInAccount(user, account string) bool {
+	if c.OpenAccounts[account] {
+		return true
+	}
 	for _, a := range c.UserAccounts[user] {
 		if a == account {
 			return true
@@ -35,4 +42,20 @@ func (c *Catalog) defaultAccount(user string) string {
 		return accts[0]
 	}
 	return ""
+}
+
+// gpuTypeMatches reports whether a requested GPU type ("h100") names the
+// partition's GPU model ("H100-80GB", "NVIDIA-H100-80GB-HBM3"): equal, or
+// one of the model's dash-, underscore- or space-separated words, ignoring
+// case. "h100" does not match "GH100".
+func gpuTypeMatches(requested, model string) bool {
+	if strings.EqualFold(requested, model) {
+		return true
+	}
+	for _, word := range strings.FieldsFunc(model, func(r rune) bool { return r == '-' || r == '_' || r == ' ' }) {
+		if strings.EqualFold(word, requested) {
+			return true
+		}
+	}
+	return false
 }

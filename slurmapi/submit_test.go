@@ -16,8 +16,8 @@ import (
 func testCatalog() *Catalog {
 	return &Catalog{
 		Partitions: map[string]*Partition{
-			"h100": {Name: "h100", GPUType: "h100", GPUs: 16, DefaultTime: time.Hour, MaxTime: 48 * time.Hour, DefaultImage: "nvcr.io/nvidia/pytorch:24.05-py3", MaxNodesPerJob: 4},
-			"a100": {Name: "a100", GPUType: "a100", GPUs: 16, AllowAccounts: []string{"vision"}},
+			"h100": {Name: "h100", GPUType: "H100-80GB", GPUs: 16, DefaultTime: time.Hour, MaxTime: 48 * time.Hour, DefaultImage: "nvcr.io/nvidia/pytorch:24.05-py3", MaxNodesPerJob: 4},
+			"a100": {Name: "a100", GPUType: "NVIDIA-A100-SXM4-40GB", GPUs: 16, AllowAccounts: []string{"vision"}},
 		},
 		DefaultPartition: "h100",
 		Accounts: map[string]*Account{
@@ -29,7 +29,8 @@ func testCatalog() *Catalog {
 			"preemptible": {Name: "preemptible"},
 			"high":        {Name: "high", MaxWall: 4 * time.Hour},
 		},
-		UserAccounts: map[string][]string{"alice": {"nlp"}, "bob": {"vision", "default"}},
+		UserAccounts: map[string][]string{"alice": {"nlp"}, "bob": {"vision"}},
+		OpenAccounts: map[string]bool{"default": true},
 		AccountQOS:   map[string][]string{"nlp": {"normal", "high", "preemptible"}, "vision": {"normal", "preemptible"}},
 	}
 }
@@ -86,6 +87,9 @@ func TestDecodeSubmissionAccepts(t *testing.T) {
 		{"begin directive relative to now", body(map[string]any{}, "#!/bin/sh\n#SBATCH --begin=now+1hour\n"), "alice", func(d *JobDesc) bool {
 			return d.BeginTime.Equal(now.Add(time.Hour))
 		}},
+		{"open account", body(map[string]any{"account": "default"}, script), "alice", func(d *JobDesc) bool {
+			return d.Account == "default"
+		}},
 		{"script inside job", []byte(`{"job":{"script":"#!/bin/sh\necho","account":"vision","partition":"a100","qos":"preemptible"}}`), "bob", func(d *JobDesc) bool {
 			return d.Account == "vision" && d.Partition == "a100" && d.QOS == "preemptible"
 		}},
@@ -124,7 +128,7 @@ func TestDecodeSubmissionRejects(t *testing.T) {
 		{"partition refuses account", `{"script":"#!/bin/sh\n","job":{"partition":"a100"}}`, "alice", ErrInvalidAccount, "does not allow account"},
 		{"unknown QOS", `{"script":"#!/bin/sh\n","job":{"qos":"turbo"}}`, "alice", ErrInvalidQOS, "does not exist"},
 		{"QOS not allowed for account", `{"script":"#!/bin/sh\n","job":{"qos":"high","account":"vision"}}`, "bob", ErrInvalidQOS, "may not use"},
-		{"GPU type mismatch", `{"script":"#!/bin/sh\n","job":{"partition":"h100","tres_per_node":"gres/gpu:a100:2"}}`, "alice", ErrInvalidGRES, "has h100 GPUs"},
+		{"GPU type mismatch", `{"script":"#!/bin/sh\n","job":{"partition":"h100","tres_per_node":"gres/gpu:a100:2"}}`, "alice", ErrInvalidGRES, "has H100-80GB GPUs"},
 		{"over QOS GPU limit", `{"script":"#!/bin/sh\n","job":{"tres_per_node":"gres/gpu:8","minimum_nodes":3}}`, "alice", ErrAccountingPolicy, "allows 16"},
 		{"over QOS MaxWall", `{"script":"#!/bin/sh\n","job":{"qos":"high","time_limit":600}}`, "alice", ErrAccountingPolicy, "MaxWall"},
 		{"over partition MaxTime", `{"script":"#!/bin/sh\n","job":{"time_limit":{"infinite":true}}}`, "alice", ErrInvalidTimeLimit, "exceeds partition"},
@@ -176,4 +180,19 @@ func FuzzDecodeSubmission(f *testing.F) {
 			t.Fatalf("accepted an unlimited time on h100, which has a maximum")
 		}
 	})
+}
+
+func TestGPUTypeMatches(t *testing.T) {
+	cases := []struct {
+		req, model string
+		want       bool
+	}{
+		{"h100", "H100-80GB", true}, {"H100", "h100", true}, {"a100", "NVIDIA-A100-SXM4-40GB", true},
+		{"h100", "GH100", false}, {"a100", "H100-80GB", false}, {"80GB", "H100-80GB", true},
+	}
+	for _, tc := range cases {
+		if got := gpuTypeMatches(tc.req, tc.model); got != tc.want {
+			t.Errorf("%s vs %s: got %v", tc.req, tc.model, got)
+		}
+	}
 }

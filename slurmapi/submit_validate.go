@@ -30,7 +30,7 @@ func (c *Catalog) resolve(d *JobDesc) *Error {
 	if e := c.resolveQOS(d, part); e != nil {
 		return e
 	}
-	if d.GPUs.Type != "" && part.GPUType != "" && !strings.EqualFold(d.GPUs.Type, part.GPUType) {
+	if d.GPUs.Type != "" && part.GPUType != "" && !gpuTypeMatches(d.GPUs.Type, part.GPUType) {
 		return BadRequest(ErrInvalidGRES, "job.tres_per_node", "partition %q has %s GPUs, the job asks for %s", part.Name, part.GPUType, d.GPUs.Type)
 	}
 	if part.MaxNodesPerJob > 0 && d.Nodes > part.MaxNodesPerJob {
