@@ -274,6 +274,7 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 		s.QOS = append(s.QOS, q)
 	}
 	def := c.defaultPartition()
+	s.Jobs = make([]bridge.Job, 0, len(c.groups))
 	var blocked []bridge.Pending
 	for _, g := range c.groups {
 		if g.dirty {

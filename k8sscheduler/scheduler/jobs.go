@@ -62,7 +62,9 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 	}
 	j := bridge.Job{
 		ID: g.key, Queue: pg.Spec.Queue, Partition: pg.Spec.Partition, QOS: pg.Spec.QOS,
-		Preemptible: pg.Spec.Preemptibility == v1alpha1.Preemptible,
+		// A group that states neither preemptibility nor a QOS is preemptible, as KAI
+		// treats training work: otherwise a queue without a quota could run nothing.
+		Preemptible: pg.Spec.Preemptibility == v1alpha1.Preemptible || (pg.Spec.Preemptibility == "" && pg.Spec.QOS == ""),
 		MinMember:   pg.Spec.MinMember, SubmitTime: pg.CreationTimestamp.Time,
 	}
 	if s := pg.Spec.Slurm; s != nil {

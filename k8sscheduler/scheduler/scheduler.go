@@ -142,7 +142,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for range s.cfg.BindWorkers {
 		workers.Go(func() {
 			for job := range s.work {
-				job(context.WithoutCancel(ctx))
+				job(ctx) // after leadership ends, writes in the queue fail fast
 			}
 		})
 	}
