@@ -109,7 +109,7 @@ func TestBuildFromMembers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCache()
 			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"},
-				Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "q", Partition: "h100", Members: members, Slurm: &v1alpha1.SlurmJob{User: "alice"}},
+				Spec:   v1alpha1.PodGroupSpec{MinMember: 2, Queue: "q", Partition: "h100", Members: members, Slurm: &v1alpha1.SlurmJob{User: "alice"}},
 				Status: v1alpha1.PodGroupStatus{Phase: tt.phase}}
 			c.setPodGroup(pg)
 			for i := range tt.bound {
