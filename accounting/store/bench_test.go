@@ -78,7 +78,7 @@ func loadBenchLedger(b *testing.B) *SQLStore {
 			for id := first; id < first+batch && id <= n; id++ {
 				jobs = append(jobs, syntheticJob(r, int64(id), n))
 			}
-			if benchLoadErr = benchLedger.ImportJobs(ctx, jobs); benchLoadErr != nil {
+			if benchLoadErr = benchLedger.UpsertJobs(ctx, jobs); benchLoadErr != nil {
 				return
 			}
 		}

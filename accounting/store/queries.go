@@ -110,11 +110,12 @@ func scanJob(rows *sql.Rows) (accounting.Job, error) {
 
 // Transitions returns a job's history in order.
 func (s *SQLStore) Transitions(ctx context.Context, jobID int64) ([]accounting.Transition, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT at, state, reason FROM job_transitions WHERE job_id = ?`), jobID)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT job_id, at, state, reason FROM job_transitions WHERE job_id = ?`), jobID)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := scanTransitions(rows, jobID)
+	history, err := scanTransitions(rows)
+	ts := history[jobID]
 	accounting.SortTransitions(ts)
 	return ts, err
 }

@@ -57,21 +57,14 @@ func fromUnix(s int64) time.Time {
 	return time.Unix(s, 0).UTC()
 }
 
-// write runs fn with a writer in one transaction, committed when fn
-// returns nil.
-func (s *SQLStore) write(ctx context.Context, fn func(*writer) error) error {
+// write runs fn in one transaction, committed when fn returns nil.
+func (s *SQLStore) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	w, err := s.newWriter(ctx, tx)
-	if err != nil {
-		return err
-	}
-	err = fn(w)
-	w.close()
-	if err != nil {
+	if err := fn(tx); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -110,52 +103,75 @@ func (s *SQLStore) UpsertJob(ctx context.Context, j accounting.Job) error {
 	return s.UpsertJobs(ctx, []accounting.Job{j})
 }
 
-// UpsertJobs writes many jobs in one transaction: the recorder's reconcile
-// pass and bulk imports. Nothing is written when any job is invalid.
+// UpsertJobs writes many jobs in one transaction with multi-row upserts:
+// the recorder's reconcile pass and bulk imports alike. Nothing is written
+// when any job is invalid; a job listed twice is written as its last copy.
 func (s *SQLStore) UpsertJobs(ctx context.Context, jobs []accounting.Job) error {
-	for _, j := range jobs {
+	written := map[int64]*accounting.Job{}
+	var ids []int64
+	for i := range jobs {
+		j := &jobs[i]
 		if err := j.Validate(); err != nil {
 			return err
 		}
+		if written[j.JobID] == nil {
+			ids = append(ids, j.JobID)
+		}
+		written[j.JobID] = j
 	}
-	return s.write(ctx, func(w *writer) error {
-		for _, j := range jobs {
-			if _, err := w.upsertJob.ExecContext(ctx, jobArgs(j)...); err != nil {
-				return fmt.Errorf("upsert job %d: %w", j.JobID, err)
+	return s.write(ctx, func(tx *sql.Tx) error {
+		for _, chunk := range chunks(ids, batchRows) {
+			var args []any
+			for _, id := range chunk {
+				args = append(args, jobArgs(*written[id])...)
 			}
-			if err := w.refresh(ctx, j.JobID, &j); err != nil {
-				return err
+			if _, err := tx.ExecContext(ctx, s.q(multiRow(upsertJobSQL, len(chunk))), args...); err != nil {
+				return fmt.Errorf("upsert jobs %d..%d: %w", chunk[0], chunk[len(chunk)-1], err)
 			}
 		}
-		return nil
+		return s.rederive(ctx, tx, ids, written)
 	})
 }
 
 // RecordTransitions writes transitions and rederives the touched jobs; see
 // accounting.Store. Nothing is written when any transition is invalid.
 func (s *SQLStore) RecordTransitions(ctx context.Context, ts []accounting.Transition) error {
+	type key struct {
+		job   int64
+		at    int64
+		state accounting.JobState
+	}
+	unique := map[key]int{} // one row per key: a multi-row upsert may not touch a row twice
+	var rows []accounting.Transition
+	var ids []int64
+	touched := map[int64]bool{}
 	for _, t := range ts {
 		if err := t.Validate(); err != nil {
 			return err
 		}
+		k := key{t.JobID, unix(t.At), t.State}
+		if i, dup := unique[k]; dup {
+			rows[i] = t
+			continue
+		}
+		unique[k] = len(rows)
+		rows = append(rows, t)
+		if !touched[t.JobID] {
+			touched[t.JobID] = true
+			ids = append(ids, t.JobID)
+		}
 	}
-	return s.write(ctx, func(w *writer) error {
-		touched := map[int64]bool{}
-		var order []int64
-		for _, t := range ts {
-			if _, err := w.upsertTransition.ExecContext(ctx, t.JobID, unix(t.At), string(t.State), t.Reason); err != nil {
-				return fmt.Errorf("record transition of job %d: %w", t.JobID, err)
+	return s.write(ctx, func(tx *sql.Tx) error {
+		for first := 0; first < len(rows); first += batchRows {
+			chunk := rows[first:min(first+batchRows, len(rows))]
+			args := make([]any, 0, 4*len(chunk))
+			for _, t := range chunk {
+				args = append(args, t.JobID, unix(t.At), string(t.State), t.Reason)
 			}
-			if !touched[t.JobID] {
-				touched[t.JobID] = true
-				order = append(order, t.JobID)
-			}
-		}
-		for _, id := range order {
-			if err := w.refresh(ctx, id, nil); err != nil {
-				return err
+			if _, err := tx.ExecContext(ctx, s.q(multiRow(upsertTransitionSQL, len(chunk))), args...); err != nil {
+				return fmt.Errorf("record transitions: %w", err)
 			}
 		}
-		return nil
+		return s.rederive(ctx, tx, ids, nil)
 	})
 }
