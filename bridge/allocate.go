@@ -172,7 +172,7 @@ func (c *cycle) reserve(ji int32) {
 			}
 			return -1
 		}
-		if d := na.busyUntil.Compare(nb.busyUntil); d != 0 {
+		if d := cmp.Compare(na.busyUntil, nb.busyUntil); d != 0 {
 			return d
 		}
 		return cmp.Compare(a, b)
@@ -209,7 +209,7 @@ func (c *cycle) reserve(ji int32) {
 		nd.reservedBy = ji
 		names[i] = nd.name
 		known = known && !nd.busyForever
-		if nd.busyUntil.After(until) {
+		if nd.busyUntil > until {
 			until = nd.busyUntil
 		}
 	}

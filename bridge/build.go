@@ -8,7 +8,7 @@ import (
 
 // newCycle turns a snapshot into indexed working state, applying every running task.
 func newCycle(s *Snapshot) *cycle {
-	c := &cycle{s: s, d: &Decisions{}, now: s.Now, users: map[userKey]*userUsage{}, building: true}
+	c := &cycle{s: s, d: &Decisions{}, now: nanos(s.Now), users: map[userKey]*userUsage{}, building: true}
 	c.buildPartitions()
 	c.buildNodes()
 	c.buildQueues()

@@ -19,7 +19,7 @@ func (c *cycle) evictStaleGangs() {
 	for ji := range c.jobs {
 		js := &c.jobs[ji]
 		since := js.job.StaleSince
-		if js.running > 0 && js.running < js.minMember && !since.IsZero() && c.now.Sub(since) >= grace {
+		if js.running > 0 && js.running < js.minMember && !since.IsZero() && c.s.Now.Sub(since) >= grace {
 			stale = append(stale, int32(ji))
 		}
 	}
@@ -153,7 +153,7 @@ func (c *cycle) victimsOf(p int32) []victimQueue {
 			if ja.prio != jb.prio {
 				return cmp.Compare(ja.prio, jb.prio)
 			}
-			if d := jb.start.Compare(ja.start); d != 0 {
+			if d := cmp.Compare(jb.start, ja.start); d != 0 {
 				return d
 			}
 			return strings.Compare(ja.job.ID, jb.job.ID)

@@ -133,7 +133,7 @@ func (c *cycle) gpuFits(nd *nodeState, g *groupReq) bool {
 // limit ends before the held nodes are expected to be free.
 func (c *cycle) mayBackfill(js *jobState, nd *nodeState) bool {
 	p := &c.parts[nd.part]
-	return js.job.TimeLimit > 0 && !p.reservedUntil.IsZero() && !c.now.Add(js.job.TimeLimit).After(p.reservedUntil)
+	return js.job.TimeLimit > 0 && p.reservedUntil != 0 && c.now+int64(js.job.TimeLimit) <= p.reservedUntil
 }
 
 // couldEverHold reports whether node n, emptied of all work, could hold one task of g.

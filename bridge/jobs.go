@@ -80,8 +80,8 @@ func (c *cycle) buildJob(ji int32) {
 			js.block(ReasonInvalidQOS, fmt.Sprintf("QOS %q does not exist", j.QOS))
 		}
 	}
-	if iv := c.s.Config.AgingInterval; iv > 0 && !j.SubmitTime.IsZero() && c.now.After(j.SubmitTime) {
-		js.prio += int64(c.now.Sub(j.SubmitTime) / iv)
+	if iv := c.s.Config.AgingInterval; iv > 0 && !j.SubmitTime.IsZero() && c.s.Now.After(j.SubmitTime) {
+		js.prio += int64(c.s.Now.Sub(j.SubmitTime) / iv)
 	}
 	c.checkPartitionAccess(js)
 	c.buildGroups(js)
@@ -230,7 +230,7 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 		return
 	}
 	nd := &c.nodes[n]
-	pl := placement{job: ji, group: gi, node: n, task: rt.Name, start: rt.Start, g0: int32(len(c.gpuRefs))}
+	pl := placement{job: ji, group: gi, node: n, task: rt.Name, start: nanos(rt.Start), g0: int32(len(c.gpuRefs))}
 	if g.gpu.Kind != GPUNone {
 		for _, idx := range rt.GPUs {
 			if pos := c.gpuPos(nd, idx); pos >= 0 {
@@ -256,8 +256,8 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 	pi := c.addPlacement(pl)
 	g.running++
 	js.running++
-	if js.start.IsZero() || rt.Start.Before(js.start) {
-		js.start = rt.Start
+	if js.start == 0 || (pl.start != 0 && pl.start < js.start) {
+		js.start = pl.start
 	}
 	c.apply(pi, +1)
 }

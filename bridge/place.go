@@ -279,13 +279,11 @@ func (c *cycle) apply(pi int32, sign int64) {
 }
 
 func (c *cycle) noteBusy(nd *nodeState, js *jobState, pl *placement) {
-	if js.job.TimeLimit <= 0 || pl.start.IsZero() {
+	if js.job.TimeLimit <= 0 || pl.start == 0 {
 		nd.busyForever = true
 		return
 	}
-	if end := pl.start.Add(js.job.TimeLimit); end.After(nd.busyUntil) {
-		nd.busyUntil = end
-	}
+	nd.busyUntil = max(nd.busyUntil, pl.start+int64(js.job.TimeLimit))
 }
 
 // refreshNode recomputes a node's device summary and its buckets after its devices changed.

@@ -8,7 +8,7 @@ import "time"
 type cycle struct {
 	s   *Snapshot
 	d   *Decisions
-	now time.Time
+	now int64 // the snapshot's Now in unix nanoseconds
 
 	parts    []partState
 	partIdx  map[string]int32
@@ -42,7 +42,7 @@ type cycle struct {
 	freed      []int32
 	freedStamp []int
 	freedSeen  map[string][]failure
-	scratch attempt
+	scratch    attempt
 	// building is set while the snapshot's running work is applied: bucket order then must
 	// not depend on the order jobs were listed in.
 	building bool
@@ -68,7 +68,7 @@ type partState struct {
 	// reservedBy is the job holding nodes for backfill, -1 when none; reservedUntil is when
 	// those nodes are expected to be free (zero: unknown).
 	reservedBy    int32
-	reservedUntil time.Time
+	reservedUntil int64 // unix nanoseconds
 	// noFit remembers, per gang shape, the CPU and memory sizes that failed, with the
 	// reason, for the rest of allocate: free capacity only shrinks there, so a gang of the
 	// same shape asking at least as much cannot fit either.
@@ -105,7 +105,7 @@ type nodeState struct {
 	reservedBy  int32
 	// busyUntil is when the work on it should end by its time limits; busyForever is set
 	// when some of it has no limit.
-	busyUntil   time.Time
+	busyUntil   int64 // unix nanoseconds
 	busyForever bool
 }
 
@@ -189,7 +189,7 @@ type jobState struct {
 	code      string // why it is pending ("" when placed or never tried)
 	reason    string
 	shape     string
-	start     time.Time
+	start     int64 // earliest task start, unix nanoseconds; 0: unknown
 	uu        *userUsage
 }
 
@@ -220,11 +220,20 @@ type placement struct {
 	mem    int64 // per device
 	use    vec
 	task   string
-	start  time.Time
+	start  int64 // unix nanoseconds; 0: unknown
 	live   bool
 	action Action
 	fresh  bool // made this cycle
 	after  bool // must wait for evictions
+}
+
+// nanos is a time in unix nanoseconds, 0 for the zero time; int64 keeps per-task state
+// small and free of pointers.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 func (c *cycle) qpart(q, p int32) *queuePart { return &c.qp[int(q)*len(c.parts)+int(p)] }
