@@ -133,6 +133,8 @@ func TestSreportGolden(t *testing.T) {
 		{"sreport_utilization_percent_gpu_cpu.txt", SreportQuery{Units: Percent, TRES: []string{"gres/gpu", "cpu"}}, utilTable(ctx, s), TextOptions{}},
 		{"sreport_utilization_seconds_parsable.txt", SreportQuery{Units: Seconds}, utilTable(ctx, s), TextOptions{Parsable2: true}},
 		{"sreport_account_by_user.txt", SreportQuery{Units: Hours}, assocTable(ctx, s, "AccountUtilizationByUser", AccountUtilizationByUser), TextOptions{}},
+		{"sreport_account_by_user_tree.txt", SreportQuery{Units: Hours, Parents: map[string]string{"nlp": "research", "vision": "research"}},
+			assocTable(ctx, s, "AccountUtilizationByUser", AccountUtilizationByUser), TextOptions{}},
 		{"sreport_user_by_account_minutes.txt", SreportQuery{}, assocTable(ctx, s, "UserUtilizationByAccount", UserUtilizationByAccount), TextOptions{}},
 		{"sreport_top_usage.txt", SreportQuery{Units: Hours, TopCount: 2}, assocTable(ctx, s, "TopUsage", TopUsage), TextOptions{}},
 		{"sreport_sizes_by_account.txt", SreportQuery{Units: Hours}, sizesTable(ctx, s), TextOptions{}},
@@ -187,8 +189,11 @@ func TestSreportRejectsBadInput(t *testing.T) {
 		"backwards window":   {Start: dec, End: nov},
 		"unknown TRES":       {Start: nov, End: dec, TRES: []string{"gres/tpu"}},
 		"negative top count": {Start: nov, End: dec, TopCount: -1},
+		"account tree cycle": {Start: nov, End: dec, Parents: map[string]string{"nlp": "vision", "vision": "nlp"}},
 	} {
-		if _, err := TopUsage(ctx, s, q, now); err == nil {
+		_, errTop := TopUsage(ctx, s, q, now)
+		_, errAcct := AccountUtilizationByUser(ctx, s, q, now)
+		if errAcct == nil || (errTop == nil && q.Parents == nil) {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -47,6 +47,10 @@ type SreportQuery struct {
 	Accounts   []string  // Accounts=
 	TopCount   int       // TopCount= for user TopUsage; 0 means 10
 	Grouping   []float64 // Grouping= for job SizesByAccount; nil means Slurm's for CPUs, 1,2,4,8 for GPUs
+	// Parents is the account tree (account -> parent account, the Queue
+	// tree). With it, AccountUtilizationByUser totals every parent account
+	// over its sub-accounts; accounts not listed hang under root.
+	Parents map[string]string
 }
 
 func (q SreportQuery) normalize(now time.Time) (SreportQuery, error) {

@@ -101,15 +101,47 @@ func AccountUtilizationByUser(ctx context.Context, s accounting.Store, q Sreport
 	if err != nil {
 		return nil, err
 	}
-	accounts, members := w.groupBy(q, func(a accounting.Assoc) string { return a.Account })
-	out := w.rows(q, "root", "", w.total)
-	for _, acct := range sortedKeys(accounts) {
-		out = append(out, w.rows(q, acct, "", accounts[acct])...)
-		for _, a := range members[acct] {
-			out = append(out, w.rows(q, acct, a.User, w.byAssoc[a])...)
+	direct, members := w.groupBy(q, func(a accounting.Assoc) string { return a.Account })
+	// Each account's total includes its sub-accounts'.
+	totals := map[string]accounting.TRESSeconds{}
+	children := map[string][]string{}
+	for acct, t := range direct {
+		for up, hops := acct, 0; up != "root"; up, hops = parentOf(q.Parents, up), hops+1 {
+			if hops > len(q.Parents) {
+				return nil, fmt.Errorf("sreport: account %s is its own ancestor", acct)
+			}
+			if totals[up] == nil {
+				totals[up] = accounting.TRESSeconds{}
+				parent := parentOf(q.Parents, up)
+				children[parent] = append(children[parent], up)
+			}
+			for n, v := range t {
+				totals[up][n] += v
+			}
 		}
 	}
+	out := w.rows(q, "root", "", w.total)
+	var walk func(parent string)
+	walk = func(parent string) {
+		kids := children[parent]
+		sort.Strings(kids)
+		for _, acct := range kids {
+			out = append(out, w.rows(q, acct, "", totals[acct])...)
+			for _, a := range members[acct] {
+				out = append(out, w.rows(q, acct, a.User, w.byAssoc[a])...)
+			}
+			walk(acct)
+		}
+	}
+	walk("root")
 	return out, nil
+}
+
+func parentOf(parents map[string]string, account string) string {
+	if p := parents[account]; p != "" {
+		return p
+	}
+	return "root"
 }
 
 // UserUtilizationByAccount is sreport cluster UserUtilizationByAccount: one
