@@ -14,8 +14,10 @@ type Catalog struct {
 	Accounts         map[string]*Account
 	QOS              map[string]*QOS
 	// UserAccounts lists, per user, the accounts the user is associated
-	// with; the first is the default account.
+	// with.
 	UserAccounts map[string][]string
+	// DefaultAccount is, per user, the account of jobs that name none.
+	DefaultAccount map[string]string
 	// OpenAccounts any user may submit to (a Queue that lists no users).
 	OpenAccounts map[string]bool
 	// AccountQOS lists the QOS an account's users may use, the first
@@ -37,12 +39,7 @@ func (c *Catalog) userInAccount(user, account string) bool {
 }
 
 // defaultAccount is the user's default account, or "".
-func (c *Catalog) defaultAccount(user string) string {
-	if accts := c.UserAccounts[user]; len(accts) > 0 {
-		return accts[0]
-	}
-	return ""
-}
+func (c *Catalog) defaultAccount(user string) string { return c.DefaultAccount[user] }
 
 // gpuTypeMatches reports whether a requested GPU type ("h100") names the
 // partition's GPU model ("H100-80GB", "NVIDIA-H100-80GB-HBM3"): equal, or

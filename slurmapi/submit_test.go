@@ -29,9 +29,10 @@ func testCatalog() *Catalog {
 			"preemptible": {Name: "preemptible"},
 			"high":        {Name: "high", MaxWall: 4 * time.Hour},
 		},
-		UserAccounts: map[string][]string{"alice": {"nlp"}, "bob": {"vision"}},
-		OpenAccounts: map[string]bool{"default": true},
-		AccountQOS:   map[string][]string{"nlp": {"normal", "high", "preemptible"}, "vision": {"normal", "preemptible"}},
+		UserAccounts:   map[string][]string{"alice": {"nlp"}, "bob": {"vision"}},
+		DefaultAccount: map[string]string{"alice": "nlp", "bob": "vision"},
+		OpenAccounts:   map[string]bool{"default": true},
+		AccountQOS:     map[string][]string{"nlp": {"normal", "high", "preemptible"}, "vision": {"normal", "preemptible"}},
 	}
 }
 
