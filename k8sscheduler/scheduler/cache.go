@@ -190,13 +190,16 @@ func sameGPU(a, b bridge.GPU) bool {
 		a.Unhealthy == b.Unhealthy && a.MIG == b.MIG
 }
 
-// setPartitions replaces the partitions; every node's partition and every "*" quota may
-// change with them.
-func (c *cache) setPartitions(parts []partitionEntry) {
-	slices.SortFunc(parts, func(a, b partitionEntry) int { return strings.Compare(a.p.Name, b.p.Name) })
+// setPartition adds, replaces or (nil) removes a partition; every node's partition and
+// every "*" quota may change with it.
+func (c *cache) setPartition(name string, p *partitionEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.parts = parts
+	c.parts = slices.DeleteFunc(c.parts, func(e partitionEntry) bool { return e.p.Name == name })
+	if p != nil {
+		c.parts = append(c.parts, *p)
+		slices.SortFunc(c.parts, func(a, b partitionEntry) int { return strings.Compare(a.p.Name, b.p.Name) })
+	}
 	for _, n := range c.nodes {
 		n.dirty = true
 	}

@@ -136,16 +136,9 @@ func (s *Scheduler) qosHandlers() toolscache.ResourceEventHandler {
 	}, func(q *v1alpha1.QOS) { s.cache.setQOS(q.Name, nil) })
 }
 
-// partitionHandlers re-reads the whole (small) list on any change: node membership
-// depends on all selectors together.
-func (s *Scheduler) partitionHandlers(list func() []*v1alpha1.Partition) toolscache.ResourceEventHandler {
-	refresh := func(*v1alpha1.Partition) {
-		items := list()
-		parts := make([]partitionEntry, len(items))
-		for i, p := range items {
-			parts[i] = convertPartition(p)
-		}
-		s.cache.setPartitions(parts)
-	}
-	return handler(refresh, refresh)
+func (s *Scheduler) partitionHandlers() toolscache.ResourceEventHandler {
+	return handler(func(p *v1alpha1.Partition) {
+		e := convertPartition(p)
+		s.cache.setPartition(p.Name, &e)
+	}, func(p *v1alpha1.Partition) { s.cache.setPartition(p.Name, nil) })
 }

@@ -28,6 +28,9 @@ type groupEntry struct {
 	blocked *bridge.Pending // why the job is not even offered to the core
 	bound   int32           // pods bound (not assumed)
 
+	ranWhole   bool      // at least minMember tasks ran at once
+	staleSince time.Time // when a gang that ran whole fell below minMember
+
 	status groupStatus
 }
 
@@ -89,7 +92,23 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 	if j.Partition == "" {
 		j.Partition = defaultPartition
 	}
+	g.trackStale(&j)
 	g.job, g.include = j, true
+}
+
+// trackStale notes when a gang that once ran whole dropped below minMember, so the core
+// can evict the rest after its grace.
+func (g *groupEntry) trackStale(j *bridge.Job) {
+	running := int32(len(j.Running))
+	switch {
+	case running >= max(j.MinMember, 1):
+		g.ranWhole, g.staleSince = true, time.Time{}
+	case g.ranWhole && running > 0 && g.staleSince.IsZero():
+		g.staleSince = time.Now()
+	case running == 0:
+		g.staleSince = time.Time{}
+	}
+	j.StaleSince = g.staleSince
 }
 
 func (g *groupEntry) block(code, format string, args ...any) bool {

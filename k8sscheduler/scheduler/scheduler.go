@@ -96,17 +96,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: informers: %w", err)
 	}
-	listPartitions := func() []*v1alpha1.Partition {
-		var l v1alpha1.PartitionList
-		if err := informers.List(ctx, &l); err != nil {
-			return nil
-		}
-		out := make([]*v1alpha1.Partition, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out
-	}
 	watches := []struct {
 		obj client.Object
 		h   toolscache.ResourceEventHandler
@@ -116,7 +105,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		{&v1alpha1.PodGroup{}, s.podGroupHandlers()},
 		{&v1alpha1.Queue{}, s.queueHandlers()},
 		{&v1alpha1.QOS{}, s.qosHandlers()},
-		{&v1alpha1.Partition{}, s.partitionHandlers(listPartitions)},
+		{&v1alpha1.Partition{}, s.partitionHandlers()},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
