@@ -7,8 +7,8 @@ import (
 )
 
 // newCycle turns a snapshot into indexed working state, applying every running task.
-func newCycle(s *Snapshot) *cycle {
-	c := &cycle{s: s, d: &Decisions{}, now: nanos(s.Now), users: map[userKey]*userUsage{}, building: true}
+func newCycle(s *Snapshot, b *buffers) *cycle {
+	c := &cycle{s: s, d: &Decisions{}, now: nanos(s.Now), users: map[userKey]*userUsage{}, building: true, buf: b}
 	c.buildPartitions()
 	c.buildNodes()
 	c.buildQueues()
@@ -74,8 +74,13 @@ func (c *cycle) buildPartitions() {
 
 func (c *cycle) buildNodes() {
 	ns := c.s.Nodes
-	c.nodeIdx = make(map[string]int32, len(ns))
-	c.nodes = make([]nodeState, 0, len(ns))
+	c.nodeIdx = c.buf.nodeIdx
+	if c.nodeIdx == nil {
+		c.nodeIdx = make(map[string]int32, len(ns))
+	}
+	clear(c.nodeIdx)
+	c.nodes = reuse(c.buf.nodes, len(ns))[:0]
+	c.gpus = reuse(c.buf.gpus, len(ns)*8)[:0]
 	for _, i := range sortedByName(len(ns), func(i int) string { return ns[i].Name }) {
 		n := &ns[i]
 		p, ok := c.partIdx[n.Partition]

@@ -18,12 +18,13 @@ func (c *cycle) buildJobs() {
 			refs += int(g.Count) * int(max(g.GPU.Devices, 1))
 		}
 	}
-	c.groups = make([]groupReq, 0, groups)
-	c.places = make([]placement, 0, tasks+tasks/8)
-	c.gpuRefs = make([]int32, 0, refs+refs/8)
-	c.jobs = make([]jobState, len(c.s.Jobs))
+	c.groups = reuse(c.buf.groups, groups)[:0]
+	c.places = reuse(c.buf.places, tasks+tasks/8)[:0]
+	c.gpuRefs = reuse(c.buf.gpuRefs, refs+refs/8)[:0]
+	c.jobs = reuse(c.buf.jobs, len(c.s.Jobs))
 	// Every job's list of placements is cut from one array, room for all its tasks.
-	lists := make([]int32, tasks)
+	c.buf.lists = reuse(c.buf.lists, tasks)
+	lists := c.buf.lists
 	for i := range c.s.Jobs {
 		n := 0
 		for _, g := range c.s.Jobs[i].Groups {

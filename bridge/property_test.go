@@ -24,10 +24,11 @@ func TestProperties(t *testing.T) {
 				s := genRunning(r, genCluster(r, spec), spec, spec.jobs)
 				checkNonPreemptibleWithinQuota(t, s)
 				next := spec.jobs
+				sched := &Scheduler{} // reused across cycles, as the adapter does
 				for cycle := range 6 {
 					genJobs(r, s, spec, next, spec.jobs/4)
 					next += spec.jobs / 4
-					d := Schedule(s)
+					d := sched.Schedule(s)
 					checkInvariants(t, s, d)
 					checkDeterministic(t, r, s, d)
 					s = applyDecisions(s, d)
@@ -42,8 +43,8 @@ func TestProperties(t *testing.T) {
 	}
 }
 
-// checkDeterministic runs the same snapshot again, and once more with its nodes, queues and
-// jobs listed in another order: the decisions must be identical.
+// checkDeterministic runs the same snapshot again with a fresh Scheduler, and once more with
+// its nodes, queues and jobs listed in another order: the decisions must be identical.
 func checkDeterministic(t *testing.T, r *rand.Rand, s *Snapshot, d *Decisions) {
 	t.Helper()
 	if again := Schedule(s); !reflect.DeepEqual(again, d) {

@@ -8,7 +8,20 @@ import (
 // Schedule runs one cycle over a snapshot and returns what should change. It is a pure
 // function of the snapshot: the same snapshot always gives the same decisions.
 func Schedule(s *Snapshot) *Decisions {
-	c := newCycle(s)
+	return new(Scheduler).Schedule(s)
+}
+
+// Scheduler runs cycles one after another, reusing its working memory between them; the
+// decisions are the same as Schedule's. It is not safe for concurrent use.
+type Scheduler struct {
+	buf buffers
+}
+
+// Schedule runs one cycle; see the package function. The returned decisions share nothing
+// with the Scheduler and stay valid after the next cycle.
+func (sc *Scheduler) Schedule(s *Snapshot) *Decisions {
+	c := newCycle(s, &sc.buf)
+	defer sc.buf.keep(c)
 	c.evictStaleGangs()
 	c.buildPending()
 	c.divideFairShare()
