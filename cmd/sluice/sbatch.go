@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+func init() {
+	register(command{name: "sbatch", summary: "submit a batch script (like Slurm's sbatch)", run: runSbatch})
+}
+
+func runSbatch(args []string) error {
+	// sbatch's own flags first; the CLI-only ones are peeled off before
+	// the shared option table sees the rest.
+	var token string
+	parsable := false
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-h" || a == "--help":
+			sbatchUsage(os.Stdout)
+			return nil
+		case a == "--parsable":
+			parsable = true
+		case a == "--token" && i+1 < len(args):
+			token = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--token="):
+			token = strings.TrimPrefix(a, "--token=")
+		default:
+			rest = append(rest, a)
+		}
+	}
+	opts, positional, warnings, err := sbatch.Parse(rest)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, "sbatch: warning:", w)
+	}
+	script, err := readScript(positional)
+	if err != nil {
+		return err
+	}
+	job, err := sbatchJob(opts, script, os.Environ(), time.Now())
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	c, err := client.FromEnv(token)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := c.Submit(ctx, job)
+	if err != nil {
+		return fmt.Errorf("Batch job submission failed: %w", err)
+	}
+	if parsable {
+		fmt.Println(id)
+	} else {
+		fmt.Printf("Submitted batch job %d\n", id)
+	}
+	return nil
+}
+
+// readScript reads the script named on the command line, or stdin when
+// none is named (as sbatch does).
+func readScript(positional []string) (string, error) {
+	var data []byte
+	var err error
+	if len(positional) == 0 || positional[0] == "-" {
+		data, err = io.ReadAll(io.LimitReader(os.Stdin, 4<<20))
+	} else {
+		data, err = os.ReadFile(positional[0])
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the batch script: %w", err)
+	}
+	if len(data) == 0 {
+		return "", errors.New("the batch script is empty")
+	}
+	return string(data), nil
+}
+
+// sbatchJob turns command-line options into REST job fields. Only options
+// given on the command line become fields: the server applies the script's
+// #SBATCH directives to the rest, so command-line values win, as in sbatch.
+func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time) (map[string]any, error) {
+	job := map[string]any{"script": script}
+	set := func(opt, key string, v any) {
+		if o.Set[opt] {
+			job[key] = v
+		}
+	}
+	set("partition", "partition", o.Partition)
+	set("account", "account", o.Account)
+	set("qos", "qos", o.QOS)
+	set("job-name", "name", o.JobName)
+	set("output", "standard_output", o.Output)
+	set("error", "standard_error", o.Error)
+	set("input", "standard_input", o.Input)
+	set("dependency", "dependency", o.Dependency)
+	set("array", "array", o.Array)
+	set("comment", "comment", o.Comment)
+	set("ntasks", "tasks", o.NTasks)
+	set("ntasks-per-node", "tasks_per_node", o.NTasksPerNode)
+	set("cpus-per-task", "cpus_per_task", o.CPUsPerTask)
+	set("mem", "memory_per_node", client.Set(o.Mem))
+	set("mem-per-cpu", "memory_per_cpu", client.Set(o.MemPerCPU))
+	set("time", "time_limit", client.Set(int64(o.Time/time.Minute)))
+	set("requeue", "requeue", o.Requeue)
+	set("no-requeue", "requeue", o.Requeue)
+	set("hold", "hold", o.Hold)
+	set("gpus", "tres_per_job", "gres/gpu:"+o.GPUs)
+	set("gpus-per-node", "tres_per_node", "gres/gpu:"+o.GPUsPerNode)
+	set("gpus-per-task", "tres_per_task", "gres/gpu:"+o.GPUsPerTask)
+	set("container-image", "container_image", o.ContainerImage)
+	if o.Set["nodes"] {
+		nodes := fmt.Sprint(o.Nodes)
+		if o.MaxNodes > o.Nodes {
+			nodes = fmt.Sprintf("%d-%d", o.Nodes, o.MaxNodes)
+		}
+		job["nodes"] = nodes
+	}
+	if o.Set["gres"] {
+		var parts []string
+		for _, g := range o.GRES {
+			s := "gres/" + g.Name
+			if g.Type != "" {
+				s += ":" + g.Type
+			}
+			parts = append(parts, fmt.Sprintf("%s:%d", s, g.Count))
+		}
+		job["tres_per_node"] = strings.Join(parts, ",")
+	}
+	if o.Set["begin"] {
+		t, err := sbatch.ParseBegin(o.Begin, now)
+		if err != nil {
+			return nil, fmt.Errorf("--begin: %w", err)
+		}
+		job["begin_time"] = client.Set(t.Unix())
+	}
+	cwd, err := os.Getwd()
+	if err == nil {
+		job["current_working_directory"] = cwd
+	}
+	if o.Set["chdir"] {
+		job["current_working_directory"] = o.Chdir
+	}
+	job["environment"] = exportedEnv(o.Export, environ)
+	return job, nil
+}
+
+// exportedEnv applies sbatch's --export: ALL (the default) sends the
+// submitting shell's environment, NONE only SLURM_* variables, and a list
+// adds VAR=value pairs and named variables. The token never leaves.
+func exportedEnv(export string, environ []string) []string {
+	keep := func(kv string) bool { return !strings.HasPrefix(kv, "SLURM_JWT=") }
+	var env []string
+	mode := strings.ToUpper(strings.SplitN(export, ",", 2)[0])
+	for _, kv := range environ {
+		if !keep(kv) {
+			continue
+		}
+		if mode == "NONE" || (export != "" && mode != "ALL") {
+			if !strings.HasPrefix(kv, "SLURM_") {
+				continue
+			}
+		}
+		env = append(env, kv)
+	}
+	if export != "" && mode != "NONE" {
+		lookup := map[string]string{}
+		for _, kv := range environ {
+			k, v, _ := strings.Cut(kv, "=")
+			lookup[k] = v
+		}
+		for _, item := range strings.Split(export, ",") {
+			item = strings.TrimSpace(item)
+			switch {
+			case item == "" || strings.EqualFold(item, "ALL") || strings.EqualFold(item, "NONE"):
+			case strings.Contains(item, "="):
+				env = append(env, item)
+			default:
+				if v, ok := lookup[item]; ok {
+					env = append(env, item+"="+v)
+				}
+			}
+		}
+	}
+	if len(env) == 0 {
+		env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	}
+	return env
+}
+
+func sbatchUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: sluice sbatch [OPTIONS...] script [args...]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Submits a batch script. #SBATCH directives in the script apply where the command")
+	fmt.Fprintln(w, "line does not set the option. Prints 'Submitted batch job N'.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "      --parsable              print only the job id")
+	fmt.Fprintln(w, "      --token=TOKEN           auth/jwt token (default $SLURM_JWT)")
+	for _, o := range sbatch.Table {
+		short := "   "
+		if o.Short != 0 {
+			short = "-" + string(o.Short) + ","
+		}
+		name := "--" + o.Long
+		if o.Arg == sbatch.RequiredArg {
+			name += "=VALUE"
+		}
+		fmt.Fprintf(w, "  %s %-22s %s\n", short, name, o.Help)
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+func TestCompressHostlist(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"h100-0", "h100-1", "h100-2", "h100-3"}, "h100-[0-3]"},
+		{[]string{"h100-3", "h100-0", "h100-1"}, "h100-[0-1,3]"},
+		{[]string{"a100-0"}, "a100-0"},
+		{[]string{"node07", "node08", "node10"}, "node[07-08,10]"},
+		{[]string{"login", "a100-1", "a100-0"}, "login,a100-[0-1]"},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		if got := compressHostlist(tt.in); got != tt.want {
+			t.Errorf("compressHostlist(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSlurmDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0:00"},
+		{65 * time.Second, "1:05"},
+		{3*time.Hour + 2*time.Minute + 1*time.Second, "3:02:01"},
+		{49 * time.Hour, "2-01:00:00"},
+	}
+	for _, tt := range tests {
+		if got := slurmDuration(tt.d); got != tt.want {
+			t.Errorf("slurmDuration(%s) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestSqueueDefaultLayout(t *testing.T) {
+	now := time.Unix(1_700_000_100, 0)
+	jobs := []client.Job{
+		{JobID: 42, Name: "train-llama", UserName: "alice", Partition: "h100", JobState: []string{"RUNNING"},
+			Nodes: "h100-[0-1]", NodeCount: client.Set(2), StartTime: client.Set(1_700_000_000)},
+		{JobID: 43, Name: "eval", UserName: "bob", Partition: "a100", JobState: []string{"PENDING"},
+			StateReason: "Resources", NodeCount: client.Set(1)},
+		{JobID: 44, ArrayJobID: client.Set(44), ArrayTaskID: client.Set(3), Name: "sweep", UserName: "bob",
+			Partition: "a100", JobState: []string{"PENDING"}, StateReason: "Priority", NodeCount: client.Set(1)},
+	}
+	var b strings.Builder
+	if err := writeTable(&b, squeueDefaultFormat, squeueHeaders, false, len(jobs), func(r int, l byte) string {
+		return squeueValue(jobs[r], l, now)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := `             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)
+                42      h100 train-ll    alice  R       1:40      2 h100-[0-1]
+                43      a100     eval      bob PD       0:00      1 (Resources)
+              44_3      a100    sweep      bob PD       0:00      1 (Priority)
+`
+	if b.String() != want {
+		t.Errorf("squeue layout:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestSqueueFiltersFinishedJobsByDefault(t *testing.T) {
+	jobs := []client.Job{
+		{JobID: 1, JobState: []string{"RUNNING"}, UserName: "alice"},
+		{JobID: 2, JobState: []string{"COMPLETED"}, UserName: "alice"},
+		{JobID: 3, JobState: []string{"PENDING"}, UserName: "bob"},
+	}
+	ids := func(js []client.Job) (out []uint32) {
+		for _, j := range js {
+			out = append(out, j.JobID)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		f    jobFilter
+		want []uint32
+	}{
+		{"default: active only", jobFilter{}, []uint32{1, 3}},
+		{"states by code", jobFilter{states: []string{"CD"}}, []uint32{2}},
+		{"states by name, any case", jobFilter{states: []string{"pending"}}, []uint32{3}},
+		{"user", jobFilter{users: []string{"alice"}}, []uint32{1}},
+		{"all", jobFilter{all: true}, []uint32{1, 2, 3}},
+	}
+	for _, tt := range tests {
+		if got := ids(filterJobs(jobs, tt.f)); !equalIDs(got, tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func equalIDs(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSbatchCommandLineBecomesFields(t *testing.T) {
+	opts, rest, _, err := sbatch.Parse([]string{"-p", "h100", "--gres=gpu:h100:8", "-N", "2", "--time=1:30:00", "--requeue", "train.sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rest) != 1 || rest[0] != "train.sh" {
+		t.Fatalf("rest = %q", rest)
+	}
+	job, err := sbatchJob(opts, "#!/bin/bash\n#SBATCH --account=nlp\n", []string{"HOME=/home/alice", "SLURM_JWT=secret"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job["partition"] != "h100" || job["nodes"] != "2" || job["tres_per_node"] != "gres/gpu:h100:8" || job["requeue"] != true {
+		t.Errorf("fields = %v", job)
+	}
+	if tl, ok := job["time_limit"].(client.NoVal); !ok || tl.Number != 90 || !tl.Set {
+		t.Errorf("time_limit = %#v, want 90 minutes", job["time_limit"])
+	}
+	if _, ok := job["account"]; ok {
+		t.Errorf("account came from the command line although only the script sets it: %v", job["account"])
+	}
+	for _, kv := range job["environment"].([]string) {
+		if strings.HasPrefix(kv, "SLURM_JWT=") {
+			t.Errorf("the token was exported to the job's environment")
+		}
+	}
+}
+
+func TestExportedEnv(t *testing.T) {
+	environ := []string{"HOME=/home/a", "SLURM_CONF=/etc/slurm", "FOO=1", "SLURM_JWT=t"}
+	tests := []struct {
+		export string
+		want   []string
+	}{
+		{"", []string{"HOME=/home/a", "SLURM_CONF=/etc/slurm", "FOO=1"}},
+		{"ALL,BAR=2", []string{"HOME=/home/a", "SLURM_CONF=/etc/slurm", "FOO=1", "BAR=2"}},
+		{"NONE", []string{"SLURM_CONF=/etc/slurm"}},
+		{"FOO,BAR=2", []string{"SLURM_CONF=/etc/slurm", "FOO=1", "BAR=2"}},
+	}
+	for _, tt := range tests {
+		if got := exportedEnv(tt.export, environ); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("--export=%q: got %q, want %q", tt.export, got, tt.want)
+		}
+	}
+}
+
+func TestSinfoGroupsNodesByPartitionAndState(t *testing.T) {
+	parts := []client.Partition{{Name: "h100"}, {Name: "a100"}}
+	nodes := []client.Node{
+		{Name: "h100-0", State: []string{"IDLE"}, Partitions: []string{"h100"}},
+		{Name: "h100-1", State: []string{"IDLE"}, Partitions: []string{"h100"}},
+		{Name: "h100-2", State: []string{"MIXED"}, Partitions: []string{"h100"}},
+		{Name: "h100-3", State: []string{"IDLE", "DRAIN"}, Partitions: []string{"h100"}, Reason: "GPUXidError: XID 79"},
+		{Name: "a100-0", State: []string{"ALLOCATED"}, Partitions: []string{"a100"}},
+	}
+	type row struct{ part, state, nodes string }
+	var got []row
+	for _, r := range sinfoRows(parts, nodes, false) {
+		got = append(got, row{r.partition, r.state, compressHostlist(r.nodes)})
+	}
+	want := []row{
+		{"h100", "drain", "h100-3"},
+		{"h100", "idle", "h100-[0-1]"},
+		{"h100", "mix", "h100-2"},
+		{"a100", "alloc", "a100-0"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("rows = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("row %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}

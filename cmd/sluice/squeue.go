@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
+)
+
+func init() {
+	register(command{name: "squeue", summary: "list pending and running jobs (like Slurm's squeue)", run: runSqueue})
+}
+
+// squeueDefaultFormat is Slurm's default squeue layout.
+const squeueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+
+var squeueHeaders = map[byte]string{
+	'i': "JOBID", 'A': "JOBID", 'P': "PARTITION", 'j': "NAME", 'u': "USER", 't': "ST", 'T': "STATE",
+	'M': "TIME", 'l': "TIME_LIMIT", 'D': "NODES", 'R': "NODELIST(REASON)", 'N': "NODELIST",
+	'r': "REASON", 'a': "ACCOUNT", 'q': "QOS", 'V': "SUBMIT_TIME", 'S': "START_TIME", 'Q': "PRIORITY",
+}
+
+// squeueValue is one job's value for one format letter at time now.
+func squeueValue(j client.Job, letter byte, now time.Time) string {
+	switch letter {
+	case 'i', 'A':
+		return jobIDString(j)
+	case 'P':
+		return j.Partition
+	case 'j':
+		return j.Name
+	case 'u':
+		return j.UserName
+	case 't':
+		return stateCode(j.State())
+	case 'T':
+		return j.State()
+	case 'M':
+		start, ok := j.StartTime.Value()
+		if !ok || start == 0 || j.State() == "PENDING" {
+			return "0:00"
+		}
+		end := now
+		if e, ok := j.EndTime.Value(); ok && e > start && j.State() != "RUNNING" {
+			end = time.Unix(e, 0)
+		}
+		return slurmDuration(end.Sub(time.Unix(start, 0)))
+	case 'l':
+		v, ok := j.TimeLimit.Value()
+		return slurmTimeLimit(v, ok)
+	case 'D':
+		v, _ := j.NodeCount.Value()
+		return strconv.FormatInt(v, 10)
+	case 'R':
+		if j.State() == "PENDING" || j.Nodes == "" {
+			reason := j.StateReason
+			if reason == "" {
+				reason = "None"
+			}
+			return "(" + reason + ")"
+		}
+		return j.Nodes
+	case 'N':
+		return j.Nodes
+	case 'r':
+		return j.StateReason
+	case 'a':
+		return j.Account
+	case 'q':
+		return j.QOS
+	case 'V':
+		return slurmTimestamp(j.SubmitTime)
+	case 'S':
+		return slurmTimestamp(j.StartTime)
+	case 'Q':
+		v, _ := j.Priority.Value()
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
+}
+
+func jobIDString(j client.Job) string {
+	if task, ok := j.ArrayTaskID.Value(); ok {
+		if arr, ok := j.ArrayJobID.Value(); ok && arr != 0 {
+			return fmt.Sprintf("%d_%d", arr, task)
+		}
+	}
+	return strconv.FormatUint(uint64(j.JobID), 10)
+}
+
+func slurmTimestamp(v client.NoVal) string {
+	t, ok := v.Value()
+	if !ok || t == 0 {
+		return "N/A"
+	}
+	return time.Unix(t, 0).Format("2006-01-02T15:04:05")
+}
+
+// writeTable prints rows under a header in a Slurm --format layout.
+func writeTable(w io.Writer, format string, headers map[byte]string, noHeader bool, rows int, value func(row int, letter byte) string) error {
+	specs, tail, err := parseFormat(format)
+	if err != nil {
+		return err
+	}
+	line := func(get func(letter byte) string) {
+		var b strings.Builder
+		for _, s := range specs {
+			b.WriteString(s.literal)
+			b.WriteString(field(get(s.letter), s.width, s.right))
+		}
+		b.WriteString(tail)
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	if !noHeader {
+		line(func(l byte) string { return headers[l] })
+	}
+	for r := 0; r < rows; r++ {
+		line(func(l byte) string { return value(r, l) })
+	}
+	return nil
+}
+
+func runSqueue(args []string) error {
+	fs := flag.NewFlagSet("squeue", flag.ContinueOnError)
+	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
+	users := fs.String("u", "", "only these users (comma-separated); also --user")
+	fs.StringVar(users, "user", "", "only these users (comma-separated)")
+	accounts := fs.String("A", "", "only these accounts; also --account")
+	fs.StringVar(accounts, "account", "", "only these accounts")
+	parts := fs.String("p", "", "only these partitions; also --partition")
+	fs.StringVar(parts, "partition", "", "only these partitions")
+	states := fs.String("t", "", "only these states (e.g. PD,R or pending,running); also --states")
+	fs.StringVar(states, "states", "", "only these states")
+	jobs := fs.String("j", "", "only these job ids; also --jobs")
+	fs.StringVar(jobs, "jobs", "", "only these job ids")
+	format := fs.String("o", squeueDefaultFormat, "output format, Slurm's %-letters; also --format")
+	fs.StringVar(format, "format", squeueDefaultFormat, "output format")
+	noHeader := fs.Bool("h", false, "no header; also --noheader")
+	fs.BoolVar(noHeader, "noheader", false, "no header")
+	asJSON := fs.Bool("json", false, "print the jobs as JSON (the REST API's v0.0.44 shape)")
+	all := fs.Bool("all", false, "include finished jobs still known to the cluster")
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintln(out, "Usage: sluice squeue [flags]\n\nLists jobs, Slurm-submitted and Kubernetes-submitted alike.")
+		io.WriteString(out, "Default format: "+squeueDefaultFormat+"\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	c, err := client.FromEnv(*token)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := c.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	list = filterJobs(list, jobFilter{users: splitList(*users), accounts: splitList(*accounts),
+		partitions: splitList(*parts), states: splitList(*states), ids: splitList(*jobs), all: *all})
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"jobs": list})
+	}
+	now := time.Now()
+	return writeTable(os.Stdout, *format, squeueHeaders, *noHeader, len(list), func(r int, l byte) string {
+		return squeueValue(list[r], l, now)
+	})
+}
+
+type jobFilter struct {
+	users, accounts, partitions, states, ids []string
+	all                                      bool
+}
+
+// filterJobs keeps what squeue shows: by default only jobs not yet finished.
+func filterJobs(jobs []client.Job, f jobFilter) []client.Job {
+	var out []client.Job
+	for _, j := range jobs {
+		state := j.State()
+		if len(f.states) > 0 {
+			if !slices.ContainsFunc(f.states, func(s string) bool {
+				s = strings.ToUpper(s)
+				return s == state || s == stateCode(state) || s == "ALL"
+			}) {
+				continue
+			}
+		} else if !f.all && !activeState(state) {
+			continue
+		}
+		if len(f.users) > 0 && !slices.Contains(f.users, j.UserName) ||
+			len(f.accounts) > 0 && !slices.Contains(f.accounts, j.Account) ||
+			len(f.partitions) > 0 && !slices.Contains(f.partitions, j.Partition) ||
+			len(f.ids) > 0 && !slices.Contains(f.ids, jobIDString(j)) && !slices.Contains(f.ids, strconv.FormatUint(uint64(j.JobID), 10)) {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// activeState is what squeue lists without --states: jobs not yet ended.
+func activeState(s string) bool {
+	switch s {
+	case "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED":
+		return true
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

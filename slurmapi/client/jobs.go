@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+)
+
+// Job is what squeue and scontrol show of a job (v0.0.44 job_info).
+type Job struct {
+	JobID        uint32   `json:"job_id"`
+	ArrayJobID   NoVal    `json:"array_job_id"`
+	ArrayTaskID  NoVal    `json:"array_task_id"`
+	Name         string   `json:"name"`
+	UserName     string   `json:"user_name"`
+	Account      string   `json:"account"`
+	Partition    string   `json:"partition"`
+	QOS          string   `json:"qos"`
+	JobState     []string `json:"job_state"`
+	StateReason  string   `json:"state_reason"`
+	Nodes        string   `json:"nodes"`
+	NodeCount    NoVal    `json:"node_count"`
+	CPUs         NoVal    `json:"cpus"`
+	Tasks        NoVal    `json:"tasks"`
+	SubmitTime   NoVal    `json:"submit_time"`
+	StartTime    NoVal    `json:"start_time"`
+	EndTime      NoVal    `json:"end_time"`
+	TimeLimit    NoVal    `json:"time_limit"`
+	Priority     NoVal    `json:"priority"`
+	TRESReqStr   string   `json:"tres_req_str"`
+	TRESAllocStr string   `json:"tres_alloc_str"`
+	Command      string   `json:"command"`
+	WorkDir      string   `json:"current_working_directory"`
+	StdOut       string   `json:"standard_output"`
+	StdErr       string   `json:"standard_error"`
+	Requeue      bool     `json:"requeue"`
+	RestartCount int64    `json:"restart_cnt"`
+	Comment      string   `json:"comment"`
+	ExitCode     ExitCode `json:"exit_code"`
+}
+
+// ExitCode is v0.0.44's process_exit_code_verbose.
+type ExitCode struct {
+	Status     []string `json:"status"`
+	ReturnCode NoVal    `json:"return_code"`
+	Signal     struct {
+		ID   NoVal  `json:"id"`
+		Name string `json:"name"`
+	} `json:"signal"`
+}
+
+// State is the job's primary state (the first of job_state).
+func (j Job) State() string {
+	if len(j.JobState) == 0 {
+		return "UNKNOWN"
+	}
+	return j.JobState[0]
+}
+
+// Jobs lists the jobs the caller may see.
+func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
+	var out struct {
+		Jobs []Job `json:"jobs"`
+	}
+	err := c.do(ctx, "GET", "/slurm/"+Version+"/jobs/", nil, nil, &out)
+	return out.Jobs, err
+}
+
+// Job reads one job.
+func (c *Client) Job(ctx context.Context, id uint32) (Job, error) {
+	var out struct {
+		Jobs []Job `json:"jobs"`
+	}
+	if err := c.do(ctx, "GET", "/slurm/"+Version+"/job/"+strconv.FormatUint(uint64(id), 10), nil, nil, &out); err != nil {
+		return Job{}, err
+	}
+	if len(out.Jobs) == 0 {
+		return Job{}, fmt.Errorf("job %d not found", id)
+	}
+	return out.Jobs[0], nil
+}
+
+// Submit sends a job description (v0.0.44 job_desc_msg fields) and returns
+// the new job id.
+func (c *Client) Submit(ctx context.Context, job map[string]any) (uint32, error) {
+	var out struct {
+		JobID uint32 `json:"job_id"`
+	}
+	if err := c.do(ctx, "POST", "/slurm/"+Version+"/job/submit", nil, map[string]any{"job": job}, &out); err != nil {
+		return 0, err
+	}
+	return out.JobID, nil
+}
+
+// Cancel signals a job (SIGKILL cancels it, like scancel).
+func (c *Client) Cancel(ctx context.Context, id uint32, signal string) error {
+	q := url.Values{}
+	if signal != "" {
+		q.Set("signal", signal)
+	}
+	return c.do(ctx, "DELETE", "/slurm/"+Version+"/job/"+strconv.FormatUint(uint64(id), 10), q, nil, nil)
+}
+
+// Update changes a held job's fields (hold/release, time limit, priority).
+func (c *Client) Update(ctx context.Context, id uint32, fields map[string]any) error {
+	return c.do(ctx, "POST", "/slurm/"+Version+"/job/"+strconv.FormatUint(uint64(id), 10), nil, fields, nil)
+}
