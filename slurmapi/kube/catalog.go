@@ -1,0 +1,127 @@
+package kube
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+// PartitionFrom reads a Partition object as a Slurm partition.
+func PartitionFrom(p *v1alpha1.Partition) slurmapi.Partition {
+	out := slurmapi.Partition{
+		Name: p.Name, GPUType: p.Spec.GPUModel, DefaultImage: p.Spec.DefaultImage,
+		Default: p.Spec.Default, AllowAccounts: p.Spec.AllowedAccounts, AllowQOS: p.Spec.AllowedQOS,
+		Priority: int(p.Spec.PriorityTier), NodeCount: int(p.Status.Nodes), State: "UP",
+	}
+	if p.Spec.DefaultTime != nil {
+		out.DefaultTime = p.Spec.DefaultTime.Duration
+	}
+	if p.Spec.MaxTime != nil {
+		out.MaxTime = p.Spec.MaxTime.Duration
+	}
+	if c := p.Status.Capacity; c.CPU != nil {
+		out.CPUs = int(c.CPU.Value())
+	}
+	if c := p.Status.Capacity; c.GPU != nil {
+		out.GPUs = int(c.GPU.Value())
+	}
+	if p.Status.Nodes > 0 && p.Status.SchedulableNodes == 0 {
+		out.State = "DOWN"
+	}
+	return out
+}
+
+// QOSFrom reads a QOS object as a Slurm QOS.
+func QOSFrom(q *v1alpha1.QOS) slurmapi.QOS {
+	out := slurmapi.QOS{Name: q.Name, Priority: int64(q.Spec.Priority), Preemptible: q.Spec.Preemptible, UsageFactor: 1}
+	switch q.Spec.PreemptMode {
+	case v1alpha1.PreemptCancel:
+		out.PreemptMode = "CANCEL"
+	default:
+		out.PreemptMode = "REQUEUE"
+	}
+	if f := q.Spec.UsageFactor; f != nil {
+		out.UsageFactor = f.AsApproximateFloat64()
+	}
+	l := q.Spec.Limits
+	if l.MaxWall != nil {
+		out.MaxWall = l.MaxWall.Duration
+	}
+	if l.MaxJobsPerUser != nil {
+		out.MaxJobsPerUser = int(*l.MaxJobsPerUser)
+	}
+	out.MaxTRESPerUser = tresString(l.MaxTRESPerUser)
+	out.GrpTRES = tresString(l.GrpTRES)
+	return out
+}
+
+// tresString writes resource amounts as a Slurm TRES string.
+func tresString(r *v1alpha1.ResourceAmounts) string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	if r.CPU != nil {
+		parts = append(parts, "cpu="+r.CPU.String())
+	}
+	if r.Memory != nil {
+		parts = append(parts, "mem="+r.Memory.String())
+	}
+	if r.GPU != nil {
+		parts = append(parts, "gres/gpu="+r.GPU.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// CatalogFrom builds the submission catalogue from the site's objects.
+// Jobs go to leaf Queues only; a Queue listing no users is open to all; a
+// user listed on exactly one Queue has it as default account (the rules
+// the Queue type documents).
+func CatalogFrom(parts []v1alpha1.Partition, queues []v1alpha1.Queue, qos []v1alpha1.QOS) *slurmapi.Catalog {
+	c := &slurmapi.Catalog{
+		Partitions:     map[string]*slurmapi.Partition{},
+		Accounts:       map[string]*slurmapi.Account{},
+		QOS:            map[string]*slurmapi.QOS{},
+		UserAccounts:   map[string][]string{},
+		DefaultAccount: map[string]string{},
+		OpenAccounts:   map[string]bool{},
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Name < parts[j].Name })
+	for i := range parts {
+		p := PartitionFrom(&parts[i])
+		c.Partitions[p.Name] = &p
+		if p.Default && c.DefaultPartition == "" {
+			c.DefaultPartition = p.Name
+		}
+	}
+	parent := map[string]bool{}
+	for i := range queues {
+		parent[queues[i].Spec.ParentQueue] = true
+	}
+	for i := range queues {
+		q := &queues[i]
+		c.Accounts[q.Name] = &slurmapi.Account{Name: q.Name, Parent: q.Spec.ParentQueue, Description: q.Name, Organization: q.Spec.ParentQueue}
+		if parent[q.Name] {
+			continue // not a leaf: no jobs
+		}
+		if len(q.Spec.Users) == 0 {
+			c.OpenAccounts[q.Name] = true
+		}
+		for _, u := range q.Spec.Users {
+			c.UserAccounts[u] = append(c.UserAccounts[u], q.Name)
+		}
+	}
+	for u, accts := range c.UserAccounts {
+		sort.Strings(accts)
+		if len(accts) == 1 {
+			c.DefaultAccount[u] = accts[0]
+		}
+	}
+	for i := range qos {
+		q := QOSFrom(&qos[i])
+		c.QOS[q.Name] = &q
+	}
+	return c
+}

@@ -1,0 +1,276 @@
+// Package kube translates between the Slurm API's internal model and the
+// Kubernetes objects Sluice stores it in: a submitted job becomes one
+// PodGroup (carrying the job description, no pods until it starts), a
+// PodGroup reads back as a Slurm job, and Partitions, Queues and QOS make
+// the Catalog submissions are validated against.
+package kube
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+// Namespace is where jobs charged to account run, unless the site maps
+// the account elsewhere.
+func Namespace(account string) string { return "slurm-" + account }
+
+// PodGroupName names the PodGroup of job id.
+func PodGroupName(id uint32) string { return "job-" + strconv.FormatUint(uint64(id), 10) }
+
+// memberName is the one member set of a Slurm job: its nodes.
+const memberName = "node"
+
+// PodGroupFor builds the PodGroup that stores a validated job: MinMember
+// and one member set of Nodes identical pods, each with the job's per-node
+// CPUs, memory and GPUs (or a GPU share), and the job description in
+// spec.slurm. Creating it is the job's only API write while it is pending.
+func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
+	idText := strconv.FormatUint(uint64(id), 10)
+	labels := map[string]string{v1alpha1.JobIDLabel: idText, v1alpha1.QueueLabel: d.Account}
+	if d.Partition != "" {
+		labels[v1alpha1.PartitionLabel] = d.Partition
+	}
+	member := v1alpha1.MemberSet{Name: memberName, Count: int32(d.Nodes), Resources: perNode(d)}
+	if d.GPUs.Fraction > 0 {
+		member.GPUSharing = &v1alpha1.GPUSharing{Fraction: fraction(d.GPUs.Fraction), Devices: 1}
+	}
+	return &v1alpha1.PodGroup{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup"},
+		ObjectMeta: metav1.ObjectMeta{Name: PodGroupName(id), Namespace: Namespace(d.Account), Labels: labels},
+		Spec: v1alpha1.PodGroupSpec{
+			MinMember: int32(d.Nodes),
+			Queue:     d.Account,
+			Partition: d.Partition,
+			QOS:       d.QOS,
+			Members:   []v1alpha1.MemberSet{member},
+			Slurm:     slurmJob(d),
+		},
+	}
+}
+
+// tasksPerNode is the tasks each node runs: as asked, or spread evenly
+// (rounded up, as Slurm's block distribution fills nodes).
+func tasksPerNode(d *slurmapi.JobDesc) int {
+	if d.TasksPerNode > 0 {
+		return d.TasksPerNode
+	}
+	return (d.Tasks + d.Nodes - 1) / d.Nodes
+}
+
+// gpusPerNode is the whole GPUs each node's pod requests.
+func gpusPerNode(d *slurmapi.JobDesc) int {
+	g := d.GPUs
+	switch {
+	case g.PerNode > 0:
+		return g.PerNode
+	case g.PerTask > 0:
+		return g.PerTask * tasksPerNode(d)
+	case g.PerJob > 0:
+		return (g.PerJob + d.Nodes - 1) / d.Nodes
+	}
+	return 0
+}
+
+func perNode(d *slurmapi.JobDesc) corev1.ResourceList {
+	cpus := tasksPerNode(d) * d.CPUsPerTask
+	rl := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(cpus), resource.DecimalSI)}
+	gpus := gpusPerNode(d)
+	var mib int64
+	switch {
+	case d.MemoryPerNode > 0:
+		mib = d.MemoryPerNode
+	case d.MemoryPerCPU > 0:
+		mib = d.MemoryPerCPU * int64(cpus)
+	case d.MemoryPerGPU > 0:
+		mib = d.MemoryPerGPU * int64(max(gpus, 1))
+	}
+	if mib > 0 {
+		rl[corev1.ResourceMemory] = *resource.NewQuantity(mib<<20, resource.BinarySI)
+	}
+	if gpus > 0 {
+		rl[v1alpha1.GPUResource] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	}
+	return rl
+}
+
+// fraction writes a GPU share as the CRD's pattern wants it: "0.25".
+func fraction(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1e4)/1e4, 'f', -1, 64)
+}
+
+func slurmJob(d *slurmapi.JobDesc) *v1alpha1.SlurmJob {
+	s := &v1alpha1.SlurmJob{
+		Name: d.Name, User: d.User, Script: d.Script,
+		Nodes: int32(d.Nodes), Tasks: int32(d.Tasks), CPUsPerTask: int32(d.CPUsPerTask),
+		Array: d.Array, Dependency: d.Dependency, Requeue: d.Requeue, Hold: d.Hold,
+		StandardOutput: d.Stdout, StandardError: d.Stderr, StandardInput: d.Stdin,
+		WorkingDirectory: d.WorkDir, Image: d.ContainerImage, Comment: d.Comment,
+	}
+	if d.TasksPerNode > 0 {
+		tpn := int32(d.TasksPerNode)
+		s.TasksPerNode = &tpn
+	}
+	if d.TimeLimit > 0 {
+		s.TimeLimit = &metav1.Duration{Duration: d.TimeLimit}
+	}
+	if mem, ok := perNode(d)[corev1.ResourceMemory]; ok {
+		s.MemoryPerNode = &mem
+	}
+	switch {
+	case d.GPUs.Fraction > 0:
+		q := resource.MustParse(fraction(d.GPUs.Fraction))
+		s.GPUsPerNode = &q
+	case gpusPerNode(d) > 0:
+		q := *resource.NewQuantity(int64(gpusPerNode(d)), resource.DecimalSI)
+		s.GPUsPerNode = &q
+	}
+	if len(d.Environment) > 0 {
+		s.Environment = make(map[string]string, len(d.Environment))
+		for _, kv := range d.Environment {
+			k, v, _ := strings.Cut(kv, "=")
+			s.Environment[k] = v
+		}
+	}
+	return s
+}
+
+
+// JobFromPodGroup reads a PodGroup as a Slurm job: a Slurm-submitted one
+// from its spec.slurm, a manifest workload from what its spec states.
+func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
+	id, err := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
+	if err != nil || id == 0 {
+		return slurmapi.Job{}, fmt.Errorf("PodGroup %s/%s has no valid %s label", pg.Namespace, pg.Name, v1alpha1.JobIDLabel)
+	}
+	j := slurmapi.Job{ID: uint32(id), SubmitTime: pg.CreationTimestamp.Time, Manifest: pg.Spec.Slurm == nil}
+	j.Desc = descFromPodGroup(pg)
+	j.State, j.Reason = jobState(pg)
+	if t := pg.Status.StartTime; t != nil {
+		j.StartTime = t.Time
+	}
+	if t := pg.Status.EndTime; t != nil {
+		j.EndTime = t.Time
+	}
+	j.NodeNames = pg.Status.Nodes
+	j.NodeList = slurmapi.HostList(pg.Status.Nodes)
+	if c := pg.Status.ExitCode; c != nil {
+		j.ExitCode = int(*c)
+	}
+	if s := pg.Spec.Slurm; s != nil && s.ArrayJobID != nil && s.ArrayTaskID != nil {
+		j.ArrayJobID = uint32(*s.ArrayJobID)
+		task := int(*s.ArrayTaskID)
+		j.ArrayTaskID = &task
+	}
+	j.CPUs, j.TRESReq = tres(pg)
+	if len(j.NodeNames) > 0 {
+		j.TRESAlloc = j.TRESReq
+	}
+	return j, nil
+}
+
+func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
+	d := slurmapi.JobDesc{
+		Name: pg.Namespace + "/" + pg.Name, Account: pg.Spec.Queue, Partition: pg.Spec.Partition,
+		QOS: pg.Spec.QOS, Nodes: int(pg.Spec.MinMember), Tasks: int(pg.Spec.MinMember), CPUsPerTask: 1,
+	}
+	if len(pg.Spec.Members) > 0 {
+		m := pg.Spec.Members[0]
+		if g, ok := m.Resources[v1alpha1.GPUResource]; ok {
+			d.GPUs.PerNode = int(g.Value())
+		}
+		if m.GPUSharing != nil && m.GPUSharing.Fraction != "" {
+			d.GPUs.Fraction, _ = strconv.ParseFloat(m.GPUSharing.Fraction, 64)
+		}
+		if mem, ok := m.Resources[corev1.ResourceMemory]; ok {
+			d.MemoryPerNode = mem.Value() >> 20
+		}
+	}
+	s := pg.Spec.Slurm
+	if s == nil {
+		return d
+	}
+	d.Name, d.User, d.Script = s.Name, s.User, s.Script
+	d.Nodes, d.Tasks, d.CPUsPerTask = int(s.Nodes), int(s.Tasks), int(s.CPUsPerTask)
+	if s.TasksPerNode != nil {
+		d.TasksPerNode = int(*s.TasksPerNode)
+	}
+	if s.TimeLimit != nil {
+		d.TimeLimit = s.TimeLimit.Duration
+	}
+	d.Array, d.Dependency, d.Requeue, d.Hold = s.Array, s.Dependency, s.Requeue, s.Hold
+	d.Stdout, d.Stderr, d.Stdin = s.StandardOutput, s.StandardError, s.StandardInput
+	d.WorkDir, d.ContainerImage, d.Comment = s.WorkingDirectory, s.Image, s.Comment
+	for k, v := range s.Environment {
+		d.Environment = append(d.Environment, k+"="+v)
+	}
+	sort.Strings(d.Environment)
+	return d
+}
+
+// jobState maps a PodGroup's phase to Slurm's job_state and reason.
+func jobState(pg *v1alpha1.PodGroup) ([]string, string) {
+	switch pg.Status.Phase {
+	case v1alpha1.PodGroupRunning:
+		return []string{"RUNNING"}, "None"
+	case v1alpha1.PodGroupSucceeded:
+		return []string{"COMPLETED"}, "None"
+	case v1alpha1.PodGroupFailed:
+		return []string{"FAILED"}, "NonZeroExitCode"
+	case v1alpha1.PodGroupCancelled:
+		return []string{"CANCELLED"}, "None"
+	case v1alpha1.PodGroupTimedOut:
+		return []string{"TIMEOUT"}, "TimeLimit"
+	case v1alpha1.PodGroupPreempted:
+		return []string{"PREEMPTED"}, "None"
+	}
+	state := []string{"PENDING"}
+	if pg.Status.Requeues > 0 {
+		state = append(state, "REQUEUED")
+	}
+	if pg.Spec.Slurm != nil && pg.Spec.Slurm.Hold {
+		return state, "JobHeldUser"
+	}
+	for _, c := range pg.Status.Conditions {
+		if c.Type == v1alpha1.PodGroupConditionScheduled && c.Status == metav1.ConditionFalse && c.Reason != "" {
+			return state, c.Reason
+		}
+	}
+	return state, "None"
+}
+
+// tres renders what the job asks for as Slurm's TRES string.
+func tres(pg *v1alpha1.PodGroup) (int, string) {
+	nodes := int64(pg.Spec.MinMember)
+	var cpus, memMiB, gpus int64
+	for _, m := range pg.Spec.Members {
+		n := int64(m.Count)
+		if c, ok := m.Resources[corev1.ResourceCPU]; ok {
+			cpus += n * c.Value()
+		}
+		if mem, ok := m.Resources[corev1.ResourceMemory]; ok {
+			memMiB += n * (mem.Value() >> 20)
+		}
+		if g, ok := m.Resources[v1alpha1.GPUResource]; ok {
+			gpus += n * g.Value()
+		}
+	}
+	s := fmt.Sprintf("cpu=%d", cpus)
+	if memMiB > 0 {
+		s += fmt.Sprintf(",mem=%dM", memMiB)
+	}
+	s += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
+	if gpus > 0 {
+		s += fmt.Sprintf(",gres/gpu=%d", gpus)
+	}
+	return int(cpus), s
+}

@@ -1,0 +1,218 @@
+package kube
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+// siteCatalog is the catalogue of the seed site `sluice dev` applies.
+func siteCatalog(t *testing.T) *slurmapi.Catalog {
+	t.Helper()
+	objs, err := examples.Objects(examples.Site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []v1alpha1.Partition
+	var queues []v1alpha1.Queue
+	var qos []v1alpha1.QOS
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *v1alpha1.Partition:
+			parts = append(parts, *v)
+		case *v1alpha1.Queue:
+			queues = append(queues, *v)
+		case *v1alpha1.QOS:
+			qos = append(qos, *v)
+		}
+	}
+	return CatalogFrom(parts, queues, qos)
+}
+
+func submit(t *testing.T, cat *slurmapi.Catalog, user, body string) (*slurmapi.JobDesc, *slurmapi.Error) {
+	t.Helper()
+	d, _, err := slurmapi.DecodeSubmission([]byte(body), user, cat, slurmapi.SubmitPolicy{ShardsPerGPU: 8}, time.Now())
+	return d, err
+}
+
+func TestSiteCatalog(t *testing.T) {
+	cat := siteCatalog(t)
+	if cat.DefaultPartition != "h100" || cat.DefaultAccount["alice"] != "nlp" || cat.DefaultAccount["bob"] != "vision" {
+		t.Fatalf("catalog defaults: partition %q, alice %q, bob %q", cat.DefaultPartition, cat.DefaultAccount["alice"], cat.DefaultAccount["bob"])
+	}
+	cases := []struct {
+		name, user, body, wantErr string
+	}{
+		{"alice 2x8 h100", "alice", `{"script":"#!/bin/bash\n#SBATCH -N2 --gres=gpu:h100:8\n","job":{}}`, ""},
+		{"bob on a100 by model", "bob", `{"script":"#!/bin/bash\n","job":{"partition":"a100","tres_per_node":"gres/gpu:a100:1"}}`, ""},
+		{"anyone in default", "carol", `{"script":"#!/bin/bash\n","job":{"account":"default"}}`, ""},
+		{"bob not in nlp", "bob", `{"script":"#!/bin/bash\n","job":{"account":"nlp"}}`, "not associated"},
+		{"no jobs on a parent queue", "alice", `{"script":"#!/bin/bash\n","job":{"account":"research"}}`, "not associated"},
+		{"type mismatch", "alice", `{"script":"#!/bin/bash\n","job":{"tres_per_node":"gres/gpu:a100:1"}}`, "H100-80GB"},
+		{"over partition max time", "alice", `{"script":"#!/bin/bash\n#SBATCH -t 3-00:00:00\n","job":{}}`, "exceeds partition"},
+	}
+	for _, tc := range cases {
+		_, err := submit(t, cat, tc.user, tc.body)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Description, tc.wantErr)):
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+func TestPodGroupFor(t *testing.T) {
+	cat := siteCatalog(t)
+	d, err := submit(t, cat, "alice", `{"script":"#!/bin/bash\n#SBATCH -J train -N2 --ntasks-per-node=8 -c 2 --gres=gpu:h100:8 --mem=64G\n#SBATCH --requeue -t 2:00:00 -o out-%j.txt\nsrun x\n","job":{"environment":["A=1"]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := PodGroupFor(d, 42)
+	if pg.Name != "job-42" || pg.Namespace != "slurm-nlp" || pg.Labels[v1alpha1.JobIDLabel] != "42" || pg.Labels[v1alpha1.QueueLabel] != "nlp" {
+		t.Errorf("metadata %+v", pg.ObjectMeta)
+	}
+	if pg.Spec.MinMember != 2 || pg.Spec.Queue != "nlp" || pg.Spec.Partition != "h100" || len(pg.Spec.Members) != 1 || pg.Spec.Members[0].Count != 2 {
+		t.Errorf("gang %+v", pg.Spec)
+	}
+	r := pg.Spec.Members[0].Resources
+	cpu, mem, gpu := r[corev1.ResourceCPU], r[corev1.ResourceMemory], r[v1alpha1.GPUResource]
+	if cpu.Value() != 16 || mem.Value() != 64<<30 || gpu.Value() != 8 {
+		t.Errorf("per-node resources cpu %s mem %s gpu %s", cpu.String(), mem.String(), gpu.String())
+	}
+	s := pg.Spec.Slurm
+	if s.Name != "train" || s.User != "alice" || s.TimeLimit.Duration != 2*time.Hour || !s.Requeue || s.StandardOutput != "out-%j.txt" ||
+		s.Environment["A"] != "1" || s.Image == "" || *s.TasksPerNode != 8 {
+		t.Errorf("slurm %+v", s)
+	}
+}
+
+func TestPodGroupForGPUVariants(t *testing.T) {
+	cat := siteCatalog(t)
+	cases := []struct {
+		name, body   string
+		gpus         int64
+		fraction     string
+		memPerNodeGi int64
+	}{
+		{"per task", `{"script":"#!/bin/sh\n#SBATCH -n 4 --gpus-per-task=1 --mem-per-gpu=10G\n","job":{}}`, 4, "", 40},
+		{"per job over 2 nodes", `{"script":"#!/bin/sh\n#SBATCH -N 2 --gpus=6\n","job":{}}`, 3, "", 0},
+		{"shard", `{"script":"#!/bin/sh\n#SBATCH --gres=shard:2\n","job":{}}`, 0, "0.25", 0},
+		{"mps", `{"script":"#!/bin/sh\n#SBATCH --gres=mps:30 --mem-per-cpu=1G -c 4\n","job":{}}`, 0, "0.3", 4},
+	}
+	for _, tc := range cases {
+		d, err := submit(t, cat, "alice", tc.body)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		m := PodGroupFor(d, 1).Spec.Members[0]
+		gpu := m.Resources[v1alpha1.GPUResource]
+		mem := m.Resources[corev1.ResourceMemory]
+		if gpu.Value() != tc.gpus || mem.Value() != tc.memPerNodeGi<<30 {
+			t.Errorf("%s: gpus %s mem %s", tc.name, gpu.String(), mem.String())
+		}
+		got := ""
+		if m.GPUSharing != nil {
+			got = m.GPUSharing.Fraction
+		}
+		if got != tc.fraction {
+			t.Errorf("%s: fraction %q, want %q", tc.name, got, tc.fraction)
+		}
+	}
+}
+
+func TestJobFromPodGroupRoundTrip(t *testing.T) {
+	cat := siteCatalog(t)
+	d, err := submit(t, cat, "alice", `{"script":"#!/bin/bash\n#SBATCH -J train -N2 --gres=gpu:h100:8 --array=0-3%2 -d afterok:7\n","job":{"environment":["B=2","A=1"]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := PodGroupFor(d, 42)
+	pg.CreationTimestamp = metav1.NewTime(time.Unix(1000, 0))
+	j, jerr := JobFromPodGroup(pg)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	want := *d
+	want.Environment = []string{"A=1", "B=2"}
+	// Fields the PodGroup does not carry.
+	want.GPUs = slurmapi.GPURequest{}
+	got := j.Desc
+	got.GPUs = slurmapi.GPURequest{}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip changed the job:\n got %+v\nwant %+v", got, want)
+	}
+	if j.ID != 42 || j.State[0] != "PENDING" || j.TRESReq != "cpu=2,node=2,billing=2,gres/gpu=16" || !j.SubmitTime.Equal(time.Unix(1000, 0)) {
+		t.Errorf("job %+v", j)
+	}
+}
+
+func TestJobStates(t *testing.T) {
+	exit := int32(3)
+	start := metav1.NewTime(time.Unix(2000, 0))
+	cases := []struct {
+		name   string
+		status v1alpha1.PodGroupStatus
+		hold   bool
+		state  []string
+		reason string
+	}{
+		{"new", v1alpha1.PodGroupStatus{}, false, []string{"PENDING"}, "None"},
+		{"waiting", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Conditions: []metav1.Condition{{Type: v1alpha1.PodGroupConditionScheduled, Status: metav1.ConditionFalse, Reason: "Resources"}}}, false, []string{"PENDING"}, "Resources"},
+		{"held", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending}, true, []string{"PENDING"}, "JobHeldUser"},
+		{"requeued", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Requeues: 1}, false, []string{"PENDING", "REQUEUED"}, "None"},
+		{"running", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, StartTime: &start, Nodes: []string{"gpu-2", "gpu-1"}}, false, []string{"RUNNING"}, "None"},
+		{"completed", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupSucceeded}, false, []string{"COMPLETED"}, "None"},
+		{"failed", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupFailed, ExitCode: &exit}, false, []string{"FAILED"}, "NonZeroExitCode"},
+		{"cancelled", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupCancelled}, false, []string{"CANCELLED"}, "None"},
+		{"timeout", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupTimedOut}, false, []string{"TIMEOUT"}, "TimeLimit"},
+		{"preempted", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPreempted}, false, []string{"PREEMPTED"}, "None"},
+	}
+	for _, tc := range cases {
+		pg := &v1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: "job-1", Namespace: "slurm-nlp", Labels: map[string]string{v1alpha1.JobIDLabel: "1"}},
+			Spec:       v1alpha1.PodGroupSpec{MinMember: 2, Queue: "nlp", Slurm: &v1alpha1.SlurmJob{User: "alice", Nodes: 2, Tasks: 2, CPUsPerTask: 1, Hold: tc.hold}},
+			Status:     tc.status,
+		}
+		j, err := JobFromPodGroup(pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(j.State, tc.state) || j.Reason != tc.reason {
+			t.Errorf("%s: %v/%s, want %v/%s", tc.name, j.State, j.Reason, tc.state, tc.reason)
+		}
+		if tc.name == "running" && (j.NodeList != "gpu-[1-2]" || !j.StartTime.Equal(start.Time)) {
+			t.Errorf("running: nodes %q start %v", j.NodeList, j.StartTime)
+		}
+		if tc.name == "failed" && j.ExitCode != 3 {
+			t.Errorf("failed: exit code %d", j.ExitCode)
+		}
+	}
+}
+
+func TestManifestPodGroupShowsAsJob(t *testing.T) {
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "pytorchjob-x", Namespace: "ml", Labels: map[string]string{v1alpha1.JobIDLabel: "77"}},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: 3, Queue: "vision"},
+		Status:     v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning},
+	}
+	j, err := JobFromPodGroup(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j.Manifest || j.ID != 77 || j.Desc.Name != "ml/pytorchjob-x" || j.Desc.Account != "vision" || j.Desc.Nodes != 3 || j.State[0] != "RUNNING" {
+		t.Errorf("manifest job %+v", j)
+	}
+	pg.Labels = nil
+	if _, err := JobFromPodGroup(pg); err == nil {
+		t.Error("a PodGroup without a job id was read as a job")
+	}
+}
