@@ -396,6 +396,19 @@ func (c *cycle) preempt(ji int32) bool {
 		return false
 	}
 	allowed := func(v int32) bool { return c.jobs[v].prio < js.prio }
+	// Free capacity plus everything the lower-priority jobs hold must cover the job, or no
+	// victim is worth looking at.
+	avail := c.parts[js.part].free
+	for _, v := range vqs[i].jobs {
+		if vj := &c.jobs[v]; allowed(v) && !vj.evicted && !vj.grew {
+			avail.add(vj.use)
+		}
+	}
+	for _, d := range governingDims(js.need) {
+		if js.need[d] > avail[d] {
+			return false
+		}
+	}
 	reason := func(v int32) string {
 		return fmt.Sprintf("preempted by higher-priority job %s (priority %d over %d) in queue %s",
 			js.job.ID, js.prio, c.jobs[v].prio, c.queues[js.queue].name)

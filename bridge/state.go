@@ -43,7 +43,7 @@ type cycle struct {
 	freedStamp []int
 	freedSeen  map[string][]failure
 	scratch    attempt
-	buf *buffers
+	buf        *buffers
 	// building is set while the snapshot's running work is applied: bucket order then must
 	// not depend on the order jobs were listed in.
 	building bool
