@@ -144,7 +144,6 @@ func slurmJob(d *slurmapi.JobDesc) *v1alpha1.SlurmJob {
 	return s
 }
 
-
 // JobFromPodGroup reads a PodGroup as a Slurm job: a Slurm-submitted one
 // from its spec.slurm, a manifest workload from what its spec states.
 func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
