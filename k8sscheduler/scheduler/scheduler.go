@@ -37,6 +37,7 @@ type Scheduler struct {
 	factory PodFactory
 	metrics *metrics
 	cache   *cache
+	core    bridge.Scheduler // reused by the cycle loop only
 	events  record.EventRecorder
 
 	work chan func(context.Context) // binds, evictions, creates and status writes
@@ -168,7 +169,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	began := time.Now()
 	snap, blocked := s.cache.snapshot(began)
 	snap.Config = s.cfg.Core
-	d := bridge.Schedule(snap)
+	d := s.core.Schedule(snap)
 	s.metrics.cycle.Observe(time.Since(began).Seconds())
 	s.apply(ctx, d, blocked, began)
 }
