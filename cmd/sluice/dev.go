@@ -93,10 +93,17 @@ Sluice is running on a local rig (%d nodes). In another terminal:
   export KUBECONFIG=%s
   kubectl get nodes -L nvidia.com/gpu.product,sluice.dev/partition
 
-REST API (slurmrestd-compatible): http://%s
+  export SLUICE_URL=http://%s      # the slurmrestd-compatible REST API
+`, len(mustNodes(spec)), rig.Kubeconfig, addr)
+	if err := printUserTokens(ctx, os.Stdout, rig.RESTConfig(), jwtKeyPath(cfg.StateDir)); err != nil {
+		fmt.Printf("  (no user tokens: %v)\n", err)
+	}
+	fmt.Printf(`
+  sluice sbatch examples/train.sh && sluice squeue
+
 Server log: %s
 Press Ctrl-C to stop everything.
-`, len(mustNodes(spec)), rig.Kubeconfig, addr, logFile.Name())
+`, logFile.Name())
 
 	select {
 	case <-ctx.Done():
