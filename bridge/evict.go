@@ -39,9 +39,9 @@ func (c *cycle) evictStaleGangs() {
 }
 
 // rescue gives every job still blocked for lack of capacity, in the order allocate
-// considered them, three chances that evict work: consolidation (moving preemptible jobs,
-// which keep running), reclaim (from queues over their fair share) and preemption (inside its
-// own queue, by priority).
+// considered them, four more chances: capacity that earlier evictions of this cycle left
+// over, consolidation (moving preemptible jobs, which keep running), reclaim (from queues over
+// their fair share) and preemption (inside its own queue, by priority).
 func (c *cycle) rescue() {
 	c.victims = make([][]victimQueue, len(c.parts))
 	c.freedStamp = make([]int, len(c.nodes))

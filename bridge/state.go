@@ -224,15 +224,14 @@ type jobState struct {
 }
 
 type groupReq struct {
-	name      string
-	base      vec // CPU and memory per task
-	ext       []extAmount
-	gpu       GPURequest
-	count     int32
-	running   int32
-	bound     int32 // tasks placed this cycle
-	names     []string
-	maxGPUMem int64 // partition device memory, for the GPU estimate of memory requests
+	name    string
+	base    vec // CPU and memory per task
+	ext     []extAmount
+	gpu     GPURequest
+	count   int32
+	running int32
+	bound   int32 // tasks placed this cycle
+	names   []string
 }
 
 type extAmount struct {
@@ -254,7 +253,6 @@ type placement struct {
 	live   bool
 	action Action
 	fresh  bool // made this cycle
-	after  bool // must wait for evictions
 }
 
 // nanos is a time in unix nanoseconds, 0 for the zero time; int64 keeps per-task state
