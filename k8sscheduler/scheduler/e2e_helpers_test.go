@@ -30,9 +30,8 @@ type env struct {
 	crs client.Client
 }
 
-// start installs the CRDs (once), makes a namespace and runs a scheduler for the test,
-// stopped (and waited for) when the test ends.
-func start(t *testing.T) *env {
+// setup installs the CRDs (once) and makes a namespace for the test.
+func setup(t *testing.T) *env {
 	t.Helper()
 	rig := e2e.Rig(t)
 	var err error
@@ -48,22 +47,34 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, rig: rig, ns: e2e.Namespace(t, rig), crs: crs}
+	return &env{t: t, rig: rig, ns: e2e.Namespace(t, rig), crs: crs}
+}
+
+// start is setup plus a running scheduler.
+func start(t *testing.T) *env {
+	e := setup(t)
+	e.run()
+	return e
+}
+
+// run starts a scheduler for the test, stopped (and waited for) when the test ends. Tests
+// that change partitions or nodes do so before, so the scheduler's first view has them.
+func (e *env) run() {
+	e.t.Helper()
 	s, err := New(Config{Period: 200 * time.Millisecond, PendingStatusDelay: 300 * time.Millisecond, QueueStatusPeriod: 500 * time.Millisecond},
-		rig.RESTConfig(), nil, nil)
+		e.rig.RESTConfig(), nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
+	e.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("scheduler Run: %v", err)
+			e.t.Errorf("scheduler Run: %v", err)
 		}
 	})
-	return e
 }
 
 func (e *env) create(obj client.Object) {

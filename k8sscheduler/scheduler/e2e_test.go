@@ -147,9 +147,10 @@ func TestReclaimForUnderQuotaQueue(t *testing.T) {
 
 // A binpack partition puts two pods on one node; a spread partition on two.
 func TestBinpackAndSpreadDiffer(t *testing.T) {
-	e := start(t)
+	e := setup(t)
 	e.partition("bp", v1alpha1.PlacementBinpack)
 	e.partition("sp", v1alpha1.PlacementSpread)
+	e.run()
 	e.queue("place-q", "", 0)
 	var bp, sp []string
 	for i := range 2 {
@@ -168,12 +169,13 @@ func TestBinpackAndSpreadDiffer(t *testing.T) {
 
 // A cordoned node gets nothing, even in a spread partition that would use it.
 func TestCordonedNodeGetsNothing(t *testing.T) {
-	e := start(t)
+	e := setup(t)
 	e.partition("cord", v1alpha1.PlacementSpread)
 	e.queue("cord-q", "", 0)
 	cordoned := cluster.NodeName("cord", 0)
 	setUnschedulable(t, e, cordoned, true)
 	t.Cleanup(func() { setUnschedulable(t, e, cordoned, false) })
+	e.run()
 	var pods []string
 	for i := range 3 {
 		pods = append(pods, e.group(fmt.Sprintf("c-%d", i), "cord-q", "cord", 1, "", 1, 1, nil)...)
