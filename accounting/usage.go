@@ -87,10 +87,21 @@ func (t TRESSeconds) add(alloc TRES, billing, seconds float64) {
 	}
 }
 
-// Usage is decayed, QOS-weighted use per user association, as of Now.
+// QueuePartition names a queue (account) in one partition: the unit the
+// scheduling core divides fair share by.
+type QueuePartition struct {
+	Queue     string
+	Partition string
+}
+
+// Usage is decayed, QOS-weighted use as of Now, per user association (for
+// sshare) and per queue and partition (for the core: convert gres/gpu to
+// GPUMilli x1000, cpu to CPUMilli x1000, mem MB to bytes, gres/gpumem MB to
+// MiB; only ratios between sibling queues matter to it).
 type Usage struct {
-	Now    time.Time
-	ByUser map[Assoc]TRESSeconds
+	Now     time.Time
+	ByUser  map[Assoc]TRESSeconds
+	ByQueue map[QueuePartition]TRESSeconds
 }
 
 // HistoricalUsage is what the scheduling core takes for fair share: decayed
@@ -125,7 +136,7 @@ func ComputeUsage(runs []RunUsage, cfg UsageConfig, now time.Time) (Usage, error
 	if err := cfg.validate(); err != nil {
 		return Usage{}, err
 	}
-	u := Usage{Now: now, ByUser: map[Assoc]TRESSeconds{}}
+	u := Usage{Now: now, ByUser: map[Assoc]TRESSeconds{}, ByQueue: map[QueuePartition]TRESSeconds{}}
 	h := cfg.halfLife()
 	for _, r := range runs {
 		end := r.End
@@ -150,6 +161,11 @@ func ComputeUsage(runs []RunUsage, cfg UsageConfig, now time.Time) (Usage, error
 			u.ByUser[key] = TRESSeconds{}
 		}
 		u.ByUser[key].add(r.Allocated, cfg.Billing(r.Allocated), secs)
+		qp := QueuePartition{Queue: r.Account, Partition: r.Partition}
+		if u.ByQueue[qp] == nil {
+			u.ByQueue[qp] = TRESSeconds{}
+		}
+		u.ByQueue[qp].add(r.Allocated, cfg.Billing(r.Allocated), secs)
 	}
 	return u, nil
 }

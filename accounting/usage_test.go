@@ -12,7 +12,7 @@ func TestComputeUsage(t *testing.T) {
 	hour := time.Hour
 	hs := hour.Seconds()
 	run := func(account, user, qos string, gpus float64, start, end time.Time) RunUsage {
-		return RunUsage{Run: Run{JobID: 1, Start: start, End: end}, Account: account, User: user, QOS: qos,
+		return RunUsage{Run: Run{JobID: 1, Start: start, End: end}, Account: account, User: user, QOS: qos, Partition: "h100",
 			Allocated: TRES{GPUs: gpus, CPUs: 4}}
 	}
 	cases := []struct {
@@ -72,7 +72,19 @@ func TestComputeUsage(t *testing.T) {
 					t.Errorf("%v: billing %.4f, want it equal to GPU-seconds %.4f", a, b, got)
 				}
 			}
+			perQueue := map[string]float64{}
+			for qp, used := range u.ByQueue {
+				if qp.Partition != "h100" {
+					t.Errorf("usage charged to partition %q, want the run's h100", qp.Partition)
+				}
+				perQueue[qp.Queue] += used[TRESGPU]
+			}
 			hist := u.Historical()
+			for a := range c.want {
+				if math.Abs(perQueue[a.Account]-hist[a.Account]) > 1e-9 {
+					t.Errorf("queue %s: %v GPU-seconds by partition, %v in total", a.Account, perQueue[a.Account], hist[a.Account])
+				}
+			}
 			for a, want := range c.want {
 				if math.Abs(hist[a.Account]-want) > 1e-3*math.Max(1, want) {
 					t.Errorf("historical usage of %s = %.4f, want %.4f", a.Account, hist[a.Account], want)
