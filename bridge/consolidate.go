@@ -2,11 +2,17 @@ package bridge
 
 import "fmt"
 
-// consolidate moves preemptible jobs to other nodes when the partition has room for the gang
-// in total but too fragmented: it empties the node closest to fitting, places the gang, then
-// places every moved job again elsewhere. It commits only if all of that succeeds.
+// consolidate moves preemptible jobs to other nodes when the partition has room for a
+// whole-GPU gang in total but too fragmented: it empties the node closest to fitting, places
+// the gang, then places every moved job again elsewhere. It commits only if all of that
+// succeeds. Fractions and CPU-only work pack well by themselves and never ask for it.
 func (c *cycle) consolidate(ji int32) bool {
 	js := &c.jobs[ji]
+	for gi := js.g0; gi < js.gn; gi++ {
+		if c.groups[gi].gpu.Kind != GPUWhole {
+			return false
+		}
+	}
 	ps := &c.parts[js.part]
 	budget := c.s.Config.MaxConsolidations
 	if budget <= 0 {
@@ -54,38 +60,29 @@ func (c *cycle) indexPlacements() {
 	}
 }
 
-// moveCandidate picks the smallest movable job on the node that is closest to holding the
-// gang's next task without holding it yet; -1 when there is none.
+// moveCandidate picks the smallest movable job on the node closest to holding the gang's
+// next task without holding it yet (the most free devices below what the task needs); -1
+// when there is none.
 func (c *cycle) moveCandidate(ji int32) int32 {
 	js := &c.jobs[ji]
-	g := &c.groups[js.g0]
-	for gi := js.g0; gi < js.gn; gi++ {
-		if c.groups[gi].running+c.groups[gi].bound < c.groups[gi].count {
-			g = &c.groups[gi]
-			break
+	gi := js.g0
+	for c.groups[gi].running+c.groups[gi].bound >= c.groups[gi].count && gi+1 < js.gn {
+		gi++
+	}
+	g := &c.groups[gi]
+	p := &c.parts[js.part]
+	for b := min(g.gpu.Devices-1, int32(len(p.whole.lists)-1)); b >= 0; b-- {
+		for _, n := range p.whole.lists[b] {
+			nd := &c.nodes[n]
+			if (nd.reservedBy >= 0 && nd.reservedBy != ji) || !c.couldEverHold(nd, g, js.job.NodeSelector) {
+				continue
+			}
+			if v := c.smallestMovable(n, ji); v >= 0 {
+				return v
+			}
 		}
 	}
-	bestFree, victim := int64(-1), int32(-1)
-	for _, n := range c.parts[js.part].nodes {
-		nd := &c.nodes[n]
-		if !c.couldEverHold(nd, g, js.job.NodeSelector) || (nd.reservedBy >= 0 && nd.reservedBy != ji) {
-			continue
-		}
-		if c.gpuFits(nd, g) && g.base[DimCPU] <= nd.free[DimCPU] && g.base[DimMemory] <= nd.free[DimMemory] {
-			continue // it fits here already; something else blocks the gang
-		}
-		free := nd.free[DimGPU]
-		if g.gpu.Kind == GPUNone {
-			free = nd.free[DimCPU]
-		}
-		if free <= bestFree {
-			continue
-		}
-		if v := c.smallestMovable(n, ji); v >= 0 {
-			bestFree, victim = free, v
-		}
-	}
-	return victim
+	return -1
 }
 
 // smallestMovable is the preemptible job with a task on node n that holds the least.
