@@ -5,7 +5,9 @@ package bridge
 type Decisions struct {
 	Binds     []Bind     `json:"binds,omitempty"`
 	Evictions []Eviction `json:"evictions,omitempty"`
-	// Pending has one entry for every job that still has tasks to place after this cycle.
+	// Pending has one entry for every job that has nothing running and is not started by
+	// this cycle, in the order the cycle considered them (jobs it could not consider at all
+	// last, by id).
 	Pending []Pending `json:"pending,omitempty"`
 	// Shares is the fair-share standing of every queue in every partition where it has
 	// quota, work or demand, ordered by partition then queue.

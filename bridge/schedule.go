@@ -34,12 +34,13 @@ func (sc *Scheduler) Schedule(s *Snapshot) *Decisions {
 	return c.d
 }
 
-// reportPending explains every job that still waits: those considered, in the order they
-// were, then those that could not be considered at all, by id.
+// reportPending explains every job that still waits with nothing running: those considered,
+// in the order they were, then those that could not be considered at all, by id. (A running
+// gang that could not grow is running, not pending.)
 func (c *cycle) reportPending() {
 	for _, ji := range c.order {
 		js := &c.jobs[ji]
-		if js.code != "" {
+		if js.code != "" && js.running == 0 {
 			c.d.Pending = append(c.d.Pending, Pending{Job: js.job.ID, Code: js.code, Reason: js.reason})
 		}
 	}
