@@ -1,0 +1,312 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+// Options configure the Kubernetes backend.
+type Options struct {
+	// Namespace holds the job id counter; default "sluice-system".
+	Namespace string
+	// IDBlock is how many job ids one counter update reserves; default 100.
+	IDBlock uint32
+	// CatalogTTL is how long a catalogue snapshot serves submissions
+	// before the Partitions, Queues and QOS are listed again; default 1s.
+	CatalogTTL time.Duration
+}
+
+// Backend implements the Slurm API's job and cluster side on Kubernetes.
+// Accounting reads (sacct, sshare) and sacctmgr writes belong to the
+// accounting ledger and answer 501 here until it is wired in.
+type Backend struct {
+	c    client.Client
+	ids  *JobIDs
+	opts Options
+
+	nsMu    sync.Mutex
+	nsReady map[string]bool
+
+	catMu   sync.Mutex
+	catalog *slurmapi.Catalog
+	catAt   time.Time
+}
+
+// Scheme has the core types and Sluice's scheduling types.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New connects a backend to the cluster of cfg.
+func New(cfg *rest.Config, opts Options) (*Backend, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = "sluice-system"
+	}
+	if opts.IDBlock == 0 {
+		opts.IDBlock = 100
+	}
+	if opts.CatalogTTL == 0 {
+		opts.CatalogTTL = time.Second
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}, nil
+}
+
+// Submit allocates a job id and creates the job's PodGroup in its
+// account's namespace (created on first use). The PodGroup is the only
+// object of a pending job.
+func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (slurmapi.SubmitResult, error) {
+	if err := b.ensureNamespace(ctx, Namespace(d.Account)); err != nil {
+		return slurmapi.SubmitResult{}, err
+	}
+	id, err := b.ids.Next(ctx)
+	if err != nil {
+		return slurmapi.SubmitResult{}, err
+	}
+	if err := b.c.Create(ctx, PodGroupFor(d, id)); err != nil {
+		if apierrors.IsInvalid(err) {
+			return slurmapi.SubmitResult{}, slurmapi.BadRequest(slurmapi.ErrRestInvalidJobs, "job", "the cluster refused the job: %v", err)
+		}
+		return slurmapi.SubmitResult{}, fmt.Errorf("create PodGroup for job %d: %w", id, err)
+	}
+	return slurmapi.SubmitResult{JobID: id, StepID: "batch"}, nil
+}
+
+func (b *Backend) ensureNamespace(ctx context.Context, name string) error {
+	b.nsMu.Lock()
+	ready := b.nsReady[name]
+	b.nsMu.Unlock()
+	if ready {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice"}}}
+	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	b.nsMu.Lock()
+	b.nsReady[name] = true
+	b.nsMu.Unlock()
+	return nil
+}
+
+// podGroups lists the PodGroups that carry a job id, optionally one id.
+func (b *Backend) podGroups(ctx context.Context, id uint32) ([]v1alpha1.PodGroup, error) {
+	var list v1alpha1.PodGroupList
+	var sel client.ListOption = client.HasLabels{v1alpha1.JobIDLabel}
+	if id != 0 {
+		sel = client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
+	}
+	if err := b.c.List(ctx, &list, sel); err != nil {
+		return nil, fmt.Errorf("list PodGroups: %w", err)
+	}
+	return list.Items, nil
+}
+
+// Jobs lists Slurm-submitted and manifest workloads alike.
+func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Job, error) {
+	var id uint32
+	if len(f.IDs) == 1 {
+		id = f.IDs[0]
+	}
+	pgs, err := b.podGroups(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]slurmapi.Job, 0, len(pgs))
+	for i := range pgs {
+		j, err := JobFromPodGroup(&pgs[i])
+		if err != nil || !matches(f, &j) {
+			continue // a group with a broken id label is not a job
+		}
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b slurmapi.Job) int { return int(a.ID) - int(b.ID) })
+	return out, nil
+}
+
+func matches(f slurmapi.JobFilter, j *slurmapi.Job) bool {
+	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+	return (len(f.IDs) == 0 || slices.Contains(f.IDs, j.ID)) && in(f.Users, j.Desc.User) &&
+		in(f.Accounts, j.Desc.Account) && in(f.Partitions, j.Desc.Partition) && in(f.States, j.State[0])
+}
+
+// Job returns one job, 404 if no PodGroup has its id.
+func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
+	pg, err := b.podGroup(ctx, id)
+	if err != nil {
+		return slurmapi.Job{}, err
+	}
+	return JobFromPodGroup(pg)
+}
+
+func (b *Backend) podGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, error) {
+	pgs, err := b.podGroups(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(pgs) == 0 {
+		return nil, slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d does not exist", id)
+	}
+	return &pgs[0], nil
+}
+
+// slurmGroup loads a Slurm-submitted job's PodGroup for a change.
+func (b *Backend) slurmGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, error) {
+	pg, err := b.podGroup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if pg.Spec.Slurm == nil {
+		return nil, slurmapi.BadRequest(slurmapi.ErrNotSupported, "job_id",
+			"job %d is the Kubernetes workload %s/%s; change it with kubectl", id, pg.Namespace, pg.Name)
+	}
+	return pg, nil
+}
+
+// UpdateJob changes hold, time limit, name or comment in spec.slurm.
+func (b *Backend) UpdateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate) error {
+	if u.Priority != nil {
+		return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, "priority",
+			"setting a job's priority is not supported; use a QOS")
+	}
+	pg, err := b.slurmGroup(ctx, id)
+	if err != nil {
+		return err
+	}
+	s := pg.Spec.Slurm
+	if u.Hold != nil {
+		if *u.Hold && pg.Status.Phase != "" && pg.Status.Phase != v1alpha1.PodGroupPending {
+			return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "hold", "job %d is %s; only pending jobs can be held", id, pg.Status.Phase)
+		}
+		s.Hold = *u.Hold
+	}
+	if u.TimeLimit != nil {
+		if *u.TimeLimit < 0 {
+			s.TimeLimit = nil
+		} else {
+			s.TimeLimit = &metav1.Duration{Duration: *u.TimeLimit}
+		}
+	}
+	if u.Name != nil {
+		s.Name = *u.Name
+	}
+	if u.Comment != nil {
+		s.Comment = *u.Comment
+	}
+	return b.update(ctx, pg)
+}
+
+func (b *Backend) update(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	return refusal(b.c.Update(ctx, pg), pg)
+}
+
+func (b *Backend) updateStatus(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	return refusal(b.c.Status().Update(ctx, pg), pg)
+}
+
+// refusal words an API server's refusal of a change for the client.
+func refusal(err error, pg *v1alpha1.PodGroup) error {
+	switch {
+	case apierrors.IsConflict(err):
+		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrRestBadRequest, "job_id", "job %s changed meanwhile; try again", pg.Labels[v1alpha1.JobIDLabel])
+	case apierrors.IsInvalid(err):
+		return slurmapi.BadRequest(slurmapi.ErrRestInvalidJobs, "job", "the cluster refused the change: %v", err)
+	}
+	return err
+}
+
+func finished(p v1alpha1.PodGroupPhase) bool {
+	switch p {
+	case v1alpha1.PodGroupSucceeded, v1alpha1.PodGroupFailed, v1alpha1.PodGroupCancelled, v1alpha1.PodGroupTimedOut, v1alpha1.PodGroupPreempted:
+		return true
+	}
+	return false
+}
+
+// SignalJob cancels a job (KILL, TERM, INT): its PodGroup is marked
+// Cancelled and its pods are deleted. Other signals are not delivered.
+func (b *Backend) SignalJob(ctx context.Context, id uint32, req slurmapi.CancelRequest) error {
+	switch req.Signal {
+	case 2, 9, 15:
+	default:
+		return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, "signal",
+			"only cancelling (KILL, TERM, INT) is supported; signal %d is not delivered to pods", req.Signal)
+	}
+	pg, err := b.slurmGroup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if finished(pg.Status.Phase) {
+		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "job_id", "job %d already ended (%s)", id, pg.Status.Phase)
+	}
+	now := metav1.Now()
+	pg.Status.Phase, pg.Status.EndTime = v1alpha1.PodGroupCancelled, &now
+	if err := b.updateStatus(ctx, pg); err != nil {
+		return err
+	}
+	return b.deletePods(ctx, pg)
+}
+
+func (b *Backend) deletePods(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	err := b.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(pg.Namespace),
+		client.MatchingLabels{v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel]})
+	if err != nil {
+		return fmt.Errorf("delete pods of job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
+	}
+	return nil
+}
+
+// RequeueJob returns a started or finished job to PENDING: its pods go,
+// its group is Pending again with one more requeue, held if asked.
+func (b *Backend) RequeueJob(ctx context.Context, id uint32, hold bool) error {
+	pg, err := b.slurmGroup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if pg.Status.Phase == "" || pg.Status.Phase == v1alpha1.PodGroupPending {
+		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrRestBadRequest, "job_id", "job %d is pending; only started or finished jobs can be requeued", id)
+	}
+	if hold != pg.Spec.Slurm.Hold {
+		pg.Spec.Slurm.Hold = hold
+		if err := b.update(ctx, pg); err != nil {
+			return err
+		}
+	}
+	if err := b.deletePods(ctx, pg); err != nil {
+		return err
+	}
+	pg.Status.Phase, pg.Status.StartTime, pg.Status.EndTime, pg.Status.Nodes = v1alpha1.PodGroupPending, nil, nil, nil
+	pg.Status.ExitCode = nil
+	pg.Status.Requeues++
+	return b.updateStatus(ctx, pg)
+}

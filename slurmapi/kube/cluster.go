@@ -1,0 +1,229 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+// Catalog returns a snapshot of Partitions, Queues and QOS at most
+// CatalogTTL old, so submissions cost no reads of their own.
+func (b *Backend) Catalog(ctx context.Context) (*slurmapi.Catalog, error) {
+	b.catMu.Lock()
+	defer b.catMu.Unlock()
+	if b.catalog != nil && time.Since(b.catAt) < b.opts.CatalogTTL {
+		return b.catalog, nil
+	}
+	parts, queues, qos, err := b.site(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.catalog, b.catAt = CatalogFrom(parts, queues, qos), time.Now()
+	return b.catalog, nil
+}
+
+func (b *Backend) site(ctx context.Context) ([]v1alpha1.Partition, []v1alpha1.Queue, []v1alpha1.QOS, error) {
+	var parts v1alpha1.PartitionList
+	var queues v1alpha1.QueueList
+	var qos v1alpha1.QOSList
+	if err := b.c.List(ctx, &parts); err != nil {
+		return nil, nil, nil, fmt.Errorf("list Partitions: %w", err)
+	}
+	if err := b.c.List(ctx, &queues); err != nil {
+		return nil, nil, nil, fmt.Errorf("list Queues: %w", err)
+	}
+	if err := b.c.List(ctx, &qos); err != nil {
+		return nil, nil, nil, fmt.Errorf("list QOS: %w", err)
+	}
+	return parts.Items, queues.Items, qos.Items, nil
+}
+
+// Nodes shows every Kubernetes node as a Slurm node, with GPUs from the
+// GPU Operator's labels and allocatable, allocation from bound pods.
+func (b *Backend) Nodes(ctx context.Context) ([]slurmapi.Node, error) {
+	var nodes corev1.NodeList
+	if err := b.c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list Nodes: %w", err)
+	}
+	var pods corev1.PodList
+	if err := b.c.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("list Pods: %w", err)
+	}
+	var parts v1alpha1.PartitionList
+	if err := b.c.List(ctx, &parts); err != nil {
+		return nil, fmt.Errorf("list Partitions: %w", err)
+	}
+	used := podUsage(pods.Items)
+	out := make([]slurmapi.Node, 0, len(nodes.Items))
+	for i := range nodes.Items {
+		out = append(out, NodeFrom(&nodes.Items[i], used[nodes.Items[i].Name], parts.Items))
+	}
+	return out, nil
+}
+
+// usage is what the running pods on one node request.
+type usage struct {
+	cpuMilli, memBytes, gpus int64
+}
+
+func podUsage(pods []corev1.Pod) map[string]usage {
+	out := map[string]usage{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		u := out[p.Spec.NodeName]
+		for _, c := range p.Spec.Containers {
+			u.cpuMilli += c.Resources.Requests.Cpu().MilliValue()
+			u.memBytes += c.Resources.Requests.Memory().Value()
+			if g, ok := c.Resources.Requests[v1alpha1.GPUResource]; ok {
+				u.gpus += g.Value()
+			}
+		}
+		out[p.Spec.NodeName] = u
+	}
+	return out
+}
+
+// NodeFrom reads a Node as a Slurm node: state IDLE, MIXED or ALLOCATED
+// from its allocation, DOWN when not Ready, plus DRAIN when cordoned or
+// quarantined (the taint's value is the reason).
+func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node {
+	cpus := int(n.Status.Allocatable.Cpu().Value())
+	gpus, _ := n.Status.Allocatable[v1alpha1.GPUResource]
+	out := slurmapi.Node{
+		Name: n.Name, CPUs: cpus, AllocCPUs: int((u.cpuMilli + 999) / 1000),
+		MemoryMiB: n.Status.Allocatable.Memory().Value() >> 20, AllocMiB: u.memBytes >> 20,
+		Arch: n.Status.NodeInfo.Architecture, OS: n.Status.NodeInfo.OperatingSystem,
+		BootTime: n.CreationTimestamp.Time,
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			out.Address = a.Address
+		}
+	}
+	if total := gpus.Value(); total > 0 {
+		model := strings.ToLower(n.Labels[v1alpha1.GPUProductLabel])
+		if model == "" {
+			model = "gpu"
+		}
+		out.GRES = fmt.Sprintf("gpu:%s:%d", model, total)
+		out.GRESUsed = fmt.Sprintf("gpu:%s:%d", model, u.gpus)
+	}
+	state := "IDLE"
+	switch {
+	case !ready(n):
+		state = "DOWN"
+		out.Reason = "Not responding"
+	case u.gpus > 0 && u.gpus >= gpus.Value(), cpus > 0 && out.AllocCPUs >= cpus:
+		state = "ALLOCATED"
+	case u.cpuMilli > 0 || u.gpus > 0:
+		state = "MIXED"
+	}
+	out.State = []string{state}
+	for _, t := range n.Spec.Taints {
+		if t.Key == v1alpha1.QuarantineTaint {
+			out.State = append(out.State, "DRAIN")
+			out.Reason, out.ReasonUser = t.Value, "sluice"
+			if t.TimeAdded != nil {
+				out.ReasonTime = t.TimeAdded.Time
+			}
+		}
+	}
+	if n.Spec.Unschedulable && len(out.State) == 1 {
+		out.State = append(out.State, "DRAIN")
+		if out.Reason == "" {
+			out.Reason = "cordoned"
+		}
+	}
+	for i := range parts {
+		if labels.SelectorFromSet(parts[i].Spec.NodeSelector).Matches(labels.Set(n.Labels)) {
+			out.Partitions = append(out.Partitions, parts[i].Name)
+		}
+	}
+	return out
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Partitions shows Partition objects with their node lists.
+func (b *Backend) Partitions(ctx context.Context) ([]slurmapi.Partition, error) {
+	var parts v1alpha1.PartitionList
+	if err := b.c.List(ctx, &parts); err != nil {
+		return nil, fmt.Errorf("list Partitions: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := b.c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list Nodes: %w", err)
+	}
+	out := make([]slurmapi.Partition, 0, len(parts.Items))
+	for i := range parts.Items {
+		p := PartitionFrom(&parts.Items[i])
+		sel := labels.SelectorFromSet(parts.Items[i].Spec.NodeSelector)
+		var names []string
+		for j := range nodes.Items {
+			if sel.Matches(labels.Set(nodes.Items[j].Labels)) {
+				names = append(names, nodes.Items[j].Name)
+			}
+		}
+		p.Nodes, p.NodeCount = slurmapi.HostList(names), len(names)
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Diag counts jobs by state from the PodGroups.
+func (b *Backend) Diag(ctx context.Context) (slurmapi.Diag, error) {
+	jobs, err := b.Jobs(ctx, slurmapi.JobFilter{})
+	if err != nil {
+		return slurmapi.Diag{}, err
+	}
+	d := slurmapi.Diag{JobsSubmitted: int64(len(jobs))}
+	for _, j := range jobs {
+		switch j.State[0] {
+		case "PENDING":
+			d.JobsPending++
+		case "RUNNING":
+			d.JobsRunning++
+			d.JobsStarted++
+		case "COMPLETED":
+			d.JobsCompleted++
+			d.JobsStarted++
+		case "CANCELLED":
+			d.JobsCanceled++
+		case "FAILED", "TIMEOUT":
+			d.JobsFailed++
+			d.JobsStarted++
+		}
+	}
+	return d, nil
+}
+
+// needsLedger answers what belongs to the accounting ledger.
+func needsLedger(what string) error {
+	return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, what,
+		"%s comes from the accounting ledger, which this server is not connected to", what)
+}
+
+// Shares is sshare: fair-share standing lives in the accounting ledger.
+func (b *Backend) Shares(ctx context.Context, accounts, users []string) ([]slurmapi.Share, error) {
+	return nil, needsLedger("shares")
+}

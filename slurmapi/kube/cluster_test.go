@@ -1,0 +1,73 @@
+package kube
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+func gpuNode(name string, readyStatus corev1.ConditionStatus, taints []corev1.Taint, cordoned bool) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			v1alpha1.PartitionLabel: "h100", v1alpha1.GPUProductLabel: "NVIDIA-H100-80GB-HBM3"}},
+		Spec: corev1.NodeSpec{Taints: taints, Unschedulable: cordoned},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"),
+				v1alpha1.GPUResource: resource.MustParse("8"),
+			},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: readyStatus}},
+		},
+	}
+}
+
+func TestNodeFrom(t *testing.T) {
+	parts := []v1alpha1.Partition{
+		{ObjectMeta: metav1.ObjectMeta{Name: "h100"}, Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: "h100"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a100"}, Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: "a100"}}},
+	}
+	quarantine := []corev1.Taint{{Key: v1alpha1.QuarantineTaint, Value: "XID 79", Effect: corev1.TaintEffectNoSchedule}}
+	cases := []struct {
+		name   string
+		node   *corev1.Node
+		use    usage
+		state  []string
+		reason string
+		used   string
+	}{
+		{"idle", gpuNode("n1", corev1.ConditionTrue, nil, false), usage{}, []string{"IDLE"}, "", "gpu:nvidia-h100-80gb-hbm3:0"},
+		{"mixed", gpuNode("n1", corev1.ConditionTrue, nil, false), usage{cpuMilli: 4000, gpus: 2}, []string{"MIXED"}, "", "gpu:nvidia-h100-80gb-hbm3:2"},
+		{"all GPUs taken", gpuNode("n1", corev1.ConditionTrue, nil, false), usage{cpuMilli: 1000, gpus: 8}, []string{"ALLOCATED"}, "", "gpu:nvidia-h100-80gb-hbm3:8"},
+		{"not ready", gpuNode("n1", corev1.ConditionFalse, nil, false), usage{}, []string{"DOWN"}, "Not responding", "gpu:nvidia-h100-80gb-hbm3:0"},
+		{"quarantined", gpuNode("n1", corev1.ConditionTrue, quarantine, false), usage{gpus: 1}, []string{"MIXED", "DRAIN"}, "XID 79", "gpu:nvidia-h100-80gb-hbm3:1"},
+		{"cordoned", gpuNode("n1", corev1.ConditionTrue, nil, true), usage{}, []string{"IDLE", "DRAIN"}, "cordoned", "gpu:nvidia-h100-80gb-hbm3:0"},
+	}
+	for _, tc := range cases {
+		n := NodeFrom(tc.node, tc.use, parts)
+		if !reflect.DeepEqual(n.State, tc.state) || n.Reason != tc.reason || n.GRESUsed != tc.used {
+			t.Errorf("%s: state %v reason %q used %q", tc.name, n.State, n.Reason, n.GRESUsed)
+		}
+		if n.GRES != "gpu:nvidia-h100-80gb-hbm3:8" || n.CPUs != 64 || n.MemoryMiB != 512<<10 || !reflect.DeepEqual(n.Partitions, []string{"h100"}) {
+			t.Errorf("%s: inventory %+v", tc.name, n)
+		}
+	}
+}
+
+func TestPodUsageCountsBoundLivePods(t *testing.T) {
+	pod := func(node string, phase corev1.PodPhase, gpus string) corev1.Pod {
+		return corev1.Pod{
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("500m"), v1alpha1.GPUResource: resource.MustParse(gpus)}}}}},
+			Status: corev1.PodStatus{Phase: phase},
+		}
+	}
+	u := podUsage([]corev1.Pod{pod("n1", corev1.PodRunning, "2"), pod("n1", corev1.PodPending, "1"), pod("n1", corev1.PodSucceeded, "4"), pod("", corev1.PodPending, "8")})
+	if got := u["n1"]; got.gpus != 3 || got.cpuMilli != 1000 || len(u) != 1 {
+		t.Errorf("usage %+v", u)
+	}
+}

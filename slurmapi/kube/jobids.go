@@ -1,0 +1,88 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// counterKey is the ConfigMap key holding the next unreserved job id.
+const counterKey = "next"
+
+// JobIDs hands out job ids from a counter in a ConfigMap. Ids are reserved
+// in blocks with an optimistic-concurrency update (resourceVersion), so a
+// submission costs no extra API write except once per block, several
+// servers never hand out the same id, and an id once returned is never
+// reused after a restart (the unused rest of a block is skipped, leaving a
+// gap, as Slurm's own ids may have).
+type JobIDs struct {
+	c         client.Client
+	key       client.ObjectKey
+	block     uint32
+	mu        sync.Mutex
+	next, end uint32
+}
+
+// NewJobIDs counts in ConfigMap namespace/name, reserving block ids at a time.
+func NewJobIDs(c client.Client, namespace, name string, block uint32) *JobIDs {
+	return &JobIDs{c: c, key: client.ObjectKey{Namespace: namespace, Name: name}, block: max(block, 1)}
+}
+
+// Next returns a fresh job id.
+func (j *JobIDs) Next(ctx context.Context) (uint32, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.next == j.end {
+		start, err := j.reserve(ctx)
+		if err != nil {
+			return 0, err
+		}
+		j.next, j.end = start, start+j.block
+	}
+	id := j.next
+	j.next++
+	return id, nil
+}
+
+// reserve moves the stored counter one block on and returns the block's
+// first id, retrying when another server moved it first.
+func (j *JobIDs) reserve(ctx context.Context) (uint32, error) {
+	for attempt := 0; attempt < 20; attempt++ {
+		var cm corev1.ConfigMap
+		err := j.c.Get(ctx, j.key, &cm)
+		if apierrors.IsNotFound(err) {
+			cm = corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: j.key.Namespace, Name: j.key.Name},
+				Data:       map[string]string{counterKey: strconv.FormatUint(uint64(1+j.block), 10)},
+			}
+			if err := j.c.Create(ctx, &cm); err == nil {
+				return 1, nil
+			} else if !apierrors.IsAlreadyExists(err) {
+				return 0, fmt.Errorf("create job id counter: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read job id counter: %w", err)
+		}
+		start, err := strconv.ParseUint(cm.Data[counterKey], 10, 32)
+		if err != nil || start == 0 || start+uint64(j.block) > 1<<32-1 {
+			return 0, fmt.Errorf("job id counter %s holds %q, not a usable id", j.key, cm.Data[counterKey])
+		}
+		cm.Data[counterKey] = strconv.FormatUint(start+uint64(j.block), 10)
+		err = j.c.Update(ctx, &cm) // carries resourceVersion: fails if moved meanwhile
+		if err == nil {
+			return uint32(start), nil
+		}
+		if !apierrors.IsConflict(err) {
+			return 0, fmt.Errorf("reserve job ids: %w", err)
+		}
+	}
+	return 0, fmt.Errorf("reserve job ids: counter %s kept changing", j.key)
+}
