@@ -1,8 +1,10 @@
-// Package kube translates between the Slurm API's internal model and the
-// Kubernetes objects Sluice stores it in: a submitted job becomes one
-// PodGroup (carrying the job description, no pods until it starts), a
-// PodGroup reads back as a Slurm job, and Partitions, Queues and QOS make
-// the Catalog submissions are validated against.
+// Package kube is the Slurm API's Backend on Kubernetes. A submitted job
+// becomes one PodGroup (carrying the job description, no pods until the
+// scheduler starts it) with an id from a block-reserved ConfigMap counter;
+// PodGroups read back as Slurm jobs (manifest workloads too); Nodes,
+// Partitions, Queues and QOS become sinfo's nodes and partitions, the
+// catalogue submissions are validated against, and sacctmgr's accounts,
+// associations and QOS.
 package kube
 
 import (
