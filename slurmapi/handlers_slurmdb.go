@@ -397,6 +397,13 @@ func handleClusters(s *Server, c *call) (map[string]any, error) {
 	return map[string]any{"clusters": []any{renderCluster(s.cluster())}}, nil
 }
 
+func handleCluster(s *Server, c *call) (map[string]any, error) {
+	if name := c.vars["cluster_name"]; name != s.cfg.ClusterName {
+		return nil, NotFound(ErrRestEmptyResult, "cluster_name", "cluster %q does not exist; this is %q", name, s.cfg.ClusterName)
+	}
+	return handleClusters(s, c)
+}
+
 // handleDBConfig is `sacctmgr dump`: everything the accounting side knows.
 func handleDBConfig(s *Server, c *call) (map[string]any, error) {
 	parts := map[string]func() (map[string]any, error){

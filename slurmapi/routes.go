@@ -41,6 +41,8 @@ var routes = []route{
 	{"slurmdb", "/users", http.MethodPost, handlePostUsers, true},
 	{"slurmdb", "/user/{name}", http.MethodGet, handleUser, true},
 	{"slurmdb", "/tres", http.MethodGet, handleTRES, true},
+	{"slurmdb", "/association", http.MethodGet, handleAssociations, true},
 	{"slurmdb", "/clusters", http.MethodGet, handleClusters, false},
+	{"slurmdb", "/cluster/{cluster_name}", http.MethodGet, handleCluster, false},
 	{"slurmdb", "/config", http.MethodGet, handleDBConfig, true},
 }

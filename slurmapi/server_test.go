@@ -121,6 +121,13 @@ func TestPingLicensesDiagInEveryVersion(t *testing.T) {
 	if !found {
 		t.Errorf("diag does not count the 5 slurm pings: %v", rpcs)
 	}
+	r = do(t, ts, "GET", "/slurmdb/v0.0.43/cluster/sluice", alice, "")
+	if r.status != 200 || r.doc["clusters"].([]any)[0].(map[string]any)["name"] != "sluice" {
+		t.Errorf("cluster/sluice: %d %s", r.status, r.body)
+	}
+	if r = do(t, ts, "GET", "/slurmdb/v0.0.43/cluster/other", alice, ""); r.status != 404 {
+		t.Errorf("cluster/other: %d", r.status)
+	}
 	r = do(t, ts, "GET", "/slurmdb/v0.0.45/diag", alice, "")
 	if r.status != 200 || r.doc["statistics"].(map[string]any)["time_start"] == nil {
 		t.Errorf("slurmdb diag: %d %s", r.status, r.body)
