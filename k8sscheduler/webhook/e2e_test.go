@@ -1,0 +1,229 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// runningWebhook is a webhook server started by a test.
+type runningWebhook struct {
+	t    testing.TB
+	srv  *Server
+	stop context.CancelFunc
+	done chan error
+}
+
+func startWebhook(t *testing.T, c *cluster.Cluster, stateDir string) *runningWebhook {
+	t.Helper()
+	srv, err := New(Config{Addr: "127.0.0.1:0", StateDir: stateDir, Client: c.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	w := &runningWebhook{t: t, srv: srv, stop: stop, done: make(chan error, 1)}
+	go func() { w.done <- srv.Run(ctx) }()
+	t.Cleanup(w.shutdown)
+	if err := Register(context.Background(), c.RESTConfig(), srv.Registration()); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// shutdown stops the server and waits for Run to return; idempotent.
+func (w *runningWebhook) shutdown() {
+	if w.done == nil {
+		return
+	}
+	w.stop()
+	if err := <-w.done; err != nil {
+		w.t.Errorf("webhook Run: %v", err)
+	}
+	w.done = nil
+}
+
+func testPod(scheduler string, labels, annotations map[string]string, limits corev1.ResourceList) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "wh-", Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			SchedulerName: scheduler,
+			Containers: []corev1.Container{
+				{Name: "train", Image: "pytorch", Resources: corev1.ResourceRequirements{Limits: limits}},
+				{Name: "debug", Image: "cuda", Env: []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}},
+			},
+		},
+	}
+}
+
+// waitMutating waits until the API server calls the registered webhook:
+// registration reaches the API server's own cache a moment after the write.
+func waitMutating(t *testing.T, client kubernetes.Interface, ns string) {
+	e2e.WaitFor(t, "webhook in effect", time.Minute, func(ctx context.Context) (bool, error) {
+		pod, err := client.CoreV1().Pods(ns).Create(ctx, testPod("sluice", nil, nil, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return pod.Labels["sluice.dev/queue"] != "", nil
+	})
+}
+
+func TestWebhookOnRig(t *testing.T) {
+	c := e2e.Rig(t)
+	client := c.Client()
+	ctx := context.Background()
+	stateDir := t.TempDir()
+	hook := startWebhook(t, c, stateDir)
+	t.Cleanup(func() {
+		_ = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, DefaultConfigurationName, metav1.DeleteOptions{})
+	})
+	plain := e2e.Namespace(t, c)
+	waitMutating(t, client, plain)
+	// A namespace labelled just before its first pod: the informer may not
+	// have it yet, and the pod must still get its queue.
+	nlp := e2e.Namespace(t, c)
+	if _, err := client.CoreV1().Namespaces().Patch(ctx, nlp, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"sluice.dev/queue":"nlp"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	const (
+		devices = "metadata.annotations['sluice.dev/visible-devices']"
+		portion = "metadata.annotations['sluice.dev/gpu-portion']"
+	)
+
+	admitted := []struct {
+		name      string
+		namespace string
+		pod       *corev1.Pod
+		wantQueue string
+		wantEnv   map[string][]string // container -> env as NAME=value or NAME<-fieldPath
+	}{
+		{name: "fraction in a plain namespace", namespace: plain,
+			pod:       testPod("sluice", nil, map[string]string{"gpu-fraction": "0.25"}, nil),
+			wantQueue: "default",
+			wantEnv: map[string][]string{
+				"train": {"NVIDIA_VISIBLE_DEVICES<-" + devices, "SLUICE_GPU_PORTION<-" + portion},
+				"debug": {"NVIDIA_VISIBLE_DEVICES=all", "SLUICE_GPU_PORTION<-" + portion},
+			}},
+		{name: "whole GPU, queue from the namespace", namespace: nlp,
+			pod: testPod("sluice", nil, nil, gpu), wantQueue: "nlp",
+			wantEnv: map[string][]string{"train": {"NVIDIA_VISIBLE_DEVICES<-" + devices, "SLUICE_GPU_PORTION<-" + portion}}},
+		{name: "KAI queue label, no GPUs", namespace: nlp,
+			pod: testPod("sluice", map[string]string{"kai.scheduler/queue": "vision"}, nil, nil), wantQueue: "vision",
+			wantEnv: map[string][]string{"train": nil}},
+		{name: "other scheduler untouched despite a bad fraction", namespace: plain,
+			pod:     testPod("default-scheduler", nil, map[string]string{"gpu-fraction": "1.5"}, gpu),
+			wantEnv: map[string][]string{"train": nil, "debug": {"NVIDIA_VISIBLE_DEVICES=all"}}},
+	}
+	var fractional *corev1.Pod
+	for _, tt := range admitted {
+		t.Run(tt.name, func(t *testing.T) {
+			pod, err := client.CoreV1().Pods(tt.namespace).Create(ctx, tt.pod, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pod.Labels["sluice.dev/queue"]; got != tt.wantQueue {
+				t.Errorf("queue label %q, want %q", got, tt.wantQueue)
+			}
+			for _, ct := range pod.Spec.Containers {
+				if want, ok := tt.wantEnv[ct.Name]; ok && strings.Join(envOf(ct), " ") != strings.Join(want, " ") {
+					t.Errorf("container %s env %q, want %q", ct.Name, envOf(ct), want)
+				}
+			}
+			if fractional == nil {
+				fractional = pod
+			}
+		})
+	}
+
+	t.Run("binding annotations reach the pod", func(t *testing.T) {
+		// What the scheduler does at bind time: the API server copies the
+		// Binding's annotations onto the pod, where the env above reads them.
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: fractional.Name, Annotations: map[string]string{
+				VisibleDevicesAnnotation: "GPU-5f0a4e6c-0000-4000-8000-000000000001", GPUPortionAnnotation: "0.25",
+			}},
+			Target: corev1.ObjectReference{Kind: "Node", Name: cluster.NodeName("h100", 0)},
+		}
+		if err := client.CoreV1().Pods(plain).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod, err := client.CoreV1().Pods(plain).Get(ctx, fractional.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName == "" || pod.Annotations[VisibleDevicesAnnotation] != binding.Annotations[VisibleDevicesAnnotation] ||
+			pod.Annotations[GPUPortionAnnotation] != "0.25" {
+			t.Fatalf("bound to %q with annotations %v", pod.Spec.NodeName, pod.Annotations)
+		}
+	})
+
+	refused := []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{name: "fraction out of range", pod: testPod("sluice", nil, map[string]string{"gpu-fraction": "1.5"}, nil),
+			want: []string{`admission webhook "pod-admission.sluice.dev" denied the request`, `gpu-fraction="1.5"`, "(0,1)"}},
+		{name: "fraction with whole GPUs", pod: testPod("sluice", nil, map[string]string{"gpu-fraction": "0.5"}, gpu),
+			want: []string{`container "train" also requests nvidia.com/gpu`}},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := client.CoreV1().Pods(plain).Create(ctx, tt.pod, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("err = %v, want 422 Invalid", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+
+	t.Run("webhook down", func(t *testing.T) {
+		hook.shutdown()
+		_, err := client.CoreV1().Pods(plain).Create(ctx, testPod("sluice", nil, nil, nil), metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), `failed calling webhook "pod-admission.sluice.dev"`) {
+			t.Fatalf("sluice pod with the webhook down: err = %v, want a refusal naming the webhook", err)
+		}
+		pod, err := client.CoreV1().Pods(plain).Create(ctx, testPod("default-scheduler", nil, nil, nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("other pods must not depend on the webhook: %v", err)
+		}
+		if _, ok := pod.Labels["sluice.dev/queue"]; ok {
+			t.Errorf("non-sluice pod got labels %v", pod.Labels)
+		}
+	})
+
+	t.Run("restart reuses the CA and re-registers", func(t *testing.T) {
+		again := startWebhook(t, c, stateDir)
+		if !bytes.Equal(again.srv.CABundle(), hook.srv.CABundle()) {
+			t.Error("a restart with the same state directory made a new CA")
+		}
+		if again.srv.URL() == hook.srv.URL() {
+			t.Fatalf("both servers on %s: the update path is not exercised", again.srv.URL())
+		}
+		waitMutating(t, client, plain)
+		cfg, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, DefaultConfigurationName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := *cfg.Webhooks[0].ClientConfig.URL; got != again.srv.URL() {
+			t.Errorf("registered URL %s, want the new server's %s", got, again.srv.URL())
+		}
+	})
+}

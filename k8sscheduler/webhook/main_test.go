@@ -1,0 +1,17 @@
+package webhook
+
+import (
+	"os"
+	"testing"
+
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// The end-to-end test shares one small rig; with -short only the unit tests
+// run and no rig starts.
+func TestMain(m *testing.M) {
+	os.Exit(e2e.Main(m, cluster.Spec{NodePools: []cluster.NodePool{{
+		Name: "h100", Count: 1, GPUsPerNode: 8, GPUModel: "H100-80GB", GPUMemoryMiB: 81920, CPU: "128", Memory: "1Ti",
+	}}}))
+}
