@@ -70,7 +70,7 @@ func (c *cycle) rescue() {
 }
 
 // freedScan is how many of the latest freed entries a job looks at.
-const freedScan = 256
+const freedScan = 64
 
 // placeOnFreed places a job on capacity that earlier evictions of this cycle left over, if
 // it fits there: nothing needs to be evicted for it.

@@ -284,6 +284,9 @@ func runningShare(gp *gpuState, g *groupReq, rt *RunningTask) (int32, int64) {
 }
 
 func (c *cycle) gpuPos(nd *nodeState, index int32) int32 {
+	if p := nd.g0 + index; index >= 0 && p < nd.gn && c.gpus[p].index == index {
+		return p // devices are sorted by index and usually numbered from 0
+	}
 	for i := nd.g0; i < nd.gn; i++ {
 		if c.gpus[i].index == index {
 			return i
