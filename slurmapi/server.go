@@ -228,7 +228,11 @@ func (s *Server) meta(r *http.Request, spec *openapi.Spec, user, plugin string) 
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, ok := appendTree(make([]byte, 0, 1024), v)
+	var err error
+	if !ok {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"errors":[{"error_number":1,"error":"Unspecified error","description":"response could not be encoded","source":"sluice"}]}`)
