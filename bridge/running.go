@@ -1,0 +1,142 @@
+package bridge
+
+import (
+	"strconv"
+)
+
+// placeRunning records a task that is already running, with its devices.
+func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
+	js := &c.jobs[ji]
+	gi := js.g0
+	if rt.Group != "" {
+		gi = -1
+		for i := js.g0; i < js.gn; i++ {
+			if c.groups[i].name == rt.Group {
+				gi = i
+			}
+		}
+	}
+	n, ok := c.nodeIdx[rt.Node]
+	if gi < 0 || gi >= js.gn {
+		c.problem("job "+js.job.ID+" task "+rt.Name, "running in unknown group "+rt.Group+"; not counted")
+		return
+	}
+	g := &c.groups[gi]
+	if !ok {
+		// It runs somewhere we cannot see: it counts for its gang but holds no capacity here.
+		c.problem("job "+js.job.ID+" task "+rt.Name, "running on unknown node "+rt.Node+"; its resources are not counted")
+		g.running++
+		js.running++
+		return
+	}
+	nd := &c.nodes[n]
+	pl := placement{job: ji, group: gi, node: n, task: rt.Name, start: nanos(rt.Start), g0: int32(len(c.gpuRefs))}
+	if g.gpu.Kind != GPUNone {
+		for _, idx := range rt.GPUs {
+			if pos := c.gpuPos(nd, idx); pos >= 0 {
+				c.gpuRefs = append(c.gpuRefs, pos)
+			} else {
+				c.problem("job "+js.job.ID+" task "+rt.Name, "node "+rt.Node+" has no GPU "+strconv.Itoa(int(idx)))
+			}
+		}
+	}
+	switch g.gpu.Kind {
+	case GPUWhole:
+		pl.whole, pl.milli = true, 1000
+		if len(rt.GPUs) == 0 {
+			c.takeWhole(n, g.gpu.Devices)
+		}
+	case GPUFraction, GPUMemory, GPUMultiFraction:
+		if len(rt.GPUs) == 0 {
+			pl.milli, pl.mem = c.takeShared(n, g, g.devices(), false)
+		} else {
+			pl.milli, pl.mem = runningShare(&c.gpus[c.gpuRefs[pl.g0]], g, rt)
+		}
+	}
+	pi := c.addPlacement(pl)
+	g.running++
+	js.running++
+	if js.start == 0 || (pl.start != 0 && pl.start < js.start) {
+		js.start = pl.start
+	}
+	c.apply(pi, +1)
+}
+
+func runningShare(gp *gpuState, g *groupReq, rt *RunningTask) (int32, int64) {
+	milli, mem := rt.GPUMilli, rt.GPUMemoryMiB
+	if g.gpu.Kind == GPUMemory {
+		if mem == 0 {
+			mem = g.gpu.MemoryMiB
+		}
+		if milli == 0 && gp.mem > 0 {
+			milli = int32((mem*1000 + gp.mem - 1) / gp.mem)
+		}
+		return milli, mem
+	}
+	if milli == 0 {
+		milli = g.gpu.Milli
+	}
+	if mem == 0 {
+		mem = gp.mem * int64(milli) / 1000
+	}
+	return milli, mem
+}
+
+func (c *cycle) gpuPos(nd *nodeState, index int32) int32 {
+	if p := nd.g0 + index; index >= 0 && p < nd.gn && c.gpus[p].index == index {
+		return p // devices are sorted by index and usually numbered from 0
+	}
+	for i := nd.g0; i < nd.gn; i++ {
+		if c.gpus[i].index == index {
+			return i
+		}
+	}
+	return -1
+}
+
+// applyForeignGPUs counts device usage listed on nodes by tasks that belong to no job here.
+func (c *cycle) applyForeignGPUs() {
+	var known map[string]bool
+	for i := range c.s.Nodes {
+		n := &c.s.Nodes[i]
+		ni, ok := c.nodeIdx[n.Name]
+		if !ok {
+			continue
+		}
+		nd := &c.nodes[ni]
+		changed := false
+		for _, g := range n.GPUs {
+			for _, t := range g.Taken {
+				if known == nil {
+					known = c.runningNames()
+				}
+				pos := c.gpuPos(nd, g.Index)
+				if known[t.Task] || pos < 0 {
+					continue
+				}
+				gp := &c.gpus[pos]
+				if t.Milli >= 1000 {
+					gp.whole = true
+				} else {
+					gp.milli += t.Milli
+					gp.usedMem += t.MemoryMiB
+					gp.sharers++
+				}
+				changed = true
+			}
+		}
+		if changed {
+			c.refreshNode(ni)
+		}
+	}
+}
+
+func (c *cycle) runningNames() map[string]bool {
+	m := map[string]bool{}
+	for i := range c.s.Jobs {
+		for _, rt := range c.s.Jobs[i].Running {
+			m[rt.Name] = true
+		}
+	}
+	return m
+}
