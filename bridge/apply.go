@@ -107,7 +107,7 @@ func (c *cycle) account(ji int32, u vec, sign int64) {
 				}
 			}
 			if !c.building { // fair shares come later; divideFairShare sets every ratio
-				qp.ratio = shareRatio(qp.alloc, qp.fair)
+				qp.ratio = shareRatio(qp)
 			}
 		}
 	}

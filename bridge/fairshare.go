@@ -16,7 +16,7 @@ func (c *cycle) divideFairShare() {
 		c.divide(p, c.parts[p].capacity, c.roots)
 		for q := range c.queues {
 			qp := c.qpart(int32(q), p)
-			qp.ratio = shareRatio(qp.alloc, qp.fair)
+			qp.ratio = shareRatio(qp)
 		}
 	}
 }
@@ -159,20 +159,20 @@ func waterFill(ks []shareKid, band []int, left int64, usageFactor float64) int64
 }
 
 // shareRatio is a queue's dominant allocation relative to its fair share: below 1 it is
-// under its share. GPUs decide for a queue that has or deserves any; CPU and memory otherwise.
-func shareRatio(alloc, fair vec) float64 {
+// under its share. GPUs decide for a queue that asks for or holds any; CPU and memory
+// otherwise. A queue whose fair share is nothing is always over it: it runs only on what
+// everyone else leaves.
+func shareRatio(qp *queuePart) float64 {
 	dims := shareDims[1:]
-	if alloc[DimGPU] > 0 || fair[DimGPU] > 0 {
+	if qp.request[DimGPU] > 0 || qp.alloc[DimGPU] > 0 {
 		dims = shareDims[:1]
 	}
 	r := 0.0
 	for _, d := range dims {
-		switch {
-		case fair[d] > 0:
-			r = math.Max(r, float64(alloc[d])/float64(fair[d]))
-		case alloc[d] > 0:
+		if qp.fair[d] <= 0 {
 			return math.Inf(1)
 		}
+		r = math.Max(r, float64(qp.alloc[d])/float64(qp.fair[d]))
 	}
 	return r
 }
