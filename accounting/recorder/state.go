@@ -1,0 +1,258 @@
+package recorder
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"slices"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// state is the recorder's view of the cluster: PodGroups, the pods that belong to them,
+// which groups changed since the last write, and what was written.
+type state struct {
+	schedulerName string
+
+	mu      sync.Mutex
+	groups  map[string]*v1alpha1.PodGroup // by namespace/name
+	owners  map[types.UID][]string        // owner UID -> groups it owns
+	pods    map[string]*corev1.Pod        // Sluice's pods, by namespace/name
+	dirty   map[string]bool
+	deleted map[string]*v1alpha1.PodGroup // deleted groups not yet closed in the ledger
+	last    map[int64]uint64              // job id -> fingerprint of the last write
+	known   map[int64]*accounting.Job     // job id -> what the ledger holds; nil when nothing
+}
+
+func newState(schedulerName string) *state {
+	return &state{
+		schedulerName: schedulerName,
+		groups:        map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
+		pods: map[string]*corev1.Pod{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
+		last: map[int64]uint64{}, known: map[int64]*accounting.Job{},
+	}
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+func (s *state) setGroup(pg *v1alpha1.PodGroup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(pg.Namespace, pg.Name)
+	if _, seen := s.groups[k]; !seen {
+		for _, o := range pg.OwnerReferences {
+			s.owners[o.UID] = append(s.owners[o.UID], k)
+		}
+	}
+	s.groups[k] = pg
+	s.dirty[k] = true
+}
+
+func (s *state) deleteGroup(pg *v1alpha1.PodGroup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(pg.Namespace, pg.Name)
+	for _, o := range pg.OwnerReferences {
+		s.owners[o.UID] = remove(s.owners[o.UID], k)
+		if len(s.owners[o.UID]) == 0 {
+			delete(s.owners, o.UID)
+		}
+	}
+	delete(s.groups, k)
+	s.deleted[k] = pg
+	s.dirty[k] = true
+}
+
+func remove(xs []string, x string) []string {
+	out := xs[:0]
+	for _, v := range xs {
+		if v != x {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (s *state) setPod(p *corev1.Pod) {
+	if p.Spec.SchedulerName != s.schedulerName {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pods[key(p.Namespace, p.Name)] = p
+	s.markPodGroupsLocked(p)
+}
+
+func (s *state) deletePod(p *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pods[key(p.Namespace, p.Name)]; !ok {
+		return
+	}
+	delete(s.pods, key(p.Namespace, p.Name))
+	s.markPodGroupsLocked(p)
+}
+
+func (s *state) markPodGroupsLocked(p *corev1.Pod) {
+	for _, k := range s.groupsOfLocked(p) {
+		s.dirty[k] = true
+	}
+}
+
+// podOwnerUIDs are the UIDs that tie a pod without a group annotation to the group the
+// pod grouper made for it: its controller's (a Job's pods) and its own (a bare pod).
+func podOwnerUIDs(p *corev1.Pod) []types.UID {
+	uids := []types.UID{p.UID}
+	for _, o := range p.OwnerReferences {
+		uids = append(uids, o.UID)
+	}
+	return uids
+}
+
+// groupsOfLocked are the keys of the groups (live or deleted) pod p belongs to.
+func (s *state) groupsOfLocked(p *corev1.Pod) []string {
+	if g := p.Annotations[v1alpha1.PodGroupAnnotation]; g != "" {
+		return []string{key(p.Namespace, g)}
+	}
+	var out []string
+	for _, uid := range podOwnerUIDs(p) {
+		out = append(out, s.owners[uid]...)
+	}
+	for k, pg := range s.deleted {
+		for _, o := range pg.OwnerReferences {
+			if pg.Namespace == p.Namespace && slices.Contains(podOwnerUIDs(p), o.UID) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// groupWork is one changed group with its pods, taken out of the state to derive.
+type groupWork struct {
+	key     string
+	id      int64
+	pg      *v1alpha1.PodGroup
+	pods    []*corev1.Pod
+	deleted bool
+}
+
+// takeDirty returns the changed groups and clears the dirty set.
+func (s *state) takeDirty() []groupWork {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.dirty) == 0 {
+		return nil
+	}
+	byGroup := map[string][]*corev1.Pod{}
+	for _, p := range s.pods {
+		for _, k := range s.groupsOfLocked(p) {
+			if s.dirty[k] {
+				byGroup[k] = append(byGroup[k], p)
+			}
+		}
+	}
+	var out []groupWork
+	for k := range s.dirty {
+		w := groupWork{key: k, pg: s.groups[k], pods: byGroup[k]}
+		if w.pg == nil {
+			w.pg, w.deleted = s.deleted[k], true
+		}
+		if w.pg == nil {
+			continue // pods of a group not seen (yet)
+		}
+		w.id = JobID(w.pg)
+		out = append(out, w)
+	}
+	s.dirty = map[string]bool{}
+	sort.Slice(out, func(a, b int) bool { return out[a].key < out[b].key })
+	return out
+}
+
+// requeue marks groups dirty again after a failed write.
+func (s *state) requeue(work []groupWork) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range work {
+		s.dirty[w.key] = true
+	}
+}
+
+func (s *state) unknownIDs(work []groupWork) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for _, w := range work {
+		if _, ok := s.known[w.id]; !ok {
+			ids = append(ids, w.id)
+		}
+	}
+	return ids
+}
+
+func (s *state) setKnown(ids []int64, jobs []accounting.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.known[id] = nil
+	}
+	for i := range jobs {
+		s.known[jobs[i].JobID] = &jobs[i]
+	}
+}
+
+func (s *state) knownJob(id int64) *accounting.Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.known[id]
+}
+
+func (s *state) unchanged(id int64, fp uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last, ok := s.last[id]
+	return ok && last == fp
+}
+
+// written is one job's write, remembered once the store took it.
+type written struct {
+	key      string
+	job      accounting.Job
+	fp       uint64
+	deleted  bool
+	requeues int
+}
+
+func (s *state) markWritten(ws []written) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range ws {
+		if w.deleted {
+			delete(s.deleted, w.key)
+			delete(s.last, w.job.JobID)
+			delete(s.known, w.job.JobID)
+			continue
+		}
+		j := w.job
+		j.RequeueCount = max(j.RequeueCount, w.requeues)
+		s.last[j.JobID] = w.fp
+		s.known[j.JobID] = &j
+	}
+}
+
+// fingerprint identifies a derived record and history, so an unchanged group is not
+// written again.
+func fingerprint(j accounting.Job, ts []accounting.Transition) uint64 {
+	h := fnv.New64a()
+	b, _ := json.Marshal(struct { // plain values: cannot fail
+		J  accounting.Job
+		TS []accounting.Transition
+	}{j, ts})
+	h.Write(b)
+	return h.Sum64()
+}
