@@ -362,4 +362,3 @@ func fallbackAllocation(pg *v1alpha1.PodGroup, req accounting.TRES, prev *accoun
 	}
 	return accounting.TRES{}, ""
 }
-
