@@ -91,6 +91,11 @@ func (c *controller) quarantine(ctx context.Context, node *corev1.Node, st healt
 	return c.drainNode(ctx, node, st)
 }
 
+func (c *controller) breakerLets(name string, now time.Time) bool {
+	ok, _ := c.breaker(name, now)
+	return ok
+}
+
 // breaker applies the circuit breaker to node's partition.
 func (c *controller) breaker(name string, now time.Time) (bool, string) {
 	all, err := c.nodes.List(everything)
@@ -174,8 +179,10 @@ func (c *controller) gpuLocal(ctx context.Context, node *corev1.Node, st health.
 	gpus := uuids(bad)
 	if !hasReq || !sameSet(req.GPUs, gpus) {
 		st.History = faultHistory(c.cfg.Escalation.prune(st.History, now), faults, gpus, now, false)
-		if escalated, why := c.cfg.Escalation.escalates(st.History, now); escalated {
-			// The same GPU keeps failing: take the node out for hardware repair.
+		escalated, why := c.cfg.Escalation.escalates(st.History, now)
+		if escalated && c.breakerLets(node.Name, now) {
+			// The same GPU keeps failing: take the node out for hardware repair. (Were the
+			// breaker holding, the GPU is handled locally below until it lets go.)
 			c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "Escalated", "hardware repair: %s", why)
 			escalatedFaults := append([]activeFault(nil), faults...)
 			for i := range escalatedFaults {
