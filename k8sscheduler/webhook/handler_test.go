@@ -84,7 +84,7 @@ func gpus(n int64) corev1.ResourceRequirements {
 }
 
 // reviewFor wraps a pod in a v1 AdmissionReview for its creation.
-func reviewFor(t *testing.T, pod *corev1.Pod, op admissionv1.Operation) []byte {
+func reviewFor(t testing.TB, pod *corev1.Pod, op admissionv1.Operation) []byte {
 	t.Helper()
 	raw, err := json.Marshal(pod)
 	if err != nil {
@@ -103,7 +103,7 @@ func reviewFor(t *testing.T, pod *corev1.Pod, op admissionv1.Operation) []byte {
 	})
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -48,6 +48,13 @@ func queuePatch(pod *corev1.Pod, queue string) []patchOp {
 // variable reads, through the downward API, an annotation the scheduler
 // writes in the same request as the binding, so the kubelet resolves it when
 // the container starts, after the pod is bound.
+//
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is deliberately not set: it only acts
+// when the node runs an MPS control daemon whose pipe directory is mounted
+// into the container, it wants a percentage ("25") where the downward API
+// can only copy an annotation verbatim, and a memory-based request has no
+// thread share. Setting it would promise compute isolation that Sluice's
+// fractions (a scheduling share, as in KAI) do not give.
 var gpuEnv = []corev1.EnvVar{
 	annotationEnv(VisibleDevicesEnv, VisibleDevicesAnnotation),
 	annotationEnv(GPUPortionEnv, GPUPortionAnnotation),
