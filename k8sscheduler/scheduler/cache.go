@@ -289,6 +289,7 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 			blocked = append(blocked, *g.blocked)
 		}
 	}
+	c.addOrphans(s)
 	return s, blocked
 }
 
@@ -311,7 +312,21 @@ func (n *nodeEntry) rebuild(parts []partitionEntry) {
 	n.dirty = false
 	b := n.base
 	b.Partition = partitionOf(b.Labels, parts)
-	if len(n.foreign) > 0 {
+	keys := make([]string, 0, len(n.foreign))
+	for k := range n.foreign {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		addForeign(&b, k, n.foreign[k])
+	}
+	n.built = b
+}
+
+// addForeign counts a pod the core does not know as a job's task as used on its node.
+// The node's GPU list is copied before the first change, never shared with the cache.
+func addForeign(b *bridge.Node, key string, p *podEntry) {
+	if p.hasGPUs() {
 		b.GPUs = slices.Clone(b.GPUs)
 		if len(b.GPUs) == 0 && b.Allocatable.GPUMilli >= 1000 {
 			k := b.Allocatable.GPUMilli / 1000
@@ -320,21 +335,38 @@ func (n *nodeEntry) rebuild(parts []partitionEntry) {
 				b.GPUs[i] = bridge.GPU{Index: int32(i), MemoryMiB: b.Allocatable.GPUMemoryMiB / k}
 			}
 		}
-		keys := make([]string, 0, len(n.foreign))
-		for k := range n.foreign {
-			keys = append(keys, k)
+		takeForeignGPUs(b.GPUs, "foreign/"+key, p)
+	}
+	b.Used.Extended = slices.Clone(b.Used.Extended)
+	addUsed(&b.Used, p.request)
+}
+
+func (p *podEntry) hasGPUs() bool { return p.request.GPUMilli > 0 || p.assignment != nil }
+
+// addOrphans counts the bound pods of groups the snapshot has no job for (a PodGroup
+// deleted, finished or malformed while its pods still run) on their nodes, for this
+// snapshot only.
+func (c *cache) addOrphans(s *bridge.Snapshot) {
+	var idx map[string]int
+	for _, g := range c.groups {
+		if g.include {
+			continue
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			p := n.foreign[k]
-			if p.terminating && p.node == "" {
+		for _, p := range g.pods {
+			if p.node == "" {
 				continue
 			}
-			addUsed(&b.Used, p.request)
-			takeForeignGPUs(b.GPUs, "foreign/"+k, p)
+			if idx == nil {
+				idx = make(map[string]int, len(s.Nodes))
+				for i := range s.Nodes {
+					idx[s.Nodes[i].Name] = i
+				}
+			}
+			if i, ok := idx[p.node]; ok {
+				addForeign(&s.Nodes[i], p.key(), p)
+			}
 		}
 	}
-	n.built = b
 }
 
 func addUsed(into *bridge.Resources, r bridge.Resources) {

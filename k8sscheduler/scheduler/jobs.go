@@ -166,7 +166,12 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 	}
 	slices.Sort(names)
 	if int32(len(names)) < j.MinMember {
-		return g.block(ReasonWaitingForPods, "%d of the %d pods the gang needs exist", len(names), j.MinMember)
+		// A gang that started and lost members that finished still holds what its other
+		// pods hold; only a gang that never started waits for all its pods to exist.
+		if g.bound == 0 && len(g.assumed) == 0 && !g.ranWhole {
+			return g.block(ReasonWaitingForPods, "%d of the %d pods the gang needs exist", len(names), j.MinMember)
+		}
+		j.MinMember = int32(len(names))
 	}
 	shapes := map[string]int{}
 	for _, name := range names {

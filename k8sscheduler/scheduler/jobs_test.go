@@ -41,6 +41,8 @@ func TestBuildFromPods(t *testing.T) {
 	}{
 		{name: "fewer pods than minMember", pods: []*corev1.Pod{testPod("a", "8", nil, ""), testPod("b", "8", nil, "")},
 			wantBlocked: ReasonWaitingForPods},
+		{name: "a started gang whose other pods finished still holds its nodes", pods: []*corev1.Pod{testPod("a", "8", nil, "n1")},
+			wantInclude: true, wantGroups: 1, wantRunning: 1},
 		{name: "gang of identical pods", pods: []*corev1.Pod{testPod("a", "8", nil, ""), testPod("b", "8", nil, ""), testPod("c", "8", nil, "")},
 			wantInclude: true, wantGroups: 1, wantPending: 3},
 		{name: "bound and assumed pods run", pods: []*corev1.Pod{testPod("a", "8", nil, "n1"), testPod("b", "8", nil, ""), testPod("c", "8", nil, "")},
@@ -73,7 +75,7 @@ func TestBuildFromPods(t *testing.T) {
 				return
 			}
 			j := g.job
-			if j.Partition != "def" || j.Queue != "q" || j.MinMember != 3 {
+			if j.Partition != "def" || j.Queue != "q" || j.MinMember != min(3, int32(len(tt.pods))) {
 				t.Errorf("job = %s in %s/%s minMember %d", j.ID, j.Queue, j.Partition, j.MinMember)
 			}
 			pending := 0
@@ -159,5 +161,26 @@ func TestForeignPodsUseTheirNode(t *testing.T) {
 	snap, _ = c.snapshot(metav1.Now().Time)
 	if snap.Nodes[0].Used.CPUMilli != 0 || len(snap.Nodes[0].GPUs) != 0 {
 		t.Errorf("after the pod left: %+v", snap.Nodes[0])
+	}
+}
+
+// Pods of a group the snapshot has no job for still hold their node.
+func TestOrphanPodsHoldTheirNode(t *testing.T) {
+	c := newCache()
+	n, _ := convertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.PartitionLabel: "p"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), v1alpha1.GPUResource: resource.MustParse("4")}}}, nil)
+	c.setNode(n)
+	p := testPod("a", "4", nil, "n1") // names PodGroup "pg", which does not exist
+	c.setPod("ns/a", convertPod(p, "sluice"))
+	snap, _ := c.snapshot(metav1.Now().Time)
+	taken := 0
+	for _, g := range snap.Nodes[0].GPUs {
+		taken += len(g.Taken)
+	}
+	if len(snap.Jobs) != 0 || taken != 4 || snap.Nodes[0].Used.CPUMilli != 1000 {
+		t.Errorf("jobs %d, %d GPUs taken, used %+v; want no job and the pod's 4 GPUs and 1 CPU used", len(snap.Jobs), taken, snap.Nodes[0].Used)
+	}
+	if len(c.nodes["n1"].built.GPUs) != 0 {
+		t.Error("the orphan's usage leaked into the cached node")
 	}
 }
