@@ -149,6 +149,9 @@ func TestWebhookOnRig(t *testing.T) {
 	}
 
 	t.Run("binding annotations reach the pod", func(t *testing.T) {
+		if fractional == nil {
+			t.Fatal("no admitted pod to bind")
+		}
 		// What the scheduler does at bind time: the API server copies the
 		// Binding's annotations onto the pod, where the env above reads them.
 		binding := &corev1.Binding{
