@@ -97,6 +97,9 @@ const maxVictims = 64
 // any victim the gang turned out not to need.
 func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []victimQueue, allowed func(v int32) bool, reason func(v int32) string) bool {
 	js := &c.jobs[ji]
+	if js.pending == 1 && js.minMember-js.running == 1 {
+		return c.evictOnOneNode(ji, action, kind, queues, allowed, reason)
+	}
 	at := &c.scratch
 	c.begin(at)
 	for _, vq := range queues {
@@ -109,10 +112,7 @@ func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []vi
 				return false
 			}
 			c.evictSim(at, v)
-			if c.quickNoFit(js) {
-				continue
-			}
-			if c.placeFreed(at, ji, v, action) {
+			if !c.quickNoFit(js) && c.placeGang(at, ji, action) {
 				c.spareVictims(at)
 				c.commitEvictions(at, ji, kind, reason)
 				return true
@@ -123,24 +123,101 @@ func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []vi
 	return false
 }
 
-// placeFreed places job ji after victim v was taken away. A job of one task can newly fit
-// only where v was (it fit nowhere before, and only v's nodes changed), so only those nodes
-// are looked at; a larger gang is placed anew.
-func (c *cycle) placeFreed(at *attempt, ji, v int32, action Action) bool {
+// nodeVictim is a victim with a task on a node.
+type nodeVictim struct{ node, job int32 }
+
+// maxVictimNodes bounds how many nodes one attempt for a one-task job tries to empty, and
+// maxVictimScan how many victims it looks at.
+const (
+	maxVictimNodes = 8
+	maxVictimScan  = 2048
+)
+
+// evictOnOneNode fits a job of one task by evicting from a single node. Walking the victims
+// in order, it sums per node what they hold there; as soon as a node would have enough, it
+// evicts that node's victims, in order, until the task fits. Victims elsewhere are never
+// touched, and nothing is simulated on nodes that cannot work.
+func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queues []victimQueue, allowed func(v int32) bool, reason func(v int32) string) bool {
 	js := &c.jobs[ji]
-	if js.pending != 1 || js.minMember-js.running != 1 {
-		return c.placeGang(at, ji, action)
-	}
 	gi := js.g0
 	for c.groups[gi].running >= c.groups[gi].count {
 		gi++
 	}
-	for _, pi := range c.jobs[v].places {
-		if n := c.places[pi].node; c.fits(at, ji, gi, n) {
+	g := &c.groups[gi]
+	need := c.taskNeed(g, js.part)
+	if c.gain == nil {
+		c.gain = make([]vec, len(c.nodes))
+		c.gained = make([]bool, len(c.nodes))
+	}
+	pairs, touched := c.pairs[:0], c.touched[:0]
+	defer func() {
+		for _, n := range touched {
+			c.gain[n], c.gained[n] = vec{}, false
+		}
+		c.pairs, c.touched = pairs, touched
+	}()
+	var tried [maxVictimNodes]int32
+	ntried, scanned := 0, 0
+	for _, vq := range queues {
+		for _, v := range vq.jobs {
+			if vj := &c.jobs[v]; vj.evicted || v == ji || vj.grew || !allowed(v) {
+				continue
+			}
+			if scanned++; scanned > maxVictimScan {
+				return false
+			}
+			from := len(pairs)
+			for _, pi := range c.jobs[v].places {
+				if pl := &c.places[pi]; pl.live {
+					if !c.gained[pl.node] {
+						c.gained[pl.node] = true
+						touched = append(touched, pl.node)
+					}
+					c.gain[pl.node].add(pl.use)
+					pairs = append(pairs, nodeVictim{pl.node, v})
+				}
+			}
+			for _, p := range pairs[from:] {
+				n := p.node
+				nd := &c.nodes[n]
+				avail := nd.free
+				avail.add(c.gain[n])
+				if slices.Contains(tried[:ntried], n) || !need.fitsIn(avail) || !c.couldEverHold(nd, g, js.job.NodeSelector) ||
+					(nd.reservedBy >= 0 && nd.reservedBy != ji && !c.mayBackfill(js, nd)) {
+					continue
+				}
+				if ntried == maxVictimNodes {
+					return false
+				}
+				tried[ntried] = n
+				ntried++
+				if c.emptyNodeFor(ji, gi, n, pairs, action, kind, allowed, reason) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// emptyNodeFor evicts, in order, the victims listed on node n until one task of group gi
+// fits there, then commits; otherwise it rolls back.
+func (c *cycle) emptyNodeFor(ji, gi, n int32, pairs []nodeVictim, action Action, kind EvictionKind, allowed func(v int32) bool, reason func(v int32) string) bool {
+	at := &c.scratch
+	c.begin(at)
+	for _, p := range pairs {
+		if p.node != n || c.jobs[p.job].evicted || !allowed(p.job) {
+			continue
+		}
+		c.evictSim(at, p.job)
+		if c.fits(at, ji, gi, n) {
 			c.placeOn(ji, gi, n, action)
+			c.spareVictims(at)
+			c.commitEvictions(at, ji, kind, reason)
 			return true
 		}
 	}
+	c.rollback(at)
 	return false
 }
 

@@ -70,8 +70,9 @@ type Node struct {
 	// Allocatable is the node's capacity. Its GPU fields are used only when GPUs is empty:
 	// GPUMilli/1000 devices of GPUMemoryMiB split evenly (a node known from labels alone).
 	Allocatable Resources `json:"allocatable" yaml:"allocatable"`
-	// Used is taken by pods that belong to no job in this snapshot (daemon sets, pods of
-	// other schedulers).
+	// Used is the CPU, memory and extended resources taken by pods that belong to no job in
+	// this snapshot (daemon sets, pods of other schedulers); their GPU use is listed per
+	// device in GPU.Taken.
 	Used          Resources `json:"used,omitempty" yaml:"used,omitempty"`
 	Unschedulable bool      `json:"unschedulable,omitempty" yaml:"unschedulable,omitempty"`
 	GPUs          []GPU     `json:"gpus,omitempty" yaml:"gpus,omitempty"`
@@ -153,11 +154,13 @@ type QOS struct {
 
 // Job is a gang: its tasks start together or not at all.
 type Job struct {
+	// ID must be unique in the snapshot; binds and evictions name jobs by it.
 	ID        string `json:"id" yaml:"id"`
 	Queue     string `json:"queue" yaml:"queue"`
 	Partition string `json:"partition" yaml:"partition"`
 	User      string `json:"user,omitempty" yaml:"user,omitempty"`
-	QOS       string `json:"qos,omitempty" yaml:"qos,omitempty"`
+	// QOS is empty for none; the caller fills in a default QOS where the site has one.
+	QOS string `json:"qos,omitempty" yaml:"qos,omitempty"`
 	// Priority adds to the QOS priority.
 	Priority int32 `json:"priority,omitempty" yaml:"priority,omitempty"`
 	// Preemptible jobs may run over quota and may be evicted; a preemptible QOS makes every

@@ -39,6 +39,11 @@ type cycle struct {
 	// allocate ran (a node again each time): the only places a job that did not fit then
 	// may fit now without evicting anything. freedSeen remembers per gang shape how far a
 	// failed scan got, so the next job of that shape looks only at newer entries.
+	// gain, gained, pairs and touched are scratch for evictOnOneNode.
+	gain       []vec
+	gained     []bool
+	pairs      []nodeVictim
+	touched    []int32
 	freed      []int32
 	freedStamp []int
 	freedSeen  map[string][]failure
