@@ -52,8 +52,13 @@
 // only with fractions (the portions and the memory on it never exceed it); MIG nodes take no
 // fractions; unhealthy devices and unschedulable nodes take nothing.
 //
+// Evictions are targeted: for a one-task job the core sums, per node, what the allowed
+// victims hold there and empties only the first node where that is enough; victims evicted on
+// the way but not needed in the end are spared.
+//
 // Work per cycle is bounded so that a cycle stays fast when thousands of jobs wait: failures
 // are remembered per gang shape (a larger ask of the same shape fails too), a failed rescue is
-// not retried for the same queue and GPU ask, one attempt evicts at most 64 jobs, and at most
-// Config.MaxConsolidations gangs try consolidation per partition.
+// not retried for the same queue and GPU ask, one attempt evicts at most 64 jobs and looks at
+// most at 2048 victims and 8 nodes, and at most Config.MaxConsolidations gangs try
+// consolidation per partition. A Scheduler reuses its large arrays from cycle to cycle.
 package bridge
