@@ -83,6 +83,10 @@ func (l layout) apiServerArgs(f pkiFiles) []string {
 		"--etcd-servers=" + l.etcdURL(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// The endpoint reconciler refuses a loopback address for the
+		// `kubernetes` Service's endpoints, and nothing in the rig reaches the
+		// API server through that Service: every client is on this host.
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(l.apiServer),
 		"--tls-cert-file=" + f.APIServerCert,
 		"--tls-private-key-file=" + f.APIServerKey,
