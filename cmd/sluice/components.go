@@ -2,16 +2,52 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/remediation/controller"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
 // addComponents wires every part of Sluice into the server. Each part owns
 // its logic; this file only maps configuration onto constructors.
 func (s *Server) addComponents() error {
+	if err := s.addREST(); err != nil {
+		return err
+	}
 	if s.cfg.Remediation.Enabled {
 		s.addRemediation()
+	}
+	return nil
+}
+
+// addREST mounts the slurmrestd-compatible API on the server's listener.
+func (s *Server) addREST() error {
+	r := s.cfg.REST
+	keyFile := r.JWTKeyFile
+	if keyFile == "" {
+		keyFile = jwtKeyPath(s.cfg.StateDir)
+	}
+	key, err := slurmapi.LoadOrCreateKey(keyFile)
+	if err != nil {
+		return err
+	}
+	backend, err := kube.New(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace})
+	if err != nil {
+		return err
+	}
+	api, err := slurmapi.NewServer(slurmapi.Config{
+		Auth:         slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators},
+		ClusterName:  r.ClusterName,
+		MaxBodyBytes: r.MaxBodyBytes,
+		Submit:       slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU},
+	}, backend)
+	if err != nil {
+		return fmt.Errorf("REST API: %w", err)
+	}
+	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
+		s.router.PathPrefix(prefix).Handler(api)
 	}
 	return nil
 }

@@ -30,6 +30,25 @@ type Config struct {
 	Log            LogConfig            `yaml:"log"`
 	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
 	Remediation    RemediationConfig    `yaml:"remediation"`
+	REST           RESTConfig           `yaml:"rest"`
+}
+
+// RESTConfig is the slurmrestd-compatible API: its auth/jwt key and who may
+// see and change what.
+type RESTConfig struct {
+	// JWTKeyFile is the HS256 key; empty means stateDir/jwt.key, created
+	// with 32 random bytes on first start.
+	JWTKeyFile string `yaml:"jwtKeyFile"`
+	// Operators see and change every job; Admins also change accounts and QOS.
+	Operators []string `yaml:"operators"`
+	Admins    []string `yaml:"admins"`
+	// Coordinators maps a user to the accounts whose jobs they may manage.
+	Coordinators map[string][]string `yaml:"coordinators"`
+	ClusterName  string              `yaml:"clusterName"`
+	// MaxBodyBytes bounds request bodies, scripts included (default 1 MiB).
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// ShardsPerGPU is how many gres/shard make one GPU.
+	ShardsPerGPU int `yaml:"shardsPerGPU"`
 }
 
 // RemediationConfig tunes the remediation controller (quarantine, drain,

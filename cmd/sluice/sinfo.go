@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/client"
 )
 
@@ -188,7 +189,7 @@ func runSinfo(args []string) error {
 		case 't', 'T':
 			return row.state
 		case 'N':
-			return compressHostlist(row.nodes)
+			return slurmapi.HostList(row.nodes)
 		case 'G':
 			return row.gres
 		case 'E':

@@ -5,28 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/client"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
-
-func TestCompressHostlist(t *testing.T) {
-	tests := []struct {
-		in   []string
-		want string
-	}{
-		{[]string{"h100-0", "h100-1", "h100-2", "h100-3"}, "h100-[0-3]"},
-		{[]string{"h100-3", "h100-0", "h100-1"}, "h100-[0-1,3]"},
-		{[]string{"a100-0"}, "a100-0"},
-		{[]string{"node07", "node08", "node10"}, "node[07-08,10]"},
-		{[]string{"login", "a100-1", "a100-0"}, "login,a100-[0-1]"},
-		{nil, ""},
-	}
-	for _, tt := range tests {
-		if got := compressHostlist(tt.in); got != tt.want {
-			t.Errorf("compressHostlist(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
 
 func TestSlurmDuration(t *testing.T) {
 	tests := []struct {
@@ -171,7 +153,7 @@ func TestSinfoGroupsNodesByPartitionAndState(t *testing.T) {
 	type row struct{ part, state, nodes string }
 	var got []row
 	for _, r := range sinfoRows(parts, nodes, false) {
-		got = append(got, row{r.partition, r.state, compressHostlist(r.nodes)})
+		got = append(got, row{r.partition, r.state, slurmapi.HostList(r.nodes)})
 	}
 	want := []row{
 		{"h100", "drain", "h100-3"},
