@@ -3,6 +3,10 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +58,23 @@ func (w *runningWebhook) shutdown() {
 	w.done = nil
 }
 
+// checkHealthz calls /healthz as a probe would, trusting only the server's
+// own CA bundle: the serving certificate must verify for the URL's host.
+func checkHealthz(t *testing.T, srv *Server) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CABundle())
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	resp, err := client.Get(strings.TrimSuffix(srv.URL(), MutatePath) + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(body) != "ok\n" {
+		t.Fatalf("/healthz: %d %q", resp.StatusCode, body)
+	}
+}
+
 func testPod(scheduler string, labels, annotations map[string]string, limits corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "wh-", Labels: labels, Annotations: annotations},
@@ -90,6 +111,7 @@ func TestWebhookOnRig(t *testing.T) {
 	})
 	plain := e2e.Namespace(t, c)
 	waitMutating(t, client, plain)
+	checkHealthz(t, hook.srv)
 	// A namespace labelled just before its first pod: the informer may not
 	// have it yet, and the pod must still get its queue.
 	nlp := e2e.Namespace(t, c)
