@@ -4,7 +4,10 @@ GO    ?= go
 BIN   := $(CURDIR)/bin
 export SLUICE_ASSETS ?= $(BIN)
 
-.PHONY: all build tools dev test test-unit bench lint generate clean
+.PHONY: all build tools rig-tools dev test test-unit bench lint generate clean
+
+# The binaries the rig runs; controller-gen and helm are only for `make generate` and the chart.
+RIG_TOOLS := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok
 
 all: build
 
@@ -16,12 +19,15 @@ build:
 tools:
 	cd hack/tools && $(GO) run . -bin $(BIN)
 
+rig-tools:
+	cd hack/tools && $(GO) run . -bin $(BIN) -only $(RIG_TOOLS)
+
 ## dev: the local rig with simulated GPU nodes, the Sluice server and the SQLite ledger
-dev: tools build
+dev: rig-tools build
 	$(BIN)/sluice dev
 
 ## test: lint, unit tests and the end-to-end suites on the rig (one package at a time: each starts a rig)
-test: tools lint
+test: rig-tools lint
 	$(GO) test -p 1 -count=1 -timeout 80m ./...
 
 ## test-unit: only what needs no rig
@@ -29,7 +35,7 @@ test-unit:
 	$(GO) test -short -count=1 ./...
 
 ## bench: the benchmarks of the core and the ledger (the rig's scale benchmark: sluice bench)
-bench: tools
+bench: rig-tools
 	$(GO) test -run '^$$' -bench . -benchmem ./bridge/... ./accounting/...
 
 ## lint: gofmt and go vet

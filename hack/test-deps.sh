@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs and starts what the full test suite needs beyond Go, from Debian's
-# packages: PostgreSQL (the ledger's second backend). Source it, then run
+# packages: PostgreSQL (the ledger's second backend) and Chromium (the
+# dashboard's browser test). Source it, then run
 # `make test`:   source hack/test-deps.sh && make test
-# It exports SLUICE_TEST_POSTGRES_DSN and SLUICE_REQUIRE_POSTGRES=1, and
+# It exports SLUICE_TEST_POSTGRES_DSN, SLUICE_REQUIRE_POSTGRES=1 and
+# SLUICE_REQUIRE_CHROMIUM=1 (so those tests fail rather than skip), and
 # `sluice_test_deps_stop` stops the PostgreSQL cluster it started.
 set -euo pipefail
 
@@ -12,6 +14,11 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   echo "test-deps: installing postgresql from Debian's packages..."
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "test-deps: installing chromium from Debian's packages..."
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 pg_version=$(ls /usr/lib/postgresql | sort -n | tail -1)
 if ! as_root pg_ctlcluster "$pg_version" main status >/dev/null 2>&1; then
@@ -26,6 +33,7 @@ as_root runuser -u postgres -- psql -qtc "SELECT 1 FROM pg_database WHERE datnam
 
 export SLUICE_TEST_POSTGRES_DSN="postgres://sluice:sluice@127.0.0.1:5432/sluice_test?sslmode=disable"
 export SLUICE_REQUIRE_POSTGRES=1
+export SLUICE_REQUIRE_CHROMIUM=1
 
 sluice_test_deps_stop() {
   if [ -n "${SLUICE_STARTED_PG:-}" ]; then as_root pg_ctlcluster "$SLUICE_STARTED_PG" main stop || true; fi
