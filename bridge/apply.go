@@ -84,7 +84,7 @@ func (c *cycle) refreshNode(n int32) {
 	p.whole.move(n, freeWhole)
 	roomBucket := int32(-1)
 	if maxRoom > 0 && !nd.mig {
-		roomBucket = maxRoom / 100
+		roomBucket = min(maxRoom/100, int32(len(p.room.lists)-1))
 	}
 	p.room.move(n, roomBucket)
 }

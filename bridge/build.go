@@ -123,7 +123,7 @@ func (c *cycle) nodeState(n *Node, p int32) nodeState {
 	nd := nodeState{name: n.Name, part: p, labels: n.Labels, schedulable: !n.Unschedulable, reservedBy: -1}
 	nd.g0 = int32(len(c.gpus))
 	if len(n.GPUs) == 0 && n.Allocatable.GPUMilli >= 1000 {
-		k := n.Allocatable.GPUMilli / 1000
+		k := min(n.Allocatable.GPUMilli/1000, maxDevices)
 		for i := range k {
 			c.gpus = append(c.gpus, gpuState{index: int32(i), mem: n.Allocatable.GPUMemoryMiB / k})
 		}

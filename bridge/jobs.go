@@ -11,8 +11,10 @@ func (c *cycle) buildJobs() {
 		j := &c.s.Jobs[i]
 		groups += len(j.Groups)
 		for _, g := range j.Groups {
-			tasks += int(g.Count)
-			refs += int(g.Count) * int(max(g.GPU.Devices, 1))
+			if checkGroup(&g) == "" {
+				tasks += int(g.Count)
+				refs += int(g.Count) * int(max(g.GPU.Devices, 1))
+			}
 		}
 	}
 	c.groups = reuse(c.buf.groups, groups)[:0]
@@ -25,7 +27,9 @@ func (c *cycle) buildJobs() {
 	for i := range c.s.Jobs {
 		n := 0
 		for _, g := range c.s.Jobs[i].Groups {
-			n += int(max(g.Count, 0))
+			if checkGroup(&g) == "" {
+				n += int(g.Count)
+			}
 		}
 		c.jobs[i].places, lists = lists[:0:n], lists[n:]
 		c.buildJob(int32(i))
@@ -168,12 +172,20 @@ func (c *cycle) buildGroups(js *jobState) {
 	js.gn = int32(len(c.groups))
 }
 
+// Bounds on one request, so that a malformed one cannot make the cycle allocate without end.
+const (
+	maxTasks   = 1 << 20 // per task group
+	maxDevices = 1 << 10 // GPUs per task, and devices of a node known from labels alone
+)
+
 // checkGroup returns what is wrong with a task group, "" when nothing.
 func checkGroup(tg *TaskGroup) string {
 	r := tg.GPU
 	switch {
-	case tg.Count <= 0:
-		return "count must be at least 1"
+	case tg.Count <= 0 || tg.Count > maxTasks:
+		return fmt.Sprintf("count must be between 1 and %d", maxTasks)
+	case tg.GPU.Devices > maxDevices:
+		return fmt.Sprintf("at most %d GPUs per task", maxDevices)
 	case tg.Request.CPUMilli < 0 || tg.Request.MemoryBytes < 0:
 		return "negative CPU or memory request"
 	}

@@ -31,7 +31,7 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 	}
 	nd := &c.nodes[n]
 	pl := placement{job: ji, group: gi, node: n, task: rt.Name, start: nanos(rt.Start), g0: int32(len(c.gpuRefs))}
-	if g.gpu.Kind != GPUNone {
+	if checkGroup(&js.job.Groups[gi-js.g0]) == "" && g.gpu.Kind != GPUNone {
 		for _, idx := range rt.GPUs {
 			if pos := c.gpuPos(nd, idx); pos >= 0 {
 				c.gpuRefs = append(c.gpuRefs, pos)
