@@ -18,11 +18,12 @@ type QueueSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	Priority int32 `json:"priority,omitempty"`
 	// Quotas holds one entry per partition, plus optionally "*" for every
-	// partition without an entry of its own.
+	// partition without an entry of its own. At most 16 entries: the API
+	// server bounds the cost of validating each entry's quantities.
 	// +optional
 	// +listType=map
 	// +listMapKey=partition
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=16
 	Quotas []PartitionQuota `json:"quotas,omitempty"`
 	// Users may submit jobs to this queue (Slurm's user-account
 	// association). A user listed on exactly one queue has it as default
@@ -72,7 +73,7 @@ type QueueStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=partition
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=16
 	Partitions []QueuePartitionStatus `json:"partitions,omitempty"`
 	// Conditions include Valid (False with a reason when, for example, the
 	// parent queue does not exist).
