@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/webhook"
 	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
@@ -16,9 +20,49 @@ func (s *Server) addComponents() error {
 	if err := s.addREST(); err != nil {
 		return err
 	}
+	if s.cfg.Webhook.Enabled {
+		if err := s.addWebhook(); err != nil {
+			return err
+		}
+	}
 	if s.cfg.Remediation.Enabled {
 		s.addRemediation()
 	}
+	return nil
+}
+
+// schedulerNames are every spec.schedulerName whose pods Sluice takes.
+func (s *Server) schedulerNames() []string {
+	return append([]string{s.cfg.SchedulerName}, s.cfg.Webhook.ExtraSchedulerNames...)
+}
+
+// addWebhook serves the admission webhook on every replica and registers
+// it (a Service in-cluster, its loopback URL outside) once it listens.
+func (s *Server) addWebhook() error {
+	w := s.cfg.Webhook
+	hook, err := webhook.New(webhook.Config{
+		Addr:           w.Addr,
+		StateDir:       filepath.Join(s.cfg.StateDir, "webhook"),
+		Hosts:          w.Hosts,
+		SchedulerNames: s.schedulerNames(),
+		Client:         s.kube,
+		Log:            s.log.With("component", "webhook"),
+	})
+	if err != nil {
+		return err
+	}
+	reg := webhook.Registration{CABundle: hook.CABundle(), SchedulerNames: s.schedulerNames()}
+	if w.ServiceName != "" {
+		reg.Service = &admissionregistrationv1.ServiceReference{Name: w.ServiceName, Namespace: w.ServiceNamespace}
+	} else {
+		reg.URL = hook.URL()
+	}
+	s.addComponent(component{name: "webhook", run: func(ctx context.Context) error {
+		if err := webhook.Register(ctx, s.restConfig, reg); err != nil {
+			return fmt.Errorf("registering the webhook: %w", err)
+		}
+		return hook.Run(ctx)
+	}})
 	return nil
 }
 

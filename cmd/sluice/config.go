@@ -31,6 +31,25 @@ type Config struct {
 	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
 	Remediation    RemediationConfig    `yaml:"remediation"`
 	REST           RESTConfig           `yaml:"rest"`
+	Webhook        WebhookConfig        `yaml:"webhook"`
+}
+
+// WebhookConfig is the mutating admission webhook for Sluice's pods (queue
+// defaulting, GPU-sharing validation, GPU environment wiring).
+type WebhookConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Addr is where the webhook serves HTTPS; port 0 picks a free port.
+	Addr string `yaml:"addr"`
+	// Hosts are the names its certificate is valid for (default 127.0.0.1,
+	// localhost; the Service's DNS names in a cluster).
+	Hosts []string `yaml:"hosts"`
+	// ServiceName and ServiceNamespace register the webhook behind a
+	// Service (in-cluster); empty registers its URL (outside the cluster).
+	ServiceName      string `yaml:"serviceName"`
+	ServiceNamespace string `yaml:"serviceNamespace"`
+	// ExtraSchedulerNames are other schedulerNames whose pods Sluice takes,
+	// such as kai-scheduler for KAI manifests as they are.
+	ExtraSchedulerNames []string `yaml:"extraSchedulerNames"`
 }
 
 // RESTConfig is the slurmrestd-compatible API: its auth/jwt key and who may
@@ -98,6 +117,7 @@ func DefaultConfig() Config {
 			RetryPeriod:   Duration(2 * time.Second),
 		},
 		Remediation: RemediationConfig{Enabled: true},
+		Webhook:     WebhookConfig{Enabled: true, Addr: "127.0.0.1:9443"},
 	}
 }
 

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/accounting/report"
+	"github.com/sluicehq/sluice/slurmapi/client"
+)
+
+func init() {
+	register(command{name: "sacct", summary: "show recorded jobs from the accounting ledger (like Slurm's sacct)", run: func(args []string) error {
+		return runSacct(args, os.Stdout, time.Now())
+	}})
+}
+
+// layoutFlags are the output flags sacct, sshare and sreport share.
+type layoutFlags struct {
+	parsable, parsable2, noHeader, asJSON, asCSV bool
+}
+
+func (l *layoutFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&l.parsable, "p", false, "parsable: '|' after every field; also --parsable")
+	fs.BoolVar(&l.parsable, "parsable", false, "parsable: '|' after every field")
+	fs.BoolVar(&l.parsable2, "P", false, "parsable: '|' between fields; also --parsable2")
+	fs.BoolVar(&l.parsable2, "parsable2", false, "parsable: '|' between fields")
+	fs.BoolVar(&l.noHeader, "n", false, "no header; also --noheader")
+	fs.BoolVar(&l.noHeader, "noheader", false, "no header")
+	fs.BoolVar(&l.asJSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&l.asCSV, "csv", false, "print the report as CSV")
+}
+
+// write renders a report table (or value, for --json) as asked.
+func (l *layoutFlags) write(w io.Writer, t report.Table, value any) error {
+	f := report.FormatText
+	switch {
+	case l.asJSON && l.asCSV:
+		return usageError{"--json and --csv exclude each other"}
+	case l.asJSON:
+		f = report.FormatJSON
+	case l.asCSV:
+		f = report.FormatCSV
+	}
+	return report.Write(w, f, t, value, report.TextOptions{Parsable: l.parsable, Parsable2: l.parsable2, NoHeader: l.noHeader})
+}
+
+// parseFlags parses a command's flags; --help is not an error.
+func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err.Error()}
+	}
+	return false, nil
+}
+
+// parseSlurmTime reads sacct's and sreport's time forms, in UTC (the ledger's zone):
+// YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], HH:MM[:SS] (today), today, midnight, now and
+// now[+-]N[seconds|minutes|hours|days|weeks].
+func parseSlurmTime(s string, now time.Time) (time.Time, error) {
+	now = now.UTC()
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	low := strings.ToLower(strings.TrimSpace(s))
+	switch low {
+	case "now":
+		return now.Truncate(time.Second), nil
+	case "today", "midnight":
+		return today, nil
+	case "yesterday":
+		return today.AddDate(0, 0, -1), nil
+	case "tomorrow":
+		return today.AddDate(0, 0, 1), nil
+	}
+	if rest, ok := strings.CutPrefix(low, "now"); ok && rest != "" && (rest[0] == '-' || rest[0] == '+') {
+		return relativeTime(rest, now, s)
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02", "01/02/06", "15:04:05", "15:04"} {
+		t, err := time.ParseInLocation(layout, s, time.UTC)
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(layout, "15") {
+			return today.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second), nil
+		}
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("01/02", s, time.UTC); err == nil {
+		return time.Date(now.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), nil
+	}
+	return time.Time{}, fmt.Errorf("invalid time %q (want YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], HH:MM[:SS], today, midnight or now[+-]N[units])", s)
+}
+
+// relativeTime reads "-N[units]" or "+N[units]" after "now".
+func relativeTime(rest string, now time.Time, orig string) (time.Time, error) {
+	sign := time.Duration(1)
+	if rest[0] == '-' {
+		sign = -1
+	}
+	rest = rest[1:]
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(rest[:i], 10, 32)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("invalid time %q: no count after now%c", orig, map[time.Duration]byte{1: '+', -1: '-'}[sign])
+	}
+	units := map[string]time.Duration{"": time.Second, "s": time.Second, "sec": time.Second, "seconds": time.Second,
+		"m": time.Minute, "min": time.Minute, "minutes": time.Minute, "h": time.Hour, "hour": time.Hour, "hours": time.Hour,
+		"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour, "w": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour}
+	unit, ok := units[rest[i:]]
+	if !ok {
+		return time.Time{}, fmt.Errorf("invalid time %q: unknown unit %q (want seconds, minutes, hours, days or weeks)", orig, rest[i:])
+	}
+	return now.Add(sign * time.Duration(n) * unit).Truncate(time.Second), nil
+}
+
+func unixParam(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+func runSacct(args []string, stdout io.Writer, now time.Time) error {
+	fs := flag.NewFlagSet("sacct", flag.ContinueOnError)
+	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
+	users := fs.String("u", "", "only these users (comma-separated); also --user. Default: the token's user")
+	fs.StringVar(users, "user", "", "only these users")
+	allUsers := fs.Bool("a", false, "every user's jobs; also --allusers")
+	fs.BoolVar(allUsers, "allusers", false, "every user's jobs")
+	accounts := fs.String("A", "", "only these accounts; also --accounts")
+	fs.StringVar(accounts, "accounts", "", "only these accounts")
+	parts := fs.String("r", "", "only these partitions; also --partition")
+	fs.StringVar(parts, "partition", "", "only these partitions")
+	states := fs.String("s", "", "only jobs now in these states (CD,F,R or completed,failed,...); also --state")
+	fs.StringVar(states, "state", "", "only jobs now in these states")
+	jobs := fs.String("j", "", "only these job ids; also --jobs")
+	fs.StringVar(jobs, "jobs", "", "only these job ids")
+	start := fs.String("S", "", "jobs that existed after this time (default: today 00:00 UTC unless -j); also --starttime")
+	fs.StringVar(start, "starttime", "", "start of the window")
+	end := fs.String("E", "", "jobs that existed before this time (default now); also --endtime")
+	fs.StringVar(end, "endtime", "", "end of the window")
+	format := fs.String("o", report.SacctDefaultFormat, "fields, e.g. JobID,State,AllocTRES%60; also --format")
+	fs.StringVar(format, "format", report.SacctDefaultFormat, "fields")
+	fs.Bool("X", false, "allocations only; also --allocations (the ledger records allocations, no steps, so this is always so)")
+	fs.Bool("allocations", false, "allocations only")
+	helpFormat := fs.Bool("e", false, "list the fields --format accepts; also --helpformat")
+	fs.BoolVar(helpFormat, "helpformat", false, "list the fields --format accepts")
+	var layout layoutFlags
+	layout.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: sluice sacct [flags]\n\nShows jobs recorded in the accounting ledger, Slurm-submitted and Kubernetes-submitted alike.\nTimes are UTC.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *helpFormat {
+		var names []string
+		for _, c := range report.SacctColumns() {
+			names = append(names, c.Name)
+		}
+		_, err := fmt.Fprintln(stdout, strings.Join(names, " "))
+		return err
+	}
+	if _, err := report.SacctTable(nil, *format, now); err != nil {
+		return usageError{err.Error()}
+	}
+	c, err := client.FromEnv(*token)
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	for name, v := range map[string]string{"accounts": *accounts, "partitions": *parts, "states": *states, "ids": *jobs} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	switch {
+	case *users != "":
+		q.Set("users", *users)
+	case !*allUsers && c.TokenUser() != "":
+		q.Set("users", c.TokenUser())
+	}
+	from, to := *start, *end
+	if from == "" && *jobs == "" {
+		from = "today"
+	}
+	for name, v := range map[string]string{"start": from, "end": to} {
+		if v == "" {
+			continue
+		}
+		t, err := parseSlurmTime(v, now)
+		if err != nil {
+			return usageError{fmt.Sprintf("--%stime: %v", name, err)}
+		}
+		q.Set(name, unixParam(t))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := c.LedgerJobs(ctx, q)
+	if err != nil {
+		return err
+	}
+	t, err := report.SacctTable(res.Jobs, *format, now)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	return layout.write(stdout, t, map[string]any{"jobs": res.Jobs})
+}

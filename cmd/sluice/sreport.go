@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
+)
+
+func init() {
+	register(command{name: "sreport", summary: "GPU-hours and utilization reports from the accounting ledger (like Slurm's sreport)", run: func(args []string) error {
+		return runSreport(args, os.Stdout, time.Now())
+	}})
+}
+
+// sreportOptions maps sreport's KEY=value options (any case) to the ledger API's
+// parameters.
+var sreportOptions = map[string]string{"start": "start", "end": "end", "users": "users", "user": "users",
+	"accounts": "accounts", "account": "accounts", "topcount": "topcount", "grouping": "grouping"}
+
+func runSreport(args []string, stdout io.Writer, now time.Time) error {
+	fs := flag.NewFlagSet("sreport", flag.ContinueOnError)
+	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
+	units := fs.String("t", "", "time unit: seconds, minutes (default), hours or percent")
+	tres := fs.String("T", "", "TRES to report, e.g. gres/gpu (default), cpu, or ALL; also --tres")
+	fs.StringVar(tres, "tres", "", "TRES to report")
+	var layout layoutFlags
+	layout.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `Usage: sluice sreport [flags] <entity> <report> [Start=...] [End=...] [Users=...] [Accounts=...] [TopCount=N] [Grouping=1,2,4,8]
+
+Reports:
+  cluster Utilization                allocated / down / idle / reported GPU time
+  cluster AccountUtilizationByUser   usage per account, then per user
+  cluster UserUtilizationByAccount   usage per user and account
+  user TopUsage                      the users who used the most
+  job SizesByAccount                 usage binned by job size
+The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
+  sluice sreport -t hours -T gres/gpu cluster Utilization start=2026-11-01 end=2026-12-01
+
+Flags:`)
+		fs.PrintDefaults()
+	}
+	if help, err := parseFlags(fs, interleaved(fs, args)); help || err != nil {
+		return err
+	}
+	var words []string
+	q := url.Values{}
+	for _, a := range fs.Args() {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			words = append(words, a)
+			continue
+		}
+		name, known := sreportOptions[strings.ToLower(k)]
+		if !known {
+			return usageError{fmt.Sprintf("unknown option %q (want Start, End, Users, Accounts, TopCount or Grouping)", k)}
+		}
+		q.Set(name, v)
+	}
+	if len(words) != 2 {
+		return usageError{"name one report: <entity> <report>, e.g. cluster Utilization"}
+	}
+	q.Set("report", words[0]+" "+words[1])
+	for name, def := range map[string]string{"start": "yesterday", "end": "today"} {
+		v := q.Get(name)
+		if v == "" {
+			v = def
+		}
+		t, err := parseSlurmTime(v, now)
+		if err != nil {
+			return usageError{fmt.Sprintf("%s: %v", name, err)}
+		}
+		q.Set(name, unixParam(t))
+	}
+	if *units != "" {
+		q.Set("t", *units)
+	}
+	if *tres != "" {
+		q.Set("tres", *tres)
+	}
+	c, err := client.FromEnv(*token)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := c.Sreport(ctx, q)
+	if err != nil {
+		return err
+	}
+	return layout.write(stdout, res.Table, json.RawMessage(res.Value))
+}
+
+// interleaved moves flags that follow the report words in front of them, since
+// sreport accepts "cluster Utilization -t hours" as well as "-t hours cluster
+// Utilization" and Go's flag package stops at the first word.
+func interleaved(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBool(f) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	return append(flags, rest...)
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
