@@ -22,7 +22,7 @@ func cpuTime() int64 {
 // shared machine wall time (ns/op) mostly measures the neighbours.
 func benchCycle(b *testing.B, s *Snapshot) {
 	b.ReportAllocs()
-	sched := &Scheduler{} // one per process, as the adapter keeps it
+	sched := &Scheduler{}  // one per process, as the adapter keeps it
 	d := sched.Schedule(s) // the first cycle sizes the Scheduler's arrays; later ones reuse them
 	before := cpuTime()
 	b.ResetTimer()

@@ -2,6 +2,27 @@ package bridge
 
 import "fmt"
 
+// limitKey names one limit that stops jobs: its code, the queue or QOS, the dimension or
+// partition, and the user; reasons are formatted once per limit and cycle, not once per job.
+type limitKey struct {
+	code   string
+	obj, d int32
+	user   string
+}
+
+// limitReason returns the reason for a limit, formatting it the first time.
+func (c *cycle) limitReason(k limitKey, format func() string) (string, string) {
+	r, ok := c.reasons[k]
+	if !ok {
+		if c.reasons == nil {
+			c.reasons = map[limitKey]string{}
+		}
+		r = format()
+		c.reasons[k] = r
+	}
+	return k.code, r
+}
+
 // admit checks the limits a job must respect to start now, with what it would add: QOS
 // per-user and group limits, the queue limits of its whole path, and for non-preemptible
 // work the deserved quota. It returns a pending code and reason, or "" when admitted.
@@ -14,18 +35,23 @@ func (c *cycle) admit(js *jobState) (string, string) {
 		if qs.perUser() {
 			uu = c.user(js)
 		}
+		user := js.job.User
 		if q.MaxJobsPerUser > 0 && js.running == 0 && uu.jobs+1 > q.MaxJobsPerUser {
-			return ReasonQOSJobsPerUser, fmt.Sprintf("user %s already runs %d jobs, the most QOS %s allows per user",
-				js.job.User, uu.jobs, q.Name)
+			return c.limitReason(limitKey{ReasonQOSJobsPerUser, js.qos, 0, user}, func() string {
+				return fmt.Sprintf("user %s runs the %d jobs QOS %s allows per user", user, q.MaxJobsPerUser, q.Name)
+			})
 		}
 		if q.MaxGPUsPerUser > 0 && need[DimGPU] > 0 && uu.gpu+need[DimGPU] > q.MaxGPUsPerUser {
-			return ReasonQOSGPUsPerUser, fmt.Sprintf("user %s would use %s, above the %s QOS %s allows per user",
-				js.job.User, amount(DimGPU, uu.gpu+need[DimGPU]), amount(DimGPU, q.MaxGPUsPerUser), q.Name)
+			return c.limitReason(limitKey{ReasonQOSGPUsPerUser, js.qos, 0, user}, func() string {
+				return fmt.Sprintf("user %s would go above the %s QOS %s allows per user", user, amount(DimGPU, q.MaxGPUsPerUser), q.Name)
+			})
 		}
 		grp := q.GrpTRES.vec()
 		for d := range grp {
 			if grp[d] > 0 && need[d] > 0 && qs.use[d]+need[d] > grp[d] {
-				return ReasonQOSGroupTRES, fmt.Sprintf("QOS %s is at its group limit of %s", q.Name, amount(Dim(d), grp[d]))
+				return c.limitReason(limitKey{ReasonQOSGroupTRES, js.qos, int32(d), ""}, func() string {
+					return fmt.Sprintf("QOS %s is at its group limit of %s", q.Name, amount(Dim(d), grp[d]))
+				})
 			}
 		}
 	}
@@ -34,8 +60,9 @@ func (c *cycle) admit(js *jobState) (string, string) {
 		qp := c.qpart(q, js.part)
 		for d := range need {
 			if qp.limit[d] > 0 && need[d] > 0 && qp.alloc[d]+need[d] > qp.limit[d] {
-				return ReasonQueueLimit, fmt.Sprintf("queue %s at its limit of %s in partition %s",
-					c.queues[q].name, amount(Dim(d), qp.limit[d]), pname)
+				return c.limitReason(limitKey{ReasonQueueLimit, q, int32(d)*int32(len(c.parts)) + js.part, ""}, func() string {
+					return fmt.Sprintf("queue %s at its limit of %s in partition %s", c.queues[q].name, amount(Dim(d), qp.limit[d]), pname)
+				})
 			}
 		}
 		if js.preempt {
@@ -46,8 +73,10 @@ func (c *cycle) admit(js *jobState) (string, string) {
 			// run); other resources and parents only where a quota is set.
 			governed := qp.quota[d] > 0 || (Dim(d) == DimGPU && q == js.queue)
 			if governed && need[d] > 0 && qp.nonPreempt[d]+need[d] > qp.quota[d] {
-				return ReasonQueueQuota, fmt.Sprintf("non-preemptible work of queue %s would use %s, above its deserved %s in partition %s; preemptible jobs may use idle capacity",
-					c.queues[q].name, amount(Dim(d), qp.nonPreempt[d]+need[d]), amount(Dim(d), qp.quota[d]), pname)
+				return c.limitReason(limitKey{ReasonQueueQuota, q, int32(d)*int32(len(c.parts)) + js.part, ""}, func() string {
+					return fmt.Sprintf("non-preemptible work of queue %s would go above its deserved %s in partition %s; preemptible jobs may use idle capacity",
+						c.queues[q].name, amount(Dim(d), qp.quota[d]), pname)
+				})
 			}
 		}
 	}

@@ -35,19 +35,20 @@ type cycle struct {
 	// onNode lists, per node, the placements running at the start of rescue.
 	victims [][]victimQueue
 	onNode  [][]int32
+	// gain, gained, pairs and touched are scratch for evictOnOneNode.
+	gain    []vec
+	gained  []bool
+	pairs   []nodeVictim
+	touched []int32
 	// freed lists, in order, the nodes where committed evictions added free capacity since
 	// allocate ran (a node again each time): the only places a job that did not fit then
 	// may fit now without evicting anything. freedSeen remembers per gang shape how far a
 	// failed scan got, so the next job of that shape looks only at newer entries.
-	// gain, gained, pairs and touched are scratch for evictOnOneNode.
-	gain       []vec
-	gained     []bool
-	pairs      []nodeVictim
-	touched    []int32
 	freed      []int32
 	freedStamp []int
 	freedSeen  map[string][]failure
 	scratch    attempt
+	reasons    map[limitKey]string
 	buf        *buffers
 	// building is set while the snapshot's running work is applied: bucket order then must
 	// not depend on the order jobs were listed in.
