@@ -1,0 +1,150 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// NotEligible says why a Slurm job may not start yet, with Slurm's pending
+// reason (JobHeldUser, Dependency, DependencyNeverSatisfied).
+type NotEligible struct {
+	Reason  string
+	Message string
+}
+
+func (e *NotEligible) Error() string { return e.Reason + ": " + e.Message }
+
+// Eligible reports whether the Slurm job pg may start: not held, and its
+// --dependency satisfied. It reads the PodGroups the dependency names.
+func Eligible(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error {
+	s := pg.Spec.Slurm
+	if s == nil {
+		return nil
+	}
+	if s.Hold {
+		return &NotEligible{Reason: "JobHeldUser", Message: "the job is held; release it with scontrol release"}
+	}
+	if s.Dependency == "" {
+		return nil
+	}
+	anyOf := strings.Contains(s.Dependency, "?")
+	var firstWait error
+	for _, clause := range strings.FieldsFunc(s.Dependency, func(r rune) bool { return r == ',' || r == '?' }) {
+		err := clauseMet(ctx, r, pg, clause)
+		switch {
+		case err == nil && anyOf:
+			return nil
+		case err != nil && !anyOf:
+			return err
+		case err != nil && firstWait == nil:
+			firstWait = err
+		}
+	}
+	return firstWait
+}
+
+// clauseMet checks one "type:id:id" clause of a dependency.
+func clauseMet(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup, clause string) error {
+	kind, rest, _ := strings.Cut(clause, ":")
+	if kind == "singleton" {
+		return singletonMet(ctx, r, pg)
+	}
+	for _, raw := range strings.Split(rest, ":") {
+		idText, _, _ := strings.Cut(raw, "+") // after:ID+minutes: the delay is not honoured
+		id, err := strconv.ParseUint(idText, 10, 32)
+		if err != nil {
+			return &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("%s: %q is not a job id this cluster can wait for", clause, raw)}
+		}
+		phase, found, err := jobPhase(ctx, r, id)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("job %d does not exist", id)}
+		}
+		if err := dependencyMet(kind, id, phase); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dependencyMet applies one dependency type to the phase of the job it names.
+func dependencyMet(kind string, id uint64, phase v1alpha1.PodGroupPhase) error {
+	done := finished(phase)
+	wait := &NotEligible{Reason: "Dependency", Message: fmt.Sprintf("waiting for job %d (%s) to satisfy %s", id, phaseText(phase), kind)}
+	never := &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("job %d ended %s, so %s can never be satisfied", id, phaseText(phase), kind)}
+	switch kind {
+	case "after":
+		if phase == "" || phase == v1alpha1.PodGroupPending {
+			return wait
+		}
+	case "afterany":
+		if !done {
+			return wait
+		}
+	case "afterok":
+		if !done {
+			return wait
+		}
+		if phase != v1alpha1.PodGroupSucceeded {
+			return never
+		}
+	case "afternotok":
+		if !done {
+			return wait
+		}
+		if phase == v1alpha1.PodGroupSucceeded {
+			return never
+		}
+	default:
+		return &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("dependency type %q is not supported", kind)}
+	}
+	return nil
+}
+
+func phaseText(p v1alpha1.PodGroupPhase) string {
+	if p == "" {
+		return string(v1alpha1.PodGroupPending)
+	}
+	return string(p)
+}
+
+// jobPhase reads the phase of job id; found is false when no PodGroup has it.
+func jobPhase(ctx context.Context, r client.Reader, id uint64) (v1alpha1.PodGroupPhase, bool, error) {
+	var list v1alpha1.PodGroupList
+	if err := r.List(ctx, &list, client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(id, 10)}); err != nil {
+		return "", false, fmt.Errorf("read dependency job %d: %w", id, err)
+	}
+	if len(list.Items) == 0 {
+		return "", false, nil
+	}
+	return list.Items[0].Status.Phase, true, nil
+}
+
+// singletonMet holds a job while an earlier job of the same name and user
+// has not ended, as Slurm's --dependency=singleton.
+func singletonMet(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error {
+	var list v1alpha1.PodGroupList
+	if err := r.List(ctx, &list, client.HasLabels{v1alpha1.JobIDLabel}); err != nil {
+		return fmt.Errorf("read jobs for singleton: %w", err)
+	}
+	self, _ := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
+	for i := range list.Items {
+		o := &list.Items[i]
+		os := o.Spec.Slurm
+		if os == nil || os.Name != pg.Spec.Slurm.Name || os.User != pg.Spec.Slurm.User || finished(o.Status.Phase) {
+			continue
+		}
+		if id, _ := strconv.ParseUint(o.Labels[v1alpha1.JobIDLabel], 10, 32); id != 0 && id < self {
+			return &NotEligible{Reason: "Dependency", Message: fmt.Sprintf("singleton: job %d of the same name and user has not ended", id)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// PodOptions configure the pod factory.
+type PodOptions struct {
+	// Users maps Slurm users to the uid/gid their pods run as; a user not
+	// in it runs as the image's user.
+	Users map[string]UserIDs
+	// DefaultImage runs jobs that name no image in a partition that names
+	// none; empty refuses such jobs.
+	DefaultImage string
+	// Timeout bounds the reads and the Service create of one call; default 10s.
+	Timeout time.Duration
+}
+
+// PodFactory makes the pods of Slurm jobs for the scheduler
+// (k8sscheduler/scheduler.PodFactory). It refuses a job that is held or
+// whose dependencies are not met, so such a job never starts even while the
+// scheduler cannot tell it apart from an eligible one.
+type PodFactory struct {
+	c    client.Client
+	opts PodOptions
+
+	mu       sync.Mutex
+	services map[string]bool // namespaces whose JobsService exists
+}
+
+// NewPodFactory connects a pod factory to the cluster of cfg.
+func NewPodFactory(cfg *rest.Config, opts PodOptions) (*PodFactory, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	return &PodFactory{c: c, opts: opts, services: map[string]bool{}}, nil
+}
+
+// Pods makes one pod per bind of the Slurm job pg.
+func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1.Pod, error) {
+	s := pg.Spec.Slurm
+	if s == nil {
+		return nil, fmt.Errorf("PodGroup %s/%s is not a Slurm job (no spec.slurm)", pg.Namespace, pg.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	defer cancel()
+	if err := Eligible(ctx, f.c, pg); err != nil {
+		return nil, err
+	}
+	run := RunAs{Image: s.Image}
+	if ids, ok := f.opts.Users[s.User]; ok {
+		run.IDs = &ids
+	}
+	if s.TimeLimit != nil {
+		run.TimeLimit = s.TimeLimit.Duration
+	}
+	if pg.Spec.Partition != "" && (run.Image == "" || run.TimeLimit == 0) {
+		var p v1alpha1.Partition
+		if err := f.c.Get(ctx, client.ObjectKey{Name: pg.Spec.Partition}, &p); err != nil {
+			return nil, fmt.Errorf("partition %s of job %s: %w", pg.Spec.Partition, pg.Labels[v1alpha1.JobIDLabel], err)
+		}
+		if run.Image == "" {
+			run.Image = p.Spec.DefaultImage
+		}
+		if run.TimeLimit == 0 && p.Spec.DefaultTime != nil {
+			run.TimeLimit = p.Spec.DefaultTime.Duration
+		}
+	}
+	if run.Image == "" {
+		run.Image = f.opts.DefaultImage
+	}
+	pods, err := BuildPods(pg, binds, run)
+	if err != nil {
+		return nil, err
+	}
+	if len(binds) > 1 {
+		if err := f.ensureService(ctx, pg.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	return pods, nil
+}
+
+// ensureService creates the namespace's headless JobsService once, so a
+// multi-node job's pods resolve each other by hostname. It publishes pods
+// before they are ready: launchers look peers up as they start.
+func (f *PodFactory) ensureService(ctx context.Context, ns string) error {
+	f.mu.Lock()
+	done := f.services[ns]
+	f.mu.Unlock()
+	if done {
+		return nil
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: JobsService, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{SlurmPodLabel: "true"},
+			PublishNotReadyAddresses: true,
+		},
+	}
+	if err := f.c.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the headless Service %s/%s: %w", ns, JobsService, err)
+	}
+	f.mu.Lock()
+	f.services[ns] = true
+	f.mu.Unlock()
+	return nil
+}

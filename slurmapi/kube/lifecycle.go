@@ -1,0 +1,274 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Lifecycle ends Slurm jobs as their pods do: it watches Slurm PodGroups
+// and their pods and writes the status the REST views read (phase, nodes,
+// exit code, end time). It enforces time limits itself, since not every
+// node agent (kwok) honours activeDeadlineSeconds, and requeues --requeue
+// jobs whose pods were preempted or lost with their node. Run it on the
+// leader only: two would race on the same status.
+type Lifecycle struct {
+	cache  cache.Cache
+	client client.Client
+	queue  workqueue.TypedRateLimitingInterface[client.ObjectKey]
+	now    func() time.Time
+
+	mu        sync.Mutex
+	disrupted map[client.ObjectKey]disruption // noted from pods that may be gone by the time of the reconcile
+}
+
+// NewLifecycle connects a lifecycle controller to the cluster of cfg.
+func NewLifecycle(cfg *rest.Config) (*Lifecycle, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	withJobID, err := labels.NewRequirement(v1alpha1.JobIDLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		// Only Slurm jobs' pods: everything else in the cluster stays out of memory.
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*withJobID, mustRequirement(SlurmPodLabel, selection.Equals, "true"))},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("informer cache: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return &Lifecycle{
+		cache: c, client: cl, now: time.Now, disrupted: map[client.ObjectKey]disruption{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
+			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "slurm-lifecycle"}),
+	}, nil
+}
+
+func mustRequirement(key string, op selection.Operator, value string) labels.Requirement {
+	r, err := labels.NewRequirement(key, op, []string{value})
+	if err != nil {
+		panic(err) // constant arguments
+	}
+	return *r
+}
+
+// Run watches until ctx ends.
+func (l *Lifecycle) Run(ctx context.Context) error {
+	defer l.queue.ShutDown()
+	pgInf, err := l.cache.GetInformer(ctx, &v1alpha1.PodGroup{})
+	if err != nil {
+		return err
+	}
+	podInf, err := l.cache.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	if _, err := pgInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    l.groupChanged,
+		UpdateFunc: func(_, o any) { l.groupChanged(o) },
+	}); err != nil {
+		return err
+	}
+	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    l.podChanged,
+		UpdateFunc: func(_, o any) { l.podChanged(o) },
+		DeleteFunc: l.podChanged,
+	}); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- l.cache.Start(ctx) }()
+	if !l.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("slurm lifecycle: informers did not sync: %w", ctx.Err())
+	}
+	for range 2 {
+		go l.work(ctx)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func (l *Lifecycle) groupChanged(obj any) {
+	if pg, ok := obj.(*v1alpha1.PodGroup); ok && pg.Spec.Slurm != nil {
+		l.queue.Add(client.ObjectKeyFromObject(pg))
+	}
+}
+
+// podChanged queues the pod's job and notes a disruption while the pod
+// still shows it: the pod may be gone when the job is looked at.
+func (l *Lifecycle) podChanged(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	name := pod.Annotations[v1alpha1.PodGroupAnnotation]
+	if name == "" {
+		return // not (yet) created by the scheduler for a job
+	}
+	key := client.ObjectKey{Namespace: pod.Namespace, Name: name}
+	if d := disruptionOf(pod); d != notDisrupted {
+		l.mu.Lock()
+		l.disrupted[key] = d
+		l.mu.Unlock()
+	}
+	l.queue.Add(key)
+}
+
+func (l *Lifecycle) work(ctx context.Context) {
+	for {
+		key, quit := l.queue.Get()
+		if quit {
+			return
+		}
+		again, err := l.reconcile(ctx, key)
+		switch {
+		case err != nil:
+			klog.InfoS("slurm lifecycle: retrying", "podGroup", key, "err", err)
+			l.queue.AddRateLimited(key)
+		case again > 0:
+			l.queue.Forget(key)
+			l.queue.AddAfter(key, again)
+		default:
+			l.queue.Forget(key)
+		}
+		l.queue.Done(key)
+	}
+}
+
+// reconcile applies the job's verdict; it returns when to look again (a
+// time limit running out).
+func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
+	var pg v1alpha1.PodGroup
+	if err := l.cache.Get(ctx, key, &pg); err != nil {
+		if apierrors.IsNotFound(err) {
+			l.forgetDisruption(key)
+			return 0, nil
+		}
+		return 0, err
+	}
+	if pg.Spec.Slurm == nil {
+		return 0, nil
+	}
+	var list corev1.PodList
+	if err := l.cache.List(ctx, &list, client.InNamespace(pg.Namespace),
+		client.MatchingLabels{v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel]}); err != nil {
+		return 0, err
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	limit, err := l.timeLimit(ctx, &pg)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	seen := l.disrupted[key]
+	l.mu.Unlock()
+	if finished(pg.Status.Phase) || pg.Status.Phase == "" || pg.Status.Phase == v1alpha1.PodGroupPending && len(pods) == 0 {
+		seen = notDisrupted // a disruption counts against a running job only
+	}
+	v := judge(&pg, pods, seen, limit, l.now())
+	if err := l.apply(ctx, &pg, v); err != nil {
+		return 0, err
+	}
+	if v.requeue || finished(v.phase) {
+		l.forgetDisruption(key)
+	}
+	return v.recheckIn, nil
+}
+
+func (l *Lifecycle) forgetDisruption(key client.ObjectKey) {
+	l.mu.Lock()
+	delete(l.disrupted, key)
+	l.mu.Unlock()
+}
+
+// timeLimit is the job's, else its partition's default, else none.
+func (l *Lifecycle) timeLimit(ctx context.Context, pg *v1alpha1.PodGroup) (time.Duration, error) {
+	if t := pg.Spec.Slurm.TimeLimit; t != nil {
+		return t.Duration, nil
+	}
+	if pg.Spec.Partition == "" {
+		return 0, nil
+	}
+	var p v1alpha1.Partition
+	if err := l.cache.Get(ctx, client.ObjectKey{Name: pg.Spec.Partition}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if p.Spec.DefaultTime == nil {
+		return 0, nil
+	}
+	return p.Spec.DefaultTime.Duration, nil
+}
+
+// apply writes the verdict: the status first (guarded by the version read,
+// so a concurrent scancel or requeue wins and this one is retried on fresh
+// state), then the pods' deletion.
+func (l *Lifecycle) apply(ctx context.Context, pg *v1alpha1.PodGroup, v verdict) error {
+	next := pg.DeepCopy()
+	st := &next.Status
+	switch {
+	case v.requeue:
+		st.Phase, st.StartTime, st.EndTime, st.Nodes, st.ExitCode = v1alpha1.PodGroupPending, nil, nil, nil, nil
+		st.Running, st.Succeeded, st.Failed = 0, 0, 0
+		st.Requeues++
+	case v.phase != "":
+		end := metav1.NewTime(v.endTime)
+		st.Phase, st.EndTime, st.ExitCode = v.phase, &end, v.exitCode
+		if st.StartTime == nil {
+			st.StartTime = &end
+		}
+	}
+	if v.nodes != nil {
+		st.Nodes = v.nodes
+	}
+	if v.requeue || v.phase != "" || v.nodes != nil {
+		patch := client.MergeFromWithOptions(pg, client.MergeFromWithOptimisticLock{})
+		if err := l.client.Status().Patch(ctx, next, patch); err != nil {
+			return fmt.Errorf("write status of job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
+		}
+	}
+	if !v.deletePods {
+		return nil
+	}
+	// The pods' own grace period applies: a task gets SIGTERM, then
+	// SIGKILL, as Slurm's KillWait gives it.
+	err := l.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(pg.Namespace),
+		client.MatchingLabels{v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel], SlurmPodLabel: "true"})
+	if err != nil {
+		return fmt.Errorf("delete pods of job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package kube
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+// Names a Slurm job's pods carry and are found by.
+const (
+	// JobsService is the headless Service, one per job namespace, through
+	// which a job's pods resolve each other as HOSTNAME.slurm-jobs.
+	JobsService = "slurm-jobs"
+	// SlurmPodLabel marks every pod made for a Slurm job; JobsService
+	// selects on it.
+	SlurmPodLabel = "sluice.dev/slurm-job"
+	// NodeIndexLabel is a pod's SLURM_NODEID within its job.
+	NodeIndexLabel = "sluice.dev/node-index"
+	// containerName is the one container of a job's pod.
+	containerName = "job"
+	// scriptDir is an emptyDir the script is written to before it is run:
+	// the script travels in the pod spec, so starting a job writes nothing
+	// but its pods.
+	scriptDir = "/var/run/sluice"
+)
+
+// Simulation knobs: a job whose environment sets SLUICE_SIM_DURATION (and
+// optionally SLUICE_SIM_EXIT_CODE) gets the pod annotations the rig's kwok
+// stages read (test/cluster/sim.go) to end the simulated container. Real
+// kubelets ignore them.
+const (
+	SimDurationEnv        = "SLUICE_SIM_DURATION"
+	SimExitCodeEnv        = "SLUICE_SIM_EXIT_CODE"
+	SimDurationAnnotation = "sluice.dev/sim-duration"
+	SimExitCodeAnnotation = "sluice.dev/sim-exit-code"
+)
+
+// UserIDs are the uid and gid a site maps a Slurm user to, as LDAP does.
+type UserIDs struct {
+	UID int64 `json:"uid"`
+	GID int64 `json:"gid"`
+}
+
+// runScript writes the script from the environment into the emptyDir and
+// executes it, so the kernel runs it with its shebang interpreter as
+// slurmd does; "$@" passes the job's arguments.
+const runScript = `umask 077; printf '%s' "$SLUICE_SCRIPT" > ` + scriptDir + `/script && chmod 700 ` + scriptDir +
+	`/script && unset SLUICE_SCRIPT && exec ` + scriptDir + `/script "$@"`
+
+// PodName names pod index of a job's run: requeued runs get new names, so a
+// new run never collides with the old one's pods still terminating.
+func PodName(pg *v1alpha1.PodGroup, index int) string {
+	if pg.Status.Requeues > 0 {
+		return fmt.Sprintf("%s-r%d-%d", pg.Name, pg.Status.Requeues, index)
+	}
+	return fmt.Sprintf("%s-%d", pg.Name, index)
+}
+
+// RunAs is what the site decides about a job's pods beyond the job itself.
+type RunAs struct {
+	// Image is the container image: the job's, else its partition's default.
+	Image string
+	// IDs are the uid/gid the job's user maps to; nil runs as the image's user.
+	IDs *UserIDs
+	// TimeLimit is the job's, else its partition's default; 0 means none.
+	TimeLimit time.Duration
+}
+
+// BuildPods makes a Slurm job's pods, one per bind (one per node). The
+// scheduler then sets node, scheduler name and group annotations.
+func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1.Pod, error) {
+	s := pg.Spec.Slurm
+	if s == nil {
+		return nil, fmt.Errorf("PodGroup %s/%s is not a Slurm job (no spec.slurm)", pg.Namespace, pg.Name)
+	}
+	if len(pg.Spec.Members) == 0 {
+		return nil, fmt.Errorf("PodGroup %s/%s describes no members", pg.Namespace, pg.Name)
+	}
+	if run.Image == "" {
+		return nil, fmt.Errorf("job %s names no container image and its partition %q has no defaultImage", pg.Labels[v1alpha1.JobIDLabel], pg.Spec.Partition)
+	}
+	hosts := make([]string, len(binds))
+	for i := range binds {
+		hosts[i] = PodName(pg, i)
+	}
+	member := pg.Spec.Members[0]
+	pods := make([]*corev1.Pod, len(binds))
+	for i := range binds {
+		pods[i] = buildPod(pg, member, &binds[i], i, hosts, run)
+	}
+	return pods, nil
+}
+
+func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index int, hosts []string, run RunAs) *corev1.Pod {
+	s := pg.Spec.Slurm
+	labels := map[string]string{
+		v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel], v1alpha1.QueueLabel: pg.Spec.Queue,
+		SlurmPodLabel: "true", NodeIndexLabel: strconv.Itoa(index),
+	}
+	if pg.Spec.Partition != "" {
+		labels[v1alpha1.PartitionLabel] = pg.Spec.Partition
+	}
+	ann := map[string]string{}
+	if d := s.Environment[SimDurationEnv]; d != "" {
+		ann[SimDurationAnnotation] = d
+		if c := s.Environment[SimExitCodeEnv]; c != "" {
+			ann[SimExitCodeAnnotation] = c
+		}
+	}
+	if g := m.GPUSharing; g != nil && g.Fraction != "" {
+		ann[v1alpha1.GPUFractionAnnotation] = g.Fraction
+	}
+	never, no := corev1.RestartPolicyNever, false
+	c := corev1.Container{
+		Name: containerName, Image: run.Image,
+		Command:      append([]string{"/bin/sh", "-c", runScript, "slurm_script"}, s.Argv...),
+		Env:          jobEnv(pg, b, index, hosts),
+		Resources:    corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
+		WorkingDir:   s.WorkingDirectory,
+		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-script", MountPath: scriptDir}},
+		SecurityContext: &corev1.SecurityContext{
+			Privileged: &no, AllowPrivilegeEscalation: &no,
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+	if ids := run.IDs; ids != nil {
+		c.SecurityContext.RunAsUser, c.SecurityContext.RunAsGroup = &ids.UID, &ids.GID
+	}
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: hosts[index], Namespace: pg.Namespace, Labels: labels, Annotations: ann},
+		Spec: corev1.PodSpec{
+			RestartPolicy: never, Hostname: hosts[index], Subdomain: JobsService,
+			Containers: []corev1.Container{c},
+			Volumes: []corev1.Volume{{Name: "sluice-script", VolumeSource: corev1.VolumeSource{
+				EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}}},
+			AutomountServiceAccountToken: &no,
+			EnableServiceLinks:           &no,
+		},
+	}
+	if pg.UID != "" { // deleting the job's PodGroup deletes its pods (garbage collector)
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID}}
+	}
+	if run.TimeLimit > 0 {
+		// A real kubelet ends the pod at the limit (DeadlineExceeded);
+		// the lifecycle controller enforces it where none does (kwok).
+		secs := int64(math.Ceil(run.TimeLimit.Seconds()))
+		pod.Spec.ActiveDeadlineSeconds = &secs
+	}
+	return pod
+}
+
+// limits are the requests a kubelet must also cap: memory and extended
+// resources (GPUs must have limit = request); CPU stays burstable.
+func limits(req corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range req {
+		if name != corev1.ResourceCPU {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// jobEnv is Slurm's batch environment for the task on node index, then the
+// job's own environment (which may not override the Slurm variables).
+func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []corev1.EnvVar {
+	s := pg.Spec.Slurm
+	id := pg.Labels[v1alpha1.JobIDLabel]
+	nodes := len(hosts)
+	tasks := max(int(s.Tasks), 1)
+	perNode := (tasks + nodes - 1) / nodes
+	if s.TasksPerNode != nil {
+		perNode = int(*s.TasksPerNode)
+	}
+	submitDir := s.WorkingDirectory
+	if submitDir == "" {
+		submitDir = "/"
+	}
+	slurm := [][2]string{
+		{"SLURM_JOB_ID", id}, {"SLURM_JOBID", id},
+		{"SLURM_JOB_NAME", s.Name}, {"SLURM_JOB_USER", s.User},
+		{"SLURM_JOB_NODELIST", slurmapi.HostList(hosts)}, {"SLURM_NODELIST", slurmapi.HostList(hosts)},
+		{"SLURM_JOB_NUM_NODES", strconv.Itoa(nodes)}, {"SLURM_NNODES", strconv.Itoa(nodes)},
+		{"SLURM_NODEID", strconv.Itoa(index)}, {"SLURM_PROCID", strconv.Itoa(index * perNode)},
+		{"SLURM_LOCALID", "0"},
+		{"SLURM_NTASKS", strconv.Itoa(tasks)}, {"SLURM_NPROCS", strconv.Itoa(tasks)},
+		{"SLURM_NTASKS_PER_NODE", strconv.Itoa(perNode)},
+		{"SLURM_CPUS_PER_TASK", strconv.Itoa(max(int(s.CPUsPerTask), 1))},
+		{"SLURM_SUBMIT_DIR", submitDir},
+		{"SLURM_JOB_PARTITION", pg.Spec.Partition}, {"SLURM_JOB_ACCOUNT", pg.Spec.Queue},
+		{"SLURM_JOB_QOS", pg.Spec.QOS},
+		{"SLURM_CLUSTER_NAME", "sluice"},
+	}
+	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
+		slurm = append(slurm, [2]string{"SLURM_ARRAY_JOB_ID", strconv.FormatInt(*s.ArrayJobID, 10)},
+			[2]string{"SLURM_ARRAY_TASK_ID", strconv.Itoa(int(*s.ArrayTaskID))})
+	}
+	slurm = append(slurm, gpuEnv(b)...)
+	env := make([]corev1.EnvVar, 0, len(slurm)+len(s.Environment)+1)
+	set := map[string]bool{}
+	for _, kv := range slurm {
+		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+		set[kv[0]] = true
+	}
+	own := make([]string, 0, len(s.Environment))
+	for k := range s.Environment {
+		if !set[k] && k != "SLUICE_SCRIPT" {
+			own = append(own, k)
+		}
+	}
+	sort.Strings(own)
+	for _, k := range own {
+		env = append(env, corev1.EnvVar{Name: k, Value: s.Environment[k]})
+	}
+	return append(env, corev1.EnvVar{Name: "SLUICE_SCRIPT", Value: s.Script})
+}
+
+// gpuEnv hands the task the GPUs the core assigned: the NVIDIA runtime
+// exposes NVIDIA_VISIBLE_DEVICES (UUIDs, else indices), which CUDA then
+// numbers from 0, as Slurm's CUDA_VISIBLE_DEVICES does under cgroup
+// device confinement.
+func gpuEnv(b *bridge.Bind) [][2]string {
+	if len(b.GPUs) == 0 {
+		return [][2]string{{"CUDA_VISIBLE_DEVICES", ""}, {"NVIDIA_VISIBLE_DEVICES", "void"}}
+	}
+	devs := make([]string, len(b.GPUs))
+	ordinals := make([]string, len(b.GPUs))
+	for i, g := range b.GPUs {
+		devs[i] = g.UUID
+		if devs[i] == "" {
+			devs[i] = strconv.Itoa(int(g.Index))
+		}
+		ordinals[i] = strconv.Itoa(i)
+	}
+	env := [][2]string{
+		{"CUDA_VISIBLE_DEVICES", strings.Join(ordinals, ",")},
+		{"NVIDIA_VISIBLE_DEVICES", strings.Join(devs, ",")},
+		{"SLURM_GPUS_ON_NODE", strconv.Itoa(len(b.GPUs))},
+	}
+	if b.GPUMilli > 0 && b.GPUMilli < 1000 {
+		env = append(env, [2]string{"SLUICE_GPU_PORTION", strconv.FormatFloat(float64(b.GPUMilli)/1000, 'f', -1, 64)})
+	}
+	return env
+}

@@ -1,0 +1,207 @@
+package kube
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// disruption is why a running job lost pods it did not end itself.
+type disruption string
+
+const (
+	notDisrupted disruption = ""
+	// preempted: evicted through the Eviction API (the scheduler's
+	// preemption and reclaim, a drain) or preempted by another scheduler.
+	preempted disruption = "preempted"
+	// nodeFailed: the node went away or became unhealthy under the pod.
+	nodeFailed disruption = "node-failed"
+)
+
+// disruptionOf reads the DisruptionTarget condition the API server, the
+// taint manager, pod GC or the kubelet set on a pod before removing it.
+func disruptionOf(pod *corev1.Pod) disruption {
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Reason {
+		case "EvictionByEvictionAPI", "PreemptionByScheduler", "PreemptionByKubeScheduler":
+			return preempted
+		default: // DeletionByTaintManager, DeletionByPodGC, TerminationByKubelet
+			return nodeFailed
+		}
+	}
+	if pod.Status.Reason == "NodeLost" || pod.Status.Reason == "Evicted" {
+		return nodeFailed
+	}
+	return notDisrupted
+}
+
+// verdict is what the lifecycle controller does to a Slurm job after
+// looking at its pods: at most one status change, and whether the job's
+// pods go.
+type verdict struct {
+	phase      v1alpha1.PodGroupPhase // the new phase, "" for no change
+	exitCode   *int32
+	endTime    time.Time
+	requeue    bool     // back to Pending with one more requeue
+	deletePods bool     // delete the job's remaining pods
+	nodes      []string // nodes to record, nil for no change
+	recheckIn  time.Duration
+}
+
+// currentRun keeps the pods of the job's current run (older runs' pods
+// may still be terminating after a requeue), ordered by node index.
+func currentRun(pg *v1alpha1.PodGroup, pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		i, err := strconv.Atoi(p.Labels[NodeIndexLabel])
+		if err == nil && p.Name == PodName(pg, i) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int {
+		x, _ := strconv.Atoi(a.Labels[NodeIndexLabel])
+		y, _ := strconv.Atoi(b.Labels[NodeIndexLabel])
+		return x - y
+	})
+	return out
+}
+
+// judge decides a Slurm job's next state from its pods: lost to a
+// disruption (requeued, or ended PREEMPTED / NODE_FAIL), past its time
+// limit (TIMEOUT), a task failed (FAILED with its exit code, the rest
+// stopped), or every node done (COMPLETED). limit is the job's time limit,
+// 0 for none; seen is a disruption noted from a pod that is already gone.
+func judge(pg *v1alpha1.PodGroup, pods []*corev1.Pod, seen disruption, limit time.Duration, now time.Time) verdict {
+	if finished(pg.Status.Phase) {
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && !podDone(p) {
+				return verdict{deletePods: true} // e.g. created while the job was being cancelled
+			}
+		}
+		return verdict{}
+	}
+	run := currentRun(pg, pods)
+	var v verdict
+	if nodes := nodesOf(run, pg.Spec.MinMember); nodes != nil && !slices.Equal(nodes, pg.Status.Nodes) {
+		v.nodes = nodes
+	}
+	why := seen
+	for _, p := range run {
+		if d := disruptionOf(p); d != notDisrupted && why == notDisrupted {
+			why = d
+		}
+	}
+	if why != notDisrupted {
+		v.deletePods, v.endTime = true, now
+		switch {
+		case pg.Spec.Slurm.Requeue:
+			v.requeue, v.nodes = true, nil
+		case why == preempted:
+			v.phase = v1alpha1.PodGroupPreempted
+		default:
+			v.phase = v1alpha1.PodGroupFailed // NODE_FAIL: see the report on a NodeFail phase
+		}
+		return v
+	}
+	for _, p := range run {
+		if p.Status.Reason == "DeadlineExceeded" {
+			return timedOut(v, now)
+		}
+	}
+	if start := startOf(pg, run); limit > 0 && !start.IsZero() {
+		left := start.Add(limit).Sub(now)
+		if left <= 0 {
+			return timedOut(v, now)
+		}
+		v.recheckIn = left
+	}
+	succeeded := 0
+	for _, p := range run {
+		switch p.Status.Phase {
+		case corev1.PodFailed:
+			code := exitCode(p)
+			v.phase, v.exitCode, v.endTime, v.deletePods = v1alpha1.PodGroupFailed, &code, endOf(run, now), true
+			return v
+		case corev1.PodSucceeded:
+			succeeded++
+		}
+	}
+	if succeeded > 0 && succeeded >= int(max(pg.Spec.MinMember, 1)) {
+		zero := int32(0)
+		v.phase, v.exitCode, v.endTime = v1alpha1.PodGroupSucceeded, &zero, endOf(run, now)
+	}
+	return v
+}
+
+func timedOut(v verdict, now time.Time) verdict {
+	v.phase, v.endTime, v.deletePods = v1alpha1.PodGroupTimedOut, now, true
+	return v
+}
+
+// nodesOf lists the nodes of a run once all its pods are bound.
+func nodesOf(run []*corev1.Pod, want int32) []string {
+	if len(run) < int(max(want, 1)) {
+		return nil
+	}
+	nodes := make([]string, len(run))
+	for i, p := range run {
+		if p.Spec.NodeName == "" {
+			return nil
+		}
+		nodes[i] = p.Spec.NodeName
+	}
+	return nodes
+}
+
+// startOf is when the time limit started counting: the group's start
+// time, else its run's first pod creation.
+func startOf(pg *v1alpha1.PodGroup, run []*corev1.Pod) time.Time {
+	if pg.Status.StartTime != nil {
+		return pg.Status.StartTime.Time
+	}
+	var t time.Time
+	for _, p := range run {
+		if c := p.CreationTimestamp.Time; !c.IsZero() && (t.IsZero() || c.Before(t)) {
+			t = c
+		}
+	}
+	return t
+}
+
+func podDone(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// exitCode is the exit code of the job container of a failed pod; a pod
+// that failed without its container ending (rejected by the node) gives 1.
+func exitCode(p *corev1.Pod) int32 {
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil && (c.Name == containerName || len(p.Status.ContainerStatuses) == 1) {
+			return t.ExitCode
+		}
+	}
+	return 1
+}
+
+// endOf is when the run's last container ended, else now.
+func endOf(run []*corev1.Pod, now time.Time) time.Time {
+	var t time.Time
+	for _, p := range run {
+		for _, c := range p.Status.ContainerStatuses {
+			if term := c.State.Terminated; term != nil && term.FinishedAt.After(t) {
+				t = term.FinishedAt.Time
+			}
+		}
+	}
+	if t.IsZero() {
+		return now
+	}
+	return t
+}
