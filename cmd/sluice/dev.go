@@ -74,7 +74,7 @@ func runDev(args []string) error {
 	cfg.StateDir = filepath.Join(stateDir, "server")
 	cfg.Listen = *listen
 	cfg.LeaderElection.Enabled = false // one replica on the rig
-	cfg.Webhook.Addr = "127.0.0.1:0"    // any free port; registered by URL
+	cfg.Webhook.Addr = "127.0.0.1:0"   // any free port; registered by URL
 	logFile, err := os.OpenFile(filepath.Join(stateDir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
