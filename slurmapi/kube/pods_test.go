@@ -1,0 +1,217 @@
+package kube
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/test/cluster"
+)
+
+func envOf(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+func eightGPUBinds(nodes int) []bridge.Bind {
+	binds := make([]bridge.Bind, nodes)
+	for i := range binds {
+		binds[i] = bridge.Bind{Node: "h100-" + string(rune('a'+i)), Group: memberName}
+		for g := range 8 {
+			binds[i].GPUs = append(binds[i].GPUs, bridge.BoundGPU{Index: int32(g), UUID: "GPU-" + string(rune('a'+i)) + string(rune('0'+g))})
+		}
+	}
+	return binds
+}
+
+func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
+	d := &slurmapi.JobDesc{
+		Name: "train", User: "alice", Account: "nlp", Partition: "h100", QOS: "normal",
+		Script: "#!/bin/bash\ntorchrun train.py\n", Nodes: 2, Tasks: 16, TasksPerNode: 8, CPUsPerTask: 4,
+		GPUs: slurmapi.GPURequest{PerNode: 8}, TimeLimit: 90 * time.Second, WorkDir: "/home/alice",
+		Environment: []string{"SLURM_JOB_ID=999", "LR=0.1", SimDurationEnv + "=5s", SimExitCodeEnv + "=3"},
+	}
+	pg := PodGroupFor(d, 7)
+	pg.UID = "uid-7"
+	pods, err := BuildPods(pg, eightGPUBinds(2), RunAs{Image: "pytorch:25", IDs: &UserIDs{UID: 1001, GID: 100}, TimeLimit: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 2 {
+		t.Fatalf("got %d pods, want one per node (2)", len(pods))
+	}
+	for i, pod := range pods {
+		wantName := []string{"job-7-0", "job-7-1"}[i]
+		if pod.Name != wantName || pod.Spec.Hostname != wantName || pod.Spec.Subdomain != JobsService || pod.Namespace != "slurm-nlp" {
+			t.Errorf("pod %d: name %s hostname %s subdomain %s namespace %s", i, pod.Name, pod.Spec.Hostname, pod.Spec.Subdomain, pod.Namespace)
+		}
+		env := envOf(pod)
+		want := map[string]string{
+			"SLURM_JOB_ID": "7", "SLURM_JOB_NAME": "train", "SLURM_JOB_NODELIST": "job-7-[0-1]", "SLURM_NNODES": "2",
+			"SLURM_NODEID": []string{"0", "1"}[i], "SLURM_PROCID": []string{"0", "8"}[i], "SLURM_NTASKS": "16",
+			"SLURM_CPUS_PER_TASK": "4", "SLURM_SUBMIT_DIR": "/home/alice", "SLURM_JOB_PARTITION": "h100",
+			"SLURM_JOB_ACCOUNT": "nlp", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "LR": "0.1",
+			"NVIDIA_VISIBLE_DEVICES": strings.Join(func() []string {
+				var ids []string
+				for g := range 8 {
+					ids = append(ids, "GPU-"+string(rune('a'+i))+string(rune('0'+g)))
+				}
+				return ids
+			}(), ","),
+			"SLUICE_SCRIPT": d.Script,
+		}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("pod %d: %s = %q, want %q", i, k, env[k], v)
+			}
+		}
+		c := pod.Spec.Containers[0]
+		if c.Image != "pytorch:25" || c.WorkingDir != "/home/alice" {
+			t.Errorf("pod %d: image %q workdir %q", i, c.Image, c.WorkingDir)
+		}
+		if g := c.Resources.Requests[v1alpha1.GPUResource]; g.Value() != 8 {
+			t.Errorf("pod %d requests %v GPUs, want 8", i, g.String())
+		}
+		if g := c.Resources.Limits[v1alpha1.GPUResource]; g.Value() != 8 {
+			t.Errorf("pod %d limits %v GPUs, want 8 (extended resources need limit = request)", i, g.String())
+		}
+		if cpu := c.Resources.Requests[corev1.ResourceCPU]; cpu.Value() != 32 {
+			t.Errorf("pod %d requests %s CPUs, want 8 tasks x 4", i, cpu.String())
+		}
+		sc := c.SecurityContext
+		if *sc.Privileged || *sc.AllowPrivilegeEscalation || *sc.RunAsUser != 1001 || *sc.RunAsGroup != 100 {
+			t.Errorf("pod %d security context %+v", i, sc)
+		}
+		if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds != 90 {
+			t.Errorf("pod %d: restart %s deadline %v", i, pod.Spec.RestartPolicy, pod.Spec.ActiveDeadlineSeconds)
+		}
+		if pod.Labels[v1alpha1.JobIDLabel] != "7" || pod.Labels[v1alpha1.QueueLabel] != "nlp" || pod.Labels[SlurmPodLabel] != "true" {
+			t.Errorf("pod %d labels %v", i, pod.Labels)
+		}
+		if pod.Annotations[cluster.AnnotationSimDuration] != "5s" || pod.Annotations[cluster.AnnotationSimExitCode] != "3" {
+			t.Errorf("pod %d: the rig's simulation annotations are %v", i, pod.Annotations)
+		}
+		if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "uid-7" || pod.OwnerReferences[0].Kind != "PodGroup" {
+			t.Errorf("pod %d owner references %+v", i, pod.OwnerReferences)
+		}
+	}
+}
+
+func TestBuildPodsVariants(t *testing.T) {
+	base := func() *slurmapi.JobDesc {
+		return &slurmapi.JobDesc{Name: "x", User: "bob", Account: "vision", Script: "#!/bin/sh\ntrue\n", Nodes: 1, Tasks: 1, CPUsPerTask: 1}
+	}
+	tests := []struct {
+		name    string
+		desc    func() *slurmapi.JobDesc
+		run     RunAs
+		binds   []bridge.Bind
+		check   func(t *testing.T, pod *corev1.Pod)
+		wantErr string
+	}{{
+		name: "no image anywhere is refused", desc: base, binds: []bridge.Bind{{Node: "n"}},
+		wantErr: "names no container image",
+	}, {
+		name: "GPU share gets the KAI fraction annotation and its portion", binds: []bridge.Bind{{Node: "n", GPUs: []bridge.BoundGPU{{Index: 3}}, GPUMilli: 250}},
+		desc: func() *slurmapi.JobDesc { d := base(); d.GPUs.Fraction = 0.25; return d }, run: RunAs{Image: "img"},
+		check: func(t *testing.T, pod *corev1.Pod) {
+			env := envOf(pod)
+			if pod.Annotations[v1alpha1.GPUFractionAnnotation] != "0.25" || env["SLUICE_GPU_PORTION"] != "0.25" || env["NVIDIA_VISIBLE_DEVICES"] != "3" {
+				t.Errorf("annotations %v, env %v", pod.Annotations, env)
+			}
+			if _, whole := pod.Spec.Containers[0].Resources.Requests[v1alpha1.GPUResource]; whole {
+				t.Error("a GPU share must not request whole nvidia.com/gpu")
+			}
+		},
+	}, {
+		name: "CPU job sees no GPU, runs as the image's user, no deadline, no simulation", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{Image: "img"},
+		check: func(t *testing.T, pod *corev1.Pod) {
+			env := envOf(pod)
+			sc := pod.Spec.Containers[0].SecurityContext
+			if env["NVIDIA_VISIBLE_DEVICES"] != "void" || env["CUDA_VISIBLE_DEVICES"] != "" || sc.RunAsUser != nil ||
+				pod.Spec.ActiveDeadlineSeconds != nil || pod.Annotations[SimDurationAnnotation] != "" || env["SLURM_SUBMIT_DIR"] != "/" {
+				t.Errorf("env %v, security %+v, deadline %v, annotations %v", env, sc, pod.Spec.ActiveDeadlineSeconds, pod.Annotations)
+			}
+		},
+	}, {
+		name: "array task carries its array ids", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{Image: "img"},
+		check: func(t *testing.T, pod *corev1.Pod) {
+			if env := envOf(pod); env["SLURM_ARRAY_JOB_ID"] != "40" || env["SLURM_ARRAY_TASK_ID"] != "2" {
+				t.Errorf("env %v", env)
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := PodGroupFor(tc.desc(), 41)
+			if strings.HasPrefix(tc.name, "array") {
+				aj, at := int64(40), int32(2)
+				pg.Spec.Slurm.ArrayJobID, pg.Spec.Slurm.ArrayTaskID = &aj, &at
+			}
+			pods, err := BuildPods(pg, tc.binds, tc.run)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, pods[0])
+		})
+	}
+}
+
+func TestPodNameChangesWithRequeue(t *testing.T) {
+	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Nodes: 1, Tasks: 1, CPUsPerTask: 1}, 5)
+	if got := PodName(pg, 1); got != "job-5-1" {
+		t.Errorf("first run: %s", got)
+	}
+	pg.Status.Requeues = 2
+	if got := PodName(pg, 1); got != "job-5-r2-1" {
+		t.Errorf("after two requeues: %s", got)
+	}
+}
+
+// TestRunScriptUsesShebang runs the pod's command in a real shell: the
+// script is run by its own interpreter, with the job's arguments, and its
+// output is the container's stdout (the pod log).
+func TestRunScriptUsesShebang(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	dir := t.TempDir()
+	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Name: "echo", Nodes: 1, Tasks: 1, CPUsPerTask: 1,
+		Script: "#!/bin/bash\necho \"job $SLURM_JOB_ID on ${BASH_VERSION:+bash} args $*\"\n[ -z \"$SLUICE_SCRIPT\" ] && echo clean\n"}, 12)
+	pg.Spec.Slurm.Argv = []string{"a b", "c"}
+	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{Image: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pods[0].Spec.Containers[0]
+	args := append([]string(nil), c.Command...)
+	args[2] = strings.ReplaceAll(args[2], scriptDir, dir)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for _, e := range c.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got, want := string(out), "job 12 on bash args a b c\nclean\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+}
