@@ -73,15 +73,14 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 	add := func(at time.Time, st accounting.JobState, reason string) {
 		ts = append(ts, accounting.Transition{JobID: id, At: at.UTC().Truncate(time.Second), State: st, Reason: reason})
 	}
-	start := startTime(pg, live)
+	start := startTime(pg, live, pods)
 	if c := meta.FindStatusCondition(pg.Status.Conditions, conditionEvicted); c != nil && c.Status == "True" {
 		// The evicted pods' run ended at the eviction; the group goes back to
 		// pending (requeued) unless the eviction ended it for good.
-		st := accounting.StateRequeued
-		if pg.Status.Phase == v1alpha1.PodGroupPreempted {
-			st = accounting.StatePreempted
+		// A group preempted for good is closed by finalState at its end time.
+		if pg.Status.Phase != v1alpha1.PodGroupPreempted {
+			add(c.LastTransitionTime.Time, accounting.StateRequeued, c.Reason+": "+c.Message)
 		}
-		add(c.LastTransitionTime.Time, st, c.Reason+": "+c.Message)
 	} else if prev != nil && int(pg.Status.Requeues) > prev.RequeueCount {
 		// Requeued through the Slurm API (scontrol requeue): no time on the object.
 		for range int(pg.Status.Requeues) - prev.RequeueCount {
@@ -121,20 +120,28 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 }
 
 // startTime is when the group's current pods began to run: the earliest start of a bound
-// pod, else the scheduler's start time. Pods come first because the scheduler keeps the
-// first start time when evicted pods are replaced, and each run needs its own start.
-func startTime(pg *v1alpha1.PodGroup, live []*corev1.Pod) time.Time {
+// pod, else the scheduler's start time, else the earliest start of a pod being removed
+// (a run that ended by losing its pods). Live pods come first because the scheduler keeps
+// the first start time when evicted pods are replaced, and each run needs its own start.
+func startTime(pg *v1alpha1.PodGroup, live, all []*corev1.Pod) time.Time {
+	if t := earliestStart(live); !t.IsZero() {
+		return t
+	}
+	if pg.Status.StartTime != nil {
+		return pg.Status.StartTime.Time
+	}
+	return earliestStart(all)
+}
+
+func earliestStart(pods []*corev1.Pod) time.Time {
 	var first time.Time
-	for _, p := range live {
-		if p.Status.StartTime == nil {
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Status.StartTime == nil {
 			continue
 		}
 		if t := p.Status.StartTime.Time; first.IsZero() || t.Before(first) {
 			first = t
 		}
-	}
-	if first.IsZero() && pg.Status.StartTime != nil {
-		return pg.Status.StartTime.Time
 	}
 	return first
 }
@@ -144,6 +151,9 @@ func startTime(pg *v1alpha1.PodGroup, live []*corev1.Pod) time.Time {
 // code and signal of the first failing container.
 func finalState(pg *v1alpha1.PodGroup, live, all []*corev1.Pod, now time.Time) (st accounting.JobState, at time.Time, code, sig int) {
 	code, sig, why := exitOf(live)
+	if d := nodeFailure(all); d != "" {
+		why = d
+	}
 	at = lastFinish(all)
 	if t := pg.Status.EndTime; t != nil {
 		at = t.Time
@@ -164,7 +174,7 @@ func finalState(pg *v1alpha1.PodGroup, live, all []*corev1.Pod, now time.Time) (
 	case v1alpha1.PodGroupTimedOut:
 		return accounting.StateTimeout, at, code, sig
 	case v1alpha1.PodGroupPreempted:
-		return "", at, 0, 0 // recorded from the Evicted condition
+		return accounting.StatePreempted, at, code, sig
 	}
 	minMember := max(int(pg.Spec.MinMember), 1)
 	if len(live) < minMember {
@@ -193,7 +203,7 @@ func failedState(why string) accounting.JobState {
 		return accounting.StateOutOfMemory
 	case "DeadlineExceeded":
 		return accounting.StateTimeout
-	case "NodeLost", "NodeShutdown", "DeletionByTaintManager":
+	case "NodeLost", "NodeShutdown", "DeletionByTaintManager", "DeletionByPodGC", "TerminationByKubelet":
 		return accounting.StateNodeFail
 	}
 	return accounting.StateFailed
@@ -209,11 +219,6 @@ func exitOf(pods []*corev1.Pod) (code, sig int, why string) {
 			continue
 		}
 		why = p.Status.Reason
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && why == "" {
-				why = c.Reason
-			}
-		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 				if why == "" {
@@ -225,6 +230,27 @@ func exitOf(pods []*corev1.Pod) (code, sig int, why string) {
 		return 1, 0, why
 	}
 	return 0, 0, ""
+}
+
+// nodeFailure is the reason a pod of the group (terminating ones too) was removed by a
+// node failure: the DisruptionTarget condition the taint manager, pod GC or kubelet set,
+// or the NodeLost status reason; "" when none was.
+func nodeFailure(pods []*corev1.Pod) string {
+	for _, p := range pods {
+		if p.Status.Reason == "NodeLost" {
+			return p.Status.Reason
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Reason {
+			case "DeletionByTaintManager", "DeletionByPodGC", "TerminationByKubelet":
+				return c.Reason
+			}
+		}
+	}
+	return ""
 }
 
 // lastFinish is when the last container of the pods finished; zero when none has.

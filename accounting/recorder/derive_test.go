@@ -98,6 +98,18 @@ func TestDeriveStatesTimesAndTRES(t *testing.T) {
 			pg.Status.Conditions = []metav1.Condition{{Type: "Evicted", Status: "True", Reason: "Reclaim", Message: "for job 9", LastTransitionTime: *mt(50)}}
 		}), pods: []*corev1.Pod{pod("c", "n3", 80, corev1.PodRunning, -1, 0, two), pod("d", "n4", 80, corev1.PodRunning, -1, 0, two)},
 			want: []accounting.JobState{"PENDING", "REQUEUED", "RUNNING"}, wantTimes: []int{0, 50, 80}, wantGPUs: 4, wantNodes: "n3,n4"},
+		{name: "node lost under a Slurm job (the lifecycle controller marks it Failed)", pg: slurmGroup("7", func(pg *v1alpha1.PodGroup) {
+			pg.Status.Phase, pg.Status.EndTime, pg.Status.Nodes = v1alpha1.PodGroupFailed, mt(90), []string{"n1", "n2"}
+		}), pods: func() []*corev1.Pod {
+			p := pod("a", "n1", 5, corev1.PodRunning, -1, 0, two)
+			p.DeletionTimestamp = mt(90)
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"}}
+			return []*corev1.Pod{p}
+		}(), want: []accounting.JobState{"PENDING", "RUNNING", "NODE_FAIL"}, wantTimes: []int{0, 5, 90}, wantGPUs: 4, wantNodes: "n1,n2"},
+		{name: "preempted for good", pg: slurmGroup("7", func(pg *v1alpha1.PodGroup) {
+			pg.Status.Phase, pg.Status.StartTime, pg.Status.EndTime, pg.Status.Nodes = v1alpha1.PodGroupPreempted, mt(5), mt(60), []string{"n1", "n2"}
+			pg.Status.Conditions = []metav1.Condition{{Type: "Evicted", Status: "True", Reason: "Preempt", LastTransitionTime: *mt(58)}}
+		}), want: []accounting.JobState{"PENDING", "RUNNING", "PREEMPTED"}, wantTimes: []int{0, 5, 60}, wantGPUs: 4, wantNodes: "n1,n2"},
 		{name: "OOM killed", pg: slurmGroup("8", func(pg *v1alpha1.PodGroup) { pg.Spec.MinMember = 1 }),
 			pods: []*corev1.Pod{func() *corev1.Pod {
 				p := pod("a", "n1", 5, corev1.PodFailed, 137, 9, two)
