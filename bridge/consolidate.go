@@ -92,7 +92,7 @@ func (c *cycle) smallestMovable(n, ji int32) int32 {
 		pl := &c.places[pi]
 		v := pl.job
 		vj := &c.jobs[v]
-		if !pl.live || v == ji || !vj.preempt || vj.evicted || vj.grew || vj.queue < 0 {
+		if !pl.live || v == ji || !vj.preempt || vj.evicted || vj.grew || vj.queue < 0 || vj.part != c.jobs[ji].part {
 			continue
 		}
 		if best < 0 || vj.use[DimGPU] < c.jobs[best].use[DimGPU] ||

@@ -224,6 +224,9 @@ func (c *cycle) takeShared(n int32, g *groupReq, k int32, spread bool) (int32, i
 				best, bestKey, milli, mem = i, key, m, b
 			}
 		}
+		if best < 0 {
+			break // only for running tasks listed without devices on a node short of them
+		}
 		c.gpuRefs = append(c.gpuRefs, best)
 	}
 	return milli, mem

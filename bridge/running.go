@@ -31,7 +31,11 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 	}
 	nd := &c.nodes[n]
 	pl := placement{job: ji, group: gi, node: n, task: rt.Name, start: nanos(rt.Start), g0: int32(len(c.gpuRefs))}
-	if checkGroup(&js.job.Groups[gi-js.g0]) == "" && g.gpu.Kind != GPUNone {
+	kind := g.gpu.Kind
+	if checkGroup(&js.job.Groups[gi-js.g0]) != "" {
+		kind = GPUNone // a malformed GPU ask takes no devices; the job is reported
+	}
+	if kind != GPUNone {
 		for _, idx := range rt.GPUs {
 			if pos := c.gpuPos(nd, idx); pos >= 0 {
 				c.gpuRefs = append(c.gpuRefs, pos)
@@ -40,14 +44,15 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 			}
 		}
 	}
-	switch g.gpu.Kind {
+	listed := int32(len(c.gpuRefs)) > pl.g0
+	switch kind {
 	case GPUWhole:
 		pl.whole, pl.milli = true, 1000
-		if len(rt.GPUs) == 0 {
+		if !listed {
 			c.takeWhole(n, g.gpu.Devices)
 		}
 	case GPUFraction, GPUMemory, GPUMultiFraction:
-		if len(rt.GPUs) == 0 {
+		if !listed {
 			pl.milli, pl.mem = c.takeShared(n, g, g.devices(), false)
 		} else {
 			pl.milli, pl.mem = runningShare(&c.gpus[c.gpuRefs[pl.g0]], g, rt)
