@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/kube"
+	"github.com/sluicehq/sluice/slurmapi/openapi/openapitest"
+)
+
+var slurmKey = []byte(strings.Repeat("k", 32))
+
+// slurmSite runs what `sluice server` runs for Slurm jobs, in-process
+// against the rig: the CRDs and the example site, the Sluice scheduler with
+// the Slurm pod factory, the job lifecycle controller, and the REST API on
+// real HTTP. Everything stops when the test ends.
+func slurmSite(t *testing.T) *httptest.Server {
+	t.Helper()
+	rig := Rig(t)
+	cfg := rig.RESTConfig()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := crds.Install(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := examples.Objects(examples.Site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("apply %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	factory, err := kube.NewPodFactory(cfg, kube.PodOptions{Users: map[string]kube.UserIDs{"alice": {UID: 1001, GID: 1001}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.Config{}, cfg, prometheus.NewRegistry(), factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	life, err := kube.NewLifecycle(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := kube.New(cfg, kube.Options{Namespace: "default", IDBlock: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: slurmKey, Operators: []string{"slurm"}}}, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run} {
+		wg.Go(func() {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	ts := httptest.NewServer(api)
+	t.Cleanup(func() {
+		ts.Close()
+		// Jobs left over (a failed run) must not hold GPUs for later tests.
+		_ = c.DeleteAllOf(context.Background(), &v1alpha1.PodGroup{}, client.InNamespace(kube.Namespace("nlp")), client.HasLabels{v1alpha1.JobIDLabel})
+		cancel()
+		wg.Wait()
+	})
+	return ts
+}
+
+// slurmCall sends one request as user, checks the answer against the
+// official document of its version, and decodes it.
+func slurmCall(t *testing.T, ts *httptest.Server, user, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	tok, err := slurmapi.MintToken(slurmKey, user, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-SLURM-USER-TOKEN", tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openapitest.Check(t, method, path, resp.StatusCode, raw)
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("%s %s: %d %q", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, doc
+}
+
+// submit sends an sbatch script with its environment and extra job fields
+// (JSON members) and returns the job id.
+func submit(t *testing.T, ts *httptest.Server, script string, env []string, fields string) int {
+	t.Helper()
+	envJSON, err := json.Marshal(append([]string{"PATH=/bin:/usr/bin"}, env...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"script":%q,"job":{"environment":%s%s}}`, script, envJSON, fields)
+	status, doc := slurmCall(t, ts, "alice", "POST", "/slurm/v0.0.45/job/submit", body)
+	if status != http.StatusOK {
+		t.Fatalf("submit: %d %v", status, doc)
+	}
+	return int(doc["job_id"].(float64))
+}
+
+// slurmJob is what squeue shows of one job.
+type slurmJob struct {
+	state, exitStatus string
+	returnCode        int
+	nodes             string
+}
+
+func showJob(t *testing.T, ts *httptest.Server, id int) slurmJob {
+	t.Helper()
+	status, doc := slurmCall(t, ts, "alice", "GET", fmt.Sprintf("/slurm/v0.0.44/job/%d", id), "")
+	if status != http.StatusOK {
+		t.Fatalf("show job %d: %d %v", id, status, doc)
+	}
+	j := doc["jobs"].([]any)[0].(map[string]any)
+	exit := j["exit_code"].(map[string]any)
+	rc := exit["return_code"].(map[string]any)
+	out := slurmJob{state: j["job_state"].([]any)[0].(string), exitStatus: exit["status"].([]any)[0].(string), nodes: fmt.Sprint(j["nodes"])}
+	if set, _ := rc["set"].(bool); set {
+		out.returnCode = int(rc["number"].(float64))
+	}
+	return out
+}
+
+func waitState(t *testing.T, ts *httptest.Server, id int, state string, timeout time.Duration) slurmJob {
+	t.Helper()
+	var last slurmJob
+	WaitFor(t, fmt.Sprintf("job %d %s", id, state), timeout, func(context.Context) (bool, error) {
+		last = showJob(t, ts, id)
+		if last.state != state && (last.state == "COMPLETED" || last.state == "FAILED" || last.state == "TIMEOUT" || last.state == "CANCELLED") {
+			t.Fatalf("job %d ended %s, want %s", id, last.state, state)
+		}
+		return last.state == state, fmt.Errorf("state %s", last.state)
+	})
+	return last
+}
+
+func jobPods(t *testing.T, ctx context.Context, id int) []corev1.Pod {
+	t.Helper()
+	pods, err := Rig(t).Client().CoreV1().Pods(kube.Namespace("nlp")).List(ctx, metav1.ListOptions{LabelSelector: fmt.Sprintf("%s=%d", v1alpha1.JobIDLabel, id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+func waitNoPods(t *testing.T, id int) {
+	t.Helper()
+	WaitFor(t, fmt.Sprintf("pods of job %d gone", id), time.Minute, func(ctx context.Context) (bool, error) {
+		n := len(jobPods(t, ctx, id))
+		return n == 0, fmt.Errorf("%d pods left", n)
+	})
+}
+
+// TestSlurmJobLifecycle follows Slurm jobs from REST submission to their
+// end: a 2-node, 8-GPU-per-node job is placed by Sluice, runs its two
+// pods through kwok and completes; a failing job fails with its code; a job
+// past its time limit times out; scancel cancels.
+func TestSlurmJobLifecycle(t *testing.T) {
+	ts := slurmSite(t)
+	ctx := context.Background()
+
+	big := submit(t, ts, "#!/bin/bash\n#SBATCH -J train -N 2 --ntasks-per-node=8 --gres=gpu:h100:8 -t 30\ntorchrun train.py\n",
+		[]string{"SLUICE_SIM_DURATION=8s"}, "")
+	running := waitState(t, ts, big, "RUNNING", 90*time.Second)
+	pods := jobPods(t, ctx, big)
+	if len(pods) != 2 {
+		t.Fatalf("job %d has %d pods, want one per node (2)", big, len(pods))
+	}
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = true
+		if p.Spec.SchedulerName != v1alpha1.DefaultSchedulerName || p.Spec.NodeName == "" || !strings.HasPrefix(p.Spec.NodeName, "h100") {
+			t.Errorf("pod %s: scheduler %q node %q, want created bound by Sluice on an h100 node", p.Name, p.Spec.SchedulerName, p.Spec.NodeName)
+		}
+		if sc := p.Spec.Containers[0].SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1001 {
+			t.Errorf("pod %s does not run as alice's uid: %+v", p.Name, sc)
+		}
+		env := map[string]string{}
+		for _, e := range p.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		if env["SLURM_JOB_ID"] != fmt.Sprint(big) || env["SLURM_NNODES"] != "2" || env["CUDA_VISIBLE_DEVICES"] != "0,1,2,3,4,5,6,7" ||
+			env["SLURM_JOB_NODELIST"] != fmt.Sprintf("job-%d-[0-1]", big) {
+			t.Errorf("pod %s environment %v", p.Name, env)
+		}
+	}
+	if len(nodes) != 2 {
+		t.Errorf("the job's pods share nodes: %v", nodes)
+	}
+	if _, err := Rig(t).Client().CoreV1().Services(kube.Namespace("nlp")).Get(ctx, kube.JobsService, metav1.GetOptions{}); err != nil {
+		t.Errorf("headless Service for the job's hostnames: %v", err)
+	}
+	done := waitState(t, ts, big, "COMPLETED", 90*time.Second)
+	if done.returnCode != 0 || done.exitStatus != "SUCCESS" || done.nodes == "" {
+		t.Errorf("completed job: %+v (while running: %+v)", done, running)
+	}
+
+	oneGPU := "#!/bin/bash\n#SBATCH -N 1 --gres=gpu:h100:1\npython step.py\n"
+	failing := submit(t, ts, oneGPU, []string{"SLUICE_SIM_DURATION=2s", "SLUICE_SIM_EXIT_CODE=3"}, `,"name":"fails"`)
+	slow := submit(t, ts, oneGPU, nil, `,"name":"slow","time_limit":{"set":true,"number":1}`)
+	cancelled := submit(t, ts, oneGPU, nil, `,"name":"cancelled"`)
+
+	waitState(t, ts, cancelled, "RUNNING", 90*time.Second)
+	if status, doc := slurmCall(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.45/job/%d", cancelled), ""); status != http.StatusOK {
+		t.Fatalf("scancel: %d %v", status, doc)
+	}
+	waitState(t, ts, cancelled, "CANCELLED", 30*time.Second)
+	waitNoPods(t, cancelled)
+
+	failed := waitState(t, ts, failing, "FAILED", 90*time.Second)
+	if failed.returnCode != 3 || failed.exitStatus != "ERROR" {
+		t.Errorf("failed job: %+v, want return code 3", failed)
+	}
+
+	waitState(t, ts, slow, "RUNNING", 90*time.Second)
+	waitState(t, ts, slow, "TIMEOUT", 2*time.Minute)
+	waitNoPods(t, slow)
+}
