@@ -53,7 +53,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, etcd, func(ctx context.Context) error {
+	if err := c.waitFor(ctx, etcd, "etcd healthy", func(ctx context.Context) error {
 		return httpGetOK(ctx, httpClient, l.etcdURL()+"/health")
 	}); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, apiServer, func(ctx context.Context) error {
+	if err := c.waitFor(ctx, apiServer, "kube-apiserver ready", func(ctx context.Context) error {
 		return c.client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	}); err != nil {
 		return err
@@ -88,13 +88,13 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 		port int
 	}{{kcm, l.kcm}, {scheduler, l.scheduler}} {
 		url := "https://127.0.0.1:" + strconv.Itoa(comp.port) + "/healthz"
-		if err := c.waitFor(ctx, comp.c, func(ctx context.Context) error { return httpGetOK(ctx, httpClient, url) }); err != nil {
+		if err := c.waitFor(ctx, comp.c, comp.c.name+" healthy", func(ctx context.Context) error { return httpGetOK(ctx, httpClient, url) }); err != nil {
 			return err
 		}
 	}
 	// Pods are rejected until their namespace's default ServiceAccount exists;
 	// kube-controller-manager creates it shortly after it starts.
-	if err := c.waitFor(ctx, kcm, func(ctx context.Context) error {
+	if err := c.waitFor(ctx, kcm, "default ServiceAccount created", func(ctx context.Context) error {
 		_, err := c.client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}); err != nil {
@@ -128,10 +128,11 @@ func (c *Cluster) run(name, bin string, args, env []string) (*component, error) 
 // waitFor polls ready until it succeeds. It gives up, naming comp and quoting
 // its log, when ctx ends; and as soon as any started component exits, quoting
 // that one's log instead, since that is where the cause is.
-func (c *Cluster) waitFor(ctx context.Context, comp *component, ready func(context.Context) error) error {
+func (c *Cluster) waitFor(ctx context.Context, comp *component, what string, ready func(context.Context) error) error {
 	began := time.Now()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
+	var last error // the last failed check not cut short by ctx itself
 	for {
 		if dead := c.exitedComponent(); dead != nil {
 			_, err := dead.exited()
@@ -141,12 +142,15 @@ func (c *Cluster) waitFor(ctx context.Context, comp *component, ready func(conte
 		err := ready(callCtx)
 		cancel()
 		if err == nil {
-			c.progress("%s ready in %s", comp.name, time.Since(began).Round(time.Millisecond))
+			c.progress("%s in %s", what, time.Since(began).Round(time.Millisecond))
 			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
 		}
 		select {
 		case <-ctx.Done():
-			return comp.failure(fmt.Errorf("not ready after %s (last check: %v): %w", time.Since(began).Round(time.Second), err, ctx.Err()))
+			return comp.failure(fmt.Errorf("waiting for %s: gave up after %s (last check: %v): %w", what, time.Since(began).Round(time.Second), last, ctx.Err()))
 		case <-tick.C:
 		}
 	}
@@ -209,7 +213,7 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 func (c *Cluster) waitNodesReady(ctx context.Context, kwok *component) error {
 	want := c.spec.NodeCount()
 	last := -1
-	return c.waitFor(ctx, kwok, func(ctx context.Context) error {
+	return c.waitFor(ctx, kwok, "all nodes Ready", func(ctx context.Context) error {
 		list, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelPartition})
 		if err != nil {
 			return err
