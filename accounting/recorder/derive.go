@@ -312,14 +312,19 @@ func podTRES(p *corev1.Pod) accounting.TRES {
 			t.GPUs += float64(g.Value())
 		}
 	}
+	frac, hasFrac := p.Annotations[v1alpha1.GPUFractionAnnotation]
+	mem, hasMem := p.Annotations[v1alpha1.GPUMemoryAnnotation]
+	if !hasFrac && !hasMem { // whole GPUs only: most pods, so skip the parsing
+		return t
+	}
 	devs := 1.0
 	if n, err := strconv.Atoi(p.Annotations[v1alpha1.GPUFractionNumDevicesAnnotation]); err == nil && n > 0 {
 		devs = float64(n)
 	}
-	if f, err := strconv.ParseFloat(p.Annotations[v1alpha1.GPUFractionAnnotation], 64); err == nil && f > 0 {
+	if f, err := strconv.ParseFloat(frac, 64); hasFrac && err == nil && f > 0 {
 		t.GPUs += devs * f
 	}
-	if m, err := strconv.ParseInt(p.Annotations[v1alpha1.GPUMemoryAnnotation], 10, 64); err == nil && m > 0 {
+	if m, err := strconv.ParseInt(mem, 10, 64); hasMem && err == nil && m > 0 {
 		t.GPUMemMB += int64(devs) * m
 	}
 	return t

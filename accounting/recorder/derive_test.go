@@ -181,3 +181,28 @@ func TestJobIDOfManifestGroupIsStable(t *testing.T) {
 		t.Errorf("labelled group id %d, want 42", JobID(pg))
 	}
 }
+
+// A manifest workload asks through its pods: KAI's gpu-fraction and gpu-memory
+// annotations count as shares of a device.
+func TestDeriveRequestedFromPodAnnotations(t *testing.T) {
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "infer-9f8e", Namespace: "team", UID: "u1",
+		CreationTimestamp: metav1.NewTime(at(0)), OwnerReferences: []metav1.OwnerReference{{Name: "infer", UID: "job-uid"}}},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "vision"}}
+	tests := []struct {
+		ann     map[string]string
+		gpus    float64
+		gpuMemB int64
+	}{
+		{map[string]string{v1alpha1.GPUFractionAnnotation: "0.25"}, 2.25, 0},
+		{map[string]string{v1alpha1.GPUFractionAnnotation: "0.5", v1alpha1.GPUFractionNumDevicesAnnotation: "2"}, 3, 0},
+		{map[string]string{v1alpha1.GPUMemoryAnnotation: "20480"}, 2, 20480},
+		{map[string]string{v1alpha1.GPUFractionAnnotation: "lots"}, 2, 0},
+	}
+	for _, tt := range tests {
+		p := pod("infer-0", "n1", 5, corev1.PodRunning, -1, 0, tt.ann)
+		j, _ := derive(pg, []*corev1.Pod{p}, nil, at(100))
+		if j.Requested.GPUs != tt.gpus || j.Requested.GPUMemMB != tt.gpuMemB || j.Name != "infer" || j.User != "team" || j.Origin != "kubernetes" {
+			t.Errorf("annotations %v: requested %+v, job %s by %s from %s; want %v GPUs, %d MB", tt.ann, j.Requested, j.Name, j.User, j.Origin, tt.gpus, tt.gpuMemB)
+		}
+	}
+}

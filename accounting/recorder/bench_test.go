@@ -1,0 +1,68 @@
+package recorder
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/sluicehq/sluice/accounting/store"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// BenchmarkRecorderIngest is the recorder's whole write path: 250 Slurm jobs whose two
+// pods ran and succeeded are seen by the informer handlers, derived and written to a
+// SQLite ledger in one flush (3 transitions each: PENDING, RUNNING, COMPLETED). Target:
+// >= 5000 job transitions/s. Run with -short, so no rig is started:
+//
+//	go test -short -run XXX -bench RecorderIngest ./accounting/recorder/
+func BenchmarkRecorderIngest(b *testing.B) {
+	db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	r, err := New(Config{Store: db, RESTConfig: &rest.Config{Host: "http://unused"}, Clock: func() time.Time { return at(10000) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	two := map[string]string{v1alpha1.GPUAssignmentAnnotation: `{"gpus":[{"index":0},{"index":1}],"portion":1}`}
+	next, transitions := 1, 0
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		var groups []*v1alpha1.PodGroup
+		var pods []*corev1.Pod
+		for range 250 {
+			id := fmt.Sprint(next)
+			next++
+			pg := slurmGroup(id, nil)
+			pg.UID = types.UID("uid-" + id)
+			groups = append(groups, pg)
+			for i, node := range []string{"n1", "n2"} {
+				p := pod(fmt.Sprintf("job-%s-%d", id, i), node, 5, corev1.PodSucceeded, 0, 65, two)
+				p.Annotations[v1alpha1.PodGroupAnnotation] = pg.Name
+				pods = append(pods, p)
+			}
+		}
+		b.StartTimer()
+		began := time.Now()
+		for _, pg := range groups {
+			r.st.setGroup(pg)
+		}
+		for _, p := range pods {
+			r.st.setPod(p)
+		}
+		if err := r.flush(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(began)
+		transitions += 3 * len(groups)
+	}
+	b.ReportMetric(float64(transitions)/elapsed.Seconds(), "transitions/s")
+}
