@@ -130,6 +130,10 @@ type pkiFiles struct {
 	APIServerCert, APIServerKey string
 	ServingCert, ServingKey     string // kube-controller-manager and kube-scheduler
 	SAKey, SAPub                string
+	// FrontProxyCACert lets the API server publish a request-header CA, which
+	// kube-controller-manager and kube-scheduler expect to find; the rig runs
+	// no aggregated API servers, so nothing holds a certificate from it.
+	FrontProxyCACert string
 }
 
 // credential is a client certificate the rig hands to one component.
@@ -179,6 +183,11 @@ func writePKI(dir string, apiServerHosts []string) (*pki, error) {
 		APIServerCert: path("apiserver.crt"), APIServerKey: path("apiserver.key"),
 		ServingCert: path("serving.crt"), ServingKey: path("serving.key"),
 		SAKey: path("sa.key"), SAPub: path("sa.pub"),
+		FrontProxyCACert: path("front-proxy-ca.crt"),
+	}
+	frontProxy, err := newAuthority("sluice-rig-front-proxy-ca")
+	if err != nil {
+		return nil, err
 	}
 	caKey, err := ecKeyPEM(ca.key.(*ecdsa.PrivateKey))
 	if err != nil {
@@ -209,6 +218,7 @@ func writePKI(dir string, apiServerHosts []string) (*pki, error) {
 		p.files.APIServerCert: apiServer.CertPEM, p.files.APIServerKey: apiServer.KeyPEM,
 		p.files.ServingCert: serving.CertPEM, p.files.ServingKey: serving.KeyPEM,
 		p.files.SAKey: saKeyPEM, p.files.SAPub: pemBlock("PUBLIC KEY", saPubDER),
+		p.files.FrontProxyCACert: frontProxy.certPEM,
 	}
 	for name, f := range files {
 		if err := os.WriteFile(name, f, 0o600); err != nil {
