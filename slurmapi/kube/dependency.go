@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // NotEligible says why a Slurm job may not start yet, with Slurm's pending
@@ -33,14 +33,17 @@ func Eligible(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error
 	if s.Dependency == "" {
 		return nil
 	}
-	anyOf := strings.Contains(s.Dependency, "?")
+	deps, err := sbatch.ParseDependency(s.Dependency)
+	if err != nil {
+		return &NotEligible{Reason: "DependencyNeverSatisfied", Message: err.Error()}
+	}
 	var firstWait error
-	for _, clause := range strings.FieldsFunc(s.Dependency, func(r rune) bool { return r == ',' || r == '?' }) {
-		err := clauseMet(ctx, r, pg, clause)
+	for _, dep := range deps.List {
+		err := conditionMet(ctx, r, pg, dep)
 		switch {
-		case err == nil && anyOf:
+		case err == nil && deps.Any:
 			return nil
-		case err != nil && !anyOf:
+		case err != nil && !deps.Any:
 			return err
 		case err != nil && firstWait == nil:
 			firstWait = err
@@ -49,26 +52,20 @@ func Eligible(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error
 	return firstWait
 }
 
-// clauseMet checks one "type:id:id" clause of a dependency.
-func clauseMet(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup, clause string) error {
-	kind, rest, _ := strings.Cut(clause, ":")
-	if kind == "singleton" {
+// conditionMet checks one condition of a dependency against every job it names.
+func conditionMet(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup, dep sbatch.Dependency) error {
+	if dep.Type == "singleton" {
 		return singletonMet(ctx, r, pg)
 	}
-	for _, raw := range strings.Split(rest, ":") {
-		idText, _, _ := strings.Cut(raw, "+") // after:ID+minutes: the delay is not honoured
-		id, err := strconv.ParseUint(idText, 10, 32)
-		if err != nil {
-			return &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("%s: %q is not a job id this cluster can wait for", clause, raw)}
-		}
-		phase, found, err := jobPhase(ctx, r, id)
+	for _, id := range dep.Jobs {
+		phase, found, err := jobPhase(ctx, r, uint64(id))
 		if err != nil {
 			return err
 		}
 		if !found {
 			return &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("job %d does not exist", id)}
 		}
-		if err := dependencyMet(kind, id, phase); err != nil {
+		if err := dependencyMet(dep.Type, uint64(id), phase); err != nil {
 			return err
 		}
 	}
