@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +20,26 @@ type NotEligible struct {
 }
 
 func (e *NotEligible) Error() string { return e.Reason + ": " + e.Message }
+
+// refusedReason is the scheduler's Scheduled reason while the factory
+// refuses a job's pods (k8sscheduler/scheduler.ReasonPodCreateFailed,
+// which this package may not import); its message is the refusal.
+const refusedReason = "PodCreateFailed"
+
+// eligibilityReason reads Slurm's pending reason back from a Scheduled
+// condition that carries a NotEligible refusal, so squeue shows
+// Dependency rather than a failure to create pods.
+func eligibilityReason(reason, message string) (string, bool) {
+	if reason != refusedReason {
+		return "", false
+	}
+	r, _, _ := strings.Cut(message, ": ")
+	switch r {
+	case "JobHeldUser", "Dependency", "DependencyNeverSatisfied":
+		return r, true
+	}
+	return "", false
+}
 
 // Eligible reports whether the Slurm job pg may start: not held, and its
 // --dependency satisfied. It reads the PodGroups the dependency names.

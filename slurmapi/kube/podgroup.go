@@ -243,6 +243,9 @@ func jobState(pg *v1alpha1.PodGroup) ([]string, string) {
 	}
 	for _, c := range pg.Status.Conditions {
 		if c.Type == v1alpha1.PodGroupConditionScheduled && c.Status == metav1.ConditionFalse && c.Reason != "" {
+			if r, ok := eligibilityReason(c.Reason, c.Message); ok {
+				return state, r
+			}
 			return state, c.Reason
 		}
 	}

@@ -154,33 +154,3 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
-
-func TestDependencyMet(t *testing.T) {
-	tests := []struct {
-		kind   string
-		phase  v1alpha1.PodGroupPhase
-		reason string // "" when met
-	}{
-		{"afterok", v1alpha1.PodGroupRunning, "Dependency"},
-		{"afterok", v1alpha1.PodGroupSucceeded, ""},
-		{"afterok", v1alpha1.PodGroupFailed, "DependencyNeverSatisfied"},
-		{"afternotok", v1alpha1.PodGroupFailed, ""},
-		{"afternotok", v1alpha1.PodGroupTimedOut, ""},
-		{"afternotok", v1alpha1.PodGroupSucceeded, "DependencyNeverSatisfied"},
-		{"afterany", v1alpha1.PodGroupCancelled, ""},
-		{"afterany", "", "Dependency"},
-		{"after", v1alpha1.PodGroupPending, "Dependency"},
-		{"after", v1alpha1.PodGroupRunning, ""},
-		{"aftercorr", v1alpha1.PodGroupSucceeded, "DependencyNeverSatisfied"},
-	}
-	for _, tc := range tests {
-		err := dependencyMet(tc.kind, 3, tc.phase)
-		got := ""
-		if ne, ok := err.(*NotEligible); ok {
-			got = ne.Reason
-		}
-		if got != tc.reason {
-			t.Errorf("%s on a %q job: %v, want reason %q", tc.kind, tc.phase, err, tc.reason)
-		}
-	}
-}

@@ -1,0 +1,62 @@
+package kube
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+func TestDependencyMet(t *testing.T) {
+	tests := []struct {
+		kind   string
+		phase  v1alpha1.PodGroupPhase
+		reason string // "" when met
+	}{
+		{"afterok", v1alpha1.PodGroupRunning, "Dependency"},
+		{"afterok", v1alpha1.PodGroupSucceeded, ""},
+		{"afterok", v1alpha1.PodGroupFailed, "DependencyNeverSatisfied"},
+		{"afternotok", v1alpha1.PodGroupFailed, ""},
+		{"afternotok", v1alpha1.PodGroupTimedOut, ""},
+		{"afternotok", v1alpha1.PodGroupSucceeded, "DependencyNeverSatisfied"},
+		{"afterany", v1alpha1.PodGroupCancelled, ""},
+		{"afterany", "", "Dependency"},
+		{"after", v1alpha1.PodGroupPending, "Dependency"},
+		{"after", v1alpha1.PodGroupRunning, ""},
+		{"aftercorr", v1alpha1.PodGroupSucceeded, "DependencyNeverSatisfied"},
+	}
+	for _, tc := range tests {
+		err := dependencyMet(tc.kind, 3, tc.phase)
+		got := ""
+		if ne, ok := err.(*NotEligible); ok {
+			got = ne.Reason
+		}
+		if got != tc.reason {
+			t.Errorf("%s on a %q job: %v, want reason %q", tc.kind, tc.phase, err, tc.reason)
+		}
+	}
+}
+
+// TestPendingReasonOfRefusedJob: while the factory refuses a job's pods,
+// squeue shows Slurm's reason, not the scheduler's PodCreateFailed.
+func TestPendingReasonOfRefusedJob(t *testing.T) {
+	tests := []struct{ reason, message, want string }{
+		{refusedReason, (&NotEligible{Reason: "Dependency", Message: "waiting for job 3"}).Error(), "Dependency"},
+		{refusedReason, (&NotEligible{Reason: "DependencyNeverSatisfied", Message: "job 3 ended Failed"}).Error(), "DependencyNeverSatisfied"},
+		{refusedReason, "pods \"job-4-0\" is forbidden: quota", refusedReason},
+		{"Unschedulable", "Dependency: not ours", "Unschedulable"},
+	}
+	for _, tc := range tests {
+		pg := PodGroupFor(&slurmapi.JobDesc{Account: "nlp", Nodes: 1, Tasks: 1, CPUsPerTask: 1}, 4)
+		pg.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupConditionScheduled, Status: metav1.ConditionFalse, Reason: tc.reason, Message: tc.message}}
+		j, err := JobFromPodGroup(pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Reason != tc.want || j.State[0] != "PENDING" {
+			t.Errorf("%s %q: state %v reason %q, want PENDING %q", tc.reason, tc.message, j.State, j.Reason, tc.want)
+		}
+	}
+}
