@@ -52,13 +52,21 @@ func (l *layoutFlags) write(w io.Writer, t report.Table, value any) error {
 	return report.Write(w, f, t, value, report.TextOptions{Parsable: l.parsable, Parsable2: l.parsable2, NoHeader: l.noHeader})
 }
 
-// parseFlags parses a command's flags; --help is not an error.
-func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+// parseCommand gives fs its usage text (flags listed after it), parses args and, unless
+// positional arguments are allowed, refuses them; --help is not an error.
+func parseCommand(fs *flag.FlagSet, usage string, args []string, positional bool) (help bool, err error) {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), usage+"\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
 		return false, usageError{err.Error()}
+	}
+	if !positional && fs.NArg() > 0 {
+		return false, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	return false, nil
 }
@@ -153,15 +161,9 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 	fs.BoolVar(helpFormat, "helpformat", false, "list the fields --format accepts")
 	var layout layoutFlags
 	layout.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: sluice sacct [flags]\n\nShows jobs recorded in the accounting ledger, Slurm-submitted and Kubernetes-submitted alike.\nTimes are UTC.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	const usage = "Usage: sluice sacct [flags]\n\nShows jobs recorded in the accounting ledger, Slurm-submitted and Kubernetes-submitted alike.\nTimes are UTC."
+	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *helpFormat {
 		var names []string

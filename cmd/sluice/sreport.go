@@ -33,8 +33,7 @@ func runSreport(args []string, stdout io.Writer, now time.Time) error {
 	fs.StringVar(tres, "tres", "", "TRES to report")
 	var layout layoutFlags
 	layout.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `Usage: sluice sreport [flags] <entity> <report> [Start=...] [End=...] [Users=...] [Accounts=...] [TopCount=N] [Grouping=1,2,4,8]
+	const usage = `Usage: sluice sreport [flags] <entity> <report> [Start=...] [End=...] [Users=...] [Accounts=...] [TopCount=N] [Grouping=1,2,4,8]
 
 Reports:
   cluster Utilization                allocated / down / idle / reported GPU time
@@ -43,12 +42,8 @@ Reports:
   user TopUsage                      the users who used the most
   job SizesByAccount                 usage binned by job size
 The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
-  sluice sreport -t hours -T gres/gpu cluster Utilization start=2026-11-01 end=2026-12-01
-
-Flags:`)
-		fs.PrintDefaults()
-	}
-	if help, err := parseFlags(fs, interleaved(fs, args)); help || err != nil {
+  sluice sreport -t hours -T gres/gpu cluster Utilization start=2026-11-01 end=2026-12-01`
+	if help, err := parseCommand(fs, usage, interleaved(fs, args), true); help || err != nil {
 		return err
 	}
 	var words []string

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -33,15 +32,9 @@ func runSshare(args []string, stdout io.Writer) error {
 	fs.BoolVar(long, "long", false, "long listing")
 	var layout layoutFlags
 	layout.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: sluice sshare [flags]\n\nShows the Fair Tree: each account's and user's shares, decayed usage and FairShare.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	const usage = "Usage: sluice sshare [flags]\n\nShows the Fair Tree: each account's and user's shares, decayed usage and FairShare."
+	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	c, err := client.FromEnv(*token)
 	if err != nil {
