@@ -31,6 +31,16 @@ func benchCycle(b *testing.B, s *Snapshot) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
+	pods := 0 // running tasks plus tasks still to place
+	for _, j := range s.Jobs {
+		tasks := 0
+		for _, g := range j.Groups {
+			tasks += int(g.Count)
+		}
+		pods += max(tasks, len(j.Running))
+	}
+	b.ReportMetric(float64(len(s.Nodes)), "nodes")
+	b.ReportMetric(float64(pods), "pods")
 	b.ReportMetric(float64(len(d.Binds)), "binds")
 	b.ReportMetric(float64(len(d.Evictions)), "evictions")
 	b.ReportMetric(float64(len(d.Pending)), "pending")
@@ -56,23 +66,13 @@ func BenchmarkCycle1000Nodes10kPending(b *testing.B) {
 	benchCycle(b, s)
 }
 
-// BenchmarkCycle4000Nodes140kPods: 4000 nodes x 8 GPUs running about 120k tasks (mostly
-// GPU fractions, as inference fleets do) with 20k jobs pending: 140k pods in the snapshot.
+// BenchmarkCycle4000Nodes140kPods: 4000 nodes x 8 GPUs running about 120k tasks (GPU
+// fractions and CPU-only services, as inference fleets have) with 20k jobs pending: 140k
+// pods in the snapshot.
 func BenchmarkCycle4000Nodes140kPods(b *testing.B) {
 	r := rand.New(rand.NewSource(3))
-	spec := genSpec{nodes: 4000, gpusPerNode: 8, depts: 8, teams: 8, fractions: 0.85, gangs: 0.01, cpuOnly: 0.1, preemptible: 0.6}
-	s := genRunning(r, genCluster(r, spec), spec, 125000)
-	genJobs(r, s, spec, 125000, 20000)
-	pods := 0
-	for _, j := range s.Jobs {
-		if len(j.Running) > 0 {
-			pods += len(j.Running)
-			continue
-		}
-		for _, g := range j.Groups {
-			pods += int(g.Count)
-		}
-	}
-	b.ReportMetric(float64(pods), "pods")
+	spec := genSpec{nodes: 4000, gpusPerNode: 8, depts: 8, teams: 8, fractions: 0.5, gangs: 0.01, cpuOnly: 0.45, preemptible: 0.9}
+	s := genRunning(r, genCluster(r, spec), spec, 205000)
+	genJobs(r, s, spec, 205000, 20000)
 	benchCycle(b, s)
 }

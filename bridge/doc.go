@@ -59,6 +59,6 @@
 // Work per cycle is bounded so that a cycle stays fast when thousands of jobs wait: failures
 // are remembered per gang shape (a larger ask of the same shape fails too), a failed rescue is
 // not retried for the same queue and GPU ask, one attempt evicts at most 64 jobs and looks at
-// most at 2048 victims and 8 nodes, and at most Config.MaxConsolidations gangs try
+// most at 512 running jobs and 8 nodes, and at most Config.MaxConsolidations gangs try
 // consolidation per partition. A Scheduler reuses its large arrays from cycle to cycle.
 package bridge

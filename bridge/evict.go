@@ -102,8 +102,13 @@ func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []vi
 	}
 	at := &c.scratch
 	c.begin(at)
+	scanned := 0
 	for _, vq := range queues {
 		for _, v := range vq.jobs {
+			if scanned++; scanned > maxVictimScan {
+				c.rollback(at)
+				return false
+			}
 			if c.jobs[v].evicted || v == ji || c.jobs[v].grew || !allowed(v) {
 				continue
 			}
@@ -127,10 +132,10 @@ func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []vi
 type nodeVictim struct{ node, job int32 }
 
 // maxVictimNodes bounds how many nodes one attempt for a one-task job tries to empty, and
-// maxVictimScan how many victims it looks at.
+// maxVictimScan how many running jobs any attempt looks at.
 const (
 	maxVictimNodes = 8
-	maxVictimScan  = 2048
+	maxVictimScan  = 512
 )
 
 // evictOnOneNode fits a job of one task by evicting from a single node. Walking the victims
@@ -160,11 +165,11 @@ func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queue
 	ntried, scanned := 0, 0
 	for _, vq := range queues {
 		for _, v := range vq.jobs {
-			if vj := &c.jobs[v]; vj.evicted || v == ji || vj.grew || !allowed(v) {
-				continue
-			}
 			if scanned++; scanned > maxVictimScan {
 				return false
+			}
+			if vj := &c.jobs[v]; vj.evicted || v == ji || vj.grew || !allowed(v) {
+				continue
 			}
 			from := len(pairs)
 			for _, pi := range c.jobs[v].places {

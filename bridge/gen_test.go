@@ -83,7 +83,7 @@ func genJobs(r *rand.Rand, s *Snapshot, g genSpec, next, n int) {
 			j.TimeLimit = time.Duration(1+r.Intn(8)) * time.Hour
 		}
 		// Requests come from a few templates, as real workloads' do.
-		tg := TaskGroup{Name: "main", Count: 1, Request: Resources{CPUMilli: int64(1<<r.Intn(4)) * 1000, MemoryBytes: int64(8<<r.Intn(4)) << 30}}
+		tg := TaskGroup{Name: "main", Count: 1, Request: Resources{CPUMilli: int64(500 << r.Intn(4)), MemoryBytes: int64(4<<r.Intn(4)) << 30}}
 		switch f := r.Float64(); {
 		case f < g.cpuOnly:
 		case f < g.cpuOnly+g.fractions:
