@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -34,7 +35,15 @@ type Lifecycle struct {
 	now    func() time.Time
 
 	mu        sync.Mutex
-	disrupted map[client.ObjectKey]disruption // noted from pods that may be gone by the time of the reconcile
+	disrupted map[client.ObjectKey]disruptedPod // noted from pods that may be gone by the time of the reconcile
+}
+
+// disruptedPod is a disruption seen on one pod; it counts only against
+// the run the pod belonged to, not a later run after a requeue.
+type disruptedPod struct {
+	why   disruption
+	pod   string
+	index string // NodeIndexLabel
 }
 
 // NewLifecycle connects a lifecycle controller to the cluster of cfg.
@@ -59,7 +68,7 @@ func NewLifecycle(cfg *rest.Config) (*Lifecycle, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return &Lifecycle{
-		cache: c, client: cl, now: time.Now, disrupted: map[client.ObjectKey]disruption{},
+		cache: c, client: cl, now: time.Now, disrupted: map[client.ObjectKey]disruptedPod{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
 			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "slurm-lifecycle"}),
 	}, nil
@@ -136,7 +145,7 @@ func (l *Lifecycle) podChanged(obj any) {
 	key := client.ObjectKey{Namespace: pod.Namespace, Name: name}
 	if d := disruptionOf(pod); d != notDisrupted {
 		l.mu.Lock()
-		l.disrupted[key] = d
+		l.disrupted[key] = disruptedPod{why: d, pod: pod.Name, index: pod.Labels[NodeIndexLabel]}
 		l.mu.Unlock()
 	}
 	l.queue.Add(key)
@@ -191,10 +200,11 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 		return 0, err
 	}
 	l.mu.Lock()
-	seen := l.disrupted[key]
+	noted := l.disrupted[key]
 	l.mu.Unlock()
-	if finished(pg.Status.Phase) || pg.Status.Phase == "" || pg.Status.Phase == v1alpha1.PodGroupPending && len(pods) == 0 {
-		seen = notDisrupted // a disruption counts against a running job only
+	seen := notDisrupted
+	if i, err := strconv.Atoi(noted.index); err == nil && noted.pod == PodName(&pg, i) && !finished(pg.Status.Phase) {
+		seen = noted.why // a pod of this run was disrupted and may be gone already
 	}
 	v := judge(&pg, pods, seen, limit, l.now())
 	if err := l.apply(ctx, &pg, v); err != nil {
