@@ -40,8 +40,8 @@
 //     of more than one GPU holds the nodes it will get (a backfill reservation): other jobs may
 //     use them only if their time limit ends before those nodes free up.
 //  5. Rescue, for jobs blocked for capacity, in the same order: capacity freed by earlier
-//     evictions; consolidation (move preemptible jobs so the gang fits, commit only if every
-//     moved job lands again); reclaim (take preemptible work from queues over their fair share,
+//     evictions; consolidation for whole-GPU gangs (move preemptible jobs so the gang fits,
+//     commit only if every moved job lands again); reclaim (take preemptible work from queues over their fair share,
 //     never pushing them below it nor the reclaimer above its own, so evictions cannot
 //     ping-pong); preemption (lower-priority preemptible work of the same queue).
 //  6. Report: binds, evictions, a pending reason for every waiting job (a Slurm-like code such
