@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -260,4 +261,39 @@ func TestSlurmJobLifecycle(t *testing.T) {
 	waitState(t, ts, slow, "RUNNING", 90*time.Second)
 	waitState(t, ts, slow, "TIMEOUT", 2*time.Minute)
 	waitNoPods(t, slow)
+}
+
+// TestSlurmJobEvicted: a running job whose pod is evicted (as the
+// scheduler's preemption or a drain does) goes back to PENDING, marked
+// REQUEUED, with --requeue, and ends PREEMPTED without it.
+func TestSlurmJobEvicted(t *testing.T) {
+	ts := slurmSite(t)
+	ctx := context.Background()
+	tests := []struct {
+		name, directive string
+		want            []string
+	}{
+		{"requeue", "#SBATCH --requeue\n", []string{"PENDING", "REQUEUED"}},
+		{"no-requeue", "#SBATCH --no-requeue\n", []string{"PREEMPTED"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := submit(t, ts, "#!/bin/bash\n#SBATCH -N 1 --gres=gpu:h100:1\n"+tc.directive+"python step.py\n", nil, `,"name":"`+tc.name+`"`)
+			waitState(t, ts, id, "RUNNING", 90*time.Second)
+			pods := jobPods(t, ctx, id)
+			if len(pods) != 1 {
+				t.Fatalf("%d pods, want 1", len(pods))
+			}
+			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pods[0].Name, Namespace: pods[0].Namespace}}
+			if err := Rig(t).Client().PolicyV1().Evictions(pods[0].Namespace).Evict(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			WaitFor(t, fmt.Sprintf("job %d %v", id, tc.want), time.Minute, func(context.Context) (bool, error) {
+				_, doc := slurmCall(t, ts, "alice", "GET", fmt.Sprintf("/slurm/v0.0.45/job/%d", id), "")
+				state := fmt.Sprint(doc["jobs"].([]any)[0].(map[string]any)["job_state"])
+				return state == fmt.Sprint(tc.want), fmt.Errorf("job_state %s", state)
+			})
+			waitNoPods(t, id)
+		})
+	}
 }
