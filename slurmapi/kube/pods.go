@@ -201,7 +201,6 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 		{"SLURM_SUBMIT_DIR", submitDir},
 		{"SLURM_JOB_PARTITION", pg.Spec.Partition}, {"SLURM_JOB_ACCOUNT", pg.Spec.Queue},
 		{"SLURM_JOB_QOS", pg.Spec.QOS},
-		{"SLURM_CLUSTER_NAME", "sluice"},
 	}
 	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
 		slurm = append(slurm, [2]string{"SLURM_ARRAY_JOB_ID", strconv.FormatInt(*s.ArrayJobID, 10)},
