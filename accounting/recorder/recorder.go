@@ -75,7 +75,7 @@ func New(cfg Config) (*Recorder, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	return &Recorder{cfg: cfg, scheme: scheme, st: newState(cfg.SchedulerName), synced: make(chan struct{})}, nil
+	return &Recorder{cfg: cfg, scheme: scheme, st: newState(cfg.SchedulerName, cfg.Clock), synced: make(chan struct{})}, nil
 }
 
 // Synced is closed once the first pass over the whole cluster has been written: from
@@ -85,7 +85,7 @@ func (r *Recorder) Synced() <-chan struct{} { return r.synced }
 // Run watches PodGroups and pods and writes the ledger until ctx ends; the changes seen
 // by then are written before it returns. It fails only when the informers cannot start.
 func (r *Recorder) Run(ctx context.Context) error {
-	informers, err := crcache.New(r.cfg.RESTConfig, crcache.Options{Scheme: r.scheme, DefaultTransform: dropManagedFields})
+	informers, err := crcache.New(r.cfg.RESTConfig, crcache.Options{Scheme: r.scheme, DefaultTransform: slim})
 	if err != nil {
 		return fmt.Errorf("recorder: informers: %w", err)
 	}
@@ -95,6 +95,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}{
 		{&v1alpha1.PodGroup{}, handler(r.st.setGroup, r.st.deleteGroup)},
 		{&corev1.Pod{}, handler(r.st.setPod, r.st.deletePod)},
+		{&corev1.Node{}, handler(r.st.setNode, r.st.deleteNode)},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
@@ -117,7 +118,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	// Everything listed is dirty now: the first flush is the reconcile pass.
-	for r.flush(ctx) != nil && ctx.Err() == nil {
+	for r.reconcile(ctx) != nil && ctx.Err() == nil {
 		time.Sleep(r.cfg.FlushInterval)
 	}
 	close(r.synced)
@@ -139,8 +140,21 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 }
 
+// reconcile is the first pass: every workload and node the cluster holds, and the
+// ledger's open nodes the cluster no longer has.
+func (r *Recorder) reconcile(ctx context.Context) error {
+	if err := r.writeNodes(ctx, true); err != nil {
+		klog.ErrorS(err, "recording node capacity failed; retrying")
+		return err
+	}
+	return r.flushLogged(ctx)
+}
+
 func (r *Recorder) flushLogged(ctx context.Context) error {
-	err := r.flush(ctx)
+	err := r.writeNodes(ctx, false)
+	if err == nil {
+		err = r.flush(ctx)
+	}
 	if err != nil {
 		klog.ErrorS(err, "writing the accounting ledger failed; retrying")
 	}
@@ -234,8 +248,12 @@ func validate(j accounting.Job, ts []accounting.Transition) error {
 	return nil
 }
 
-// dropManagedFields keeps the informers' caches small.
-func dropManagedFields(obj any) (any, error) {
+// slim keeps the informers' caches small: nodes lose what the ledger does not read,
+// everything loses its managed fields.
+func slim(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		return slimNode(n), nil
+	}
 	if o, ok := obj.(metav1.Object); ok {
 		o.SetManagedFields(nil)
 	}

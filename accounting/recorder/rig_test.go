@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/accounting/report"
 	"github.com/sluicehq/sluice/accounting/store"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -209,17 +211,21 @@ func (e *rigEnv) podRun(t *testing.T, name string) (time.Time, time.Time) {
 	return p.Status.StartTime.UTC(), p.Status.ContainerStatuses[0].State.Terminated.FinishedAt.UTC()
 }
 
-// gpuSeconds totals the GPU-seconds of every recorded run.
-func gpuSeconds(t *testing.T, db accounting.Store) (float64, int) {
+// gpuSeconds totals the GPU-seconds of the recorded runs of the given jobs (the rig is
+// shared: the ledger also records what other tests left running), and counts the runs.
+func gpuSeconds(t *testing.T, db accounting.Store, ids ...int64) (float64, int) {
 	runs, err := db.Runs(context.Background(), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0.0
+	total, n := 0.0, 0
 	for _, r := range runs {
-		total += r.Allocated.GPUs * r.End.Sub(r.Start).Seconds()
+		if slices.Contains(ids, r.JobID) {
+			total += r.Allocated.GPUs * r.End.Sub(r.Start).Seconds()
+			n++
+		}
 	}
-	return total, len(runs)
+	return total, n
 }
 
 // A Slurm job and a manifest Job run on kwok; the ledger shows both with their states,
@@ -247,10 +253,57 @@ func TestRecordsSlurmAndManifestJobs(t *testing.T) {
 		manifest.Name != "eval" || manifest.Allocated.GPUs != 1 || !manifest.Start.Equal(mstart) || !manifest.End.Equal(mend) {
 		t.Errorf("manifest job %+v: want eval FAILED with exit code 3 in vision on 1 GPU from %s to %s", manifest, mstart, mend)
 	}
-	got, _ := gpuSeconds(t, e.db)
+	got, _ := gpuSeconds(t, e.db, 9001, manifestID)
 	want := 2*end.Sub(start).Seconds() + mend.Sub(mstart).Seconds()
 	if got != want {
 		t.Errorf("ledger holds %v GPU-seconds, the pods held %v", got, want)
+	}
+
+	// sreport's cluster Utilization over the jobs' window counts their GPU-seconds to the
+	// second, against the capacity of the rig's nodes the recorder recorded.
+	ctx := context.Background()
+	from, to := start.Add(-time.Minute), time.Now().UTC().Truncate(time.Second)
+	if mstart.Before(start) {
+		from = mstart.Add(-time.Minute)
+	}
+	now := to.Add(time.Second)
+	util, err := report.ClusterUtilization(ctx, e.db, report.SreportQuery{Start: from, End: to, Units: report.Seconds}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := 0.0 // whatever else ran on the shared rig in that window
+	runs, err := e.db.Runs(ctx, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.JobID != 9001 && r.JobID != manifestID {
+			a, b := r.Start, r.End
+			if a.Before(from) {
+				a = from
+			}
+			if b.IsZero() || b.After(to) {
+				b = to
+			}
+			others += r.Allocated.GPUs * b.Sub(a).Seconds()
+		}
+	}
+	if util[0].Allocated != want+others {
+		t.Errorf("sreport allocated %v GPU-seconds, the jobs held %v (+%v by others)", util[0].Allocated, want, others)
+	}
+	nodes, err := e.db.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := 0.0
+	for _, n := range nodes {
+		if n.Name == cluster.NodeName("h100", 0) && (n.TRES.GPUs != 8 || n.TRES.GPUMemMB != 8*81920) {
+			t.Errorf("node %s recorded with %+v, want 8 GPUs of 80 GiB", n.Name, n.TRES)
+		}
+		capacity += n.TRES.GPUs
+	}
+	if len(nodes) != e.c.Spec().NodeCount() || util[0].Reported != capacity*to.Sub(from).Seconds() {
+		t.Errorf("%d nodes recorded (want %d), reported %v GPU-seconds (want %v)", len(nodes), e.c.Spec().NodeCount(), util[0].Reported, capacity*to.Sub(from).Seconds())
 	}
 }
 
@@ -276,7 +329,7 @@ func TestRestartLosesAndDoublesNothing(t *testing.T) {
 	if j.State != accounting.StateCompleted || !j.Start.Equal(start) || !j.End.Equal(end) {
 		t.Errorf("after restart: %+v, want COMPLETED from %s to %s", j, start, end)
 	}
-	total, runs := gpuSeconds(t, e.db)
+	total, runs := gpuSeconds(t, e.db, 9101)
 	if want := 2 * end.Sub(start).Seconds(); total != want || runs != 1 {
 		t.Errorf("after restart: %d runs, %v GPU-seconds; want 1 run of %v", runs, total, want)
 	}
@@ -287,7 +340,7 @@ func TestRestartLosesAndDoublesNothing(t *testing.T) {
 
 	stopAgain := e.startRecorder(t) // a third start replays everything again
 	stopAgain()
-	total2, runs2 := gpuSeconds(t, e.db)
+	total2, runs2 := gpuSeconds(t, e.db, 9101)
 	hist2, err := e.db.Transitions(context.Background(), 9101)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 // which groups changed since the last write, and what was written.
 type state struct {
 	schedulerName string
+	clock         func() time.Time
 
 	mu      sync.Mutex
 	groups  map[string]*v1alpha1.PodGroup // by namespace/name
@@ -27,12 +29,17 @@ type state struct {
 	deleted map[string]*v1alpha1.PodGroup // deleted groups not yet closed in the ledger
 	last    map[int64]uint64              // job id -> fingerprint of the last write
 	known   map[int64]*accounting.Job     // job id -> what the ledger holds; nil when nothing
+
+	nodes     map[string]accounting.Node // node capacity to write
+	wroteNode map[string]accounting.Node // what was last written per node
+	liveNodes map[string]bool            // nodes the cluster has now
 }
 
-func newState(schedulerName string) *state {
+func newState(schedulerName string, clock func() time.Time) *state {
 	return &state{
-		schedulerName: schedulerName,
-		groups:        map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
+		schedulerName: schedulerName, clock: clock,
+		nodes: map[string]accounting.Node{}, wroteNode: map[string]accounting.Node{}, liveNodes: map[string]bool{},
+		groups: map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
 		pods: map[string]*corev1.Pod{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
 		last: map[int64]uint64{}, known: map[int64]*accounting.Job{},
 	}
