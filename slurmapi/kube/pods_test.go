@@ -215,3 +215,19 @@ func TestRunScriptUsesShebang(t *testing.T) {
 		t.Errorf("output %q, want %q", got, want)
 	}
 }
+
+// BenchmarkBuildPods is the factory's CPU cost of starting one 2-node,
+// 8-GPU-per-node job (the scheduler's bind worker pays it).
+func BenchmarkBuildPods(b *testing.B) {
+	pg := PodGroupFor(&slurmapi.JobDesc{Name: "train", User: "alice", Account: "nlp", Partition: "h100",
+		Script: "#!/bin/bash\ntorchrun train.py\n", Nodes: 2, Tasks: 16, CPUsPerTask: 4,
+		GPUs: slurmapi.GPURequest{PerNode: 8}, Environment: []string{"PATH=/bin", "LR=0.1"}}, 7)
+	binds := eightGPUBinds(2)
+	run := RunAs{Image: "img", TimeLimit: time.Hour}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := BuildPods(pg, binds, run); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
