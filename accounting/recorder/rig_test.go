@@ -295,15 +295,20 @@ func TestRecordsSlurmAndManifestJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capacity := 0.0
+	capacity := 0.0 // GPU-seconds the nodes offered in the window, from when each joined
 	for _, n := range nodes {
 		if n.Name == cluster.NodeName("h100", 0) && (n.TRES.GPUs != 8 || n.TRES.GPUMemMB != 8*81920) {
 			t.Errorf("node %s recorded with %+v, want 8 GPUs of 80 GiB", n.Name, n.TRES)
 		}
-		capacity += n.TRES.GPUs
+		joined := from
+		if n.Added.After(from) {
+			joined = n.Added
+		}
+		capacity += n.TRES.GPUs * to.Sub(joined).Seconds()
 	}
-	if len(nodes) != e.c.Spec().NodeCount() || util[0].Reported != capacity*to.Sub(from).Seconds() {
-		t.Errorf("%d nodes recorded (want %d), reported %v GPU-seconds (want %v)", len(nodes), e.c.Spec().NodeCount(), util[0].Reported, capacity*to.Sub(from).Seconds())
+	if len(nodes) != e.c.Spec().NodeCount() || util[0].Reported != capacity || util[0].Idle != capacity-util[0].Allocated {
+		t.Errorf("%d nodes recorded (want %d), reported %v GPU-seconds, idle %v (want %v, %v)", len(nodes), e.c.Spec().NodeCount(),
+			util[0].Reported, util[0].Idle, capacity, capacity-util[0].Allocated)
 	}
 }
 
