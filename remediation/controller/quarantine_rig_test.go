@@ -65,6 +65,7 @@ func TestXIDQuarantineDrainRevalidate(t *testing.T) {
 	}
 
 	// The actuator reboots the node: the XID is gone when it comes back.
+	repaired := time.Now()
 	e.inject(node, nil)
 	e.waitNode(node, "validation started", 30*time.Second, func(n *corev1.Node) bool {
 		return remediation(n).Phase == health.PhaseValidating
@@ -72,7 +73,7 @@ func TestXIDQuarantineDrainRevalidate(t *testing.T) {
 	returned := e.waitNode(node, "returned after validation", time.Minute, func(n *corev1.Node) bool {
 		return !tainted(n) && remediation(n).Phase == ""
 	})
-	t.Logf("node returned %s after the repair", time.Since(returned).Round(time.Millisecond))
+	t.Logf("repair done -> validation passed, node back in service: %s", returned.Sub(repaired).Round(time.Millisecond))
 	final, _ := e.client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	if h := remediation(final).History; len(h) != 1 || h[0].Condition != string(health.GPUXidError) || len(h[0].XIDs) != 1 || h[0].XIDs[0] != 79 {
 		t.Errorf("history %+v, want the one XID 79 fault", h)
