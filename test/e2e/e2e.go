@@ -118,7 +118,9 @@ func Rig(t testing.TB) *cluster.Cluster {
 }
 
 // Namespace creates a namespace for one test, deleted when the test ends, so
-// tests sharing a rig do not see each other's objects.
+// tests sharing a rig do not see each other's objects. It returns once the
+// namespace's default ServiceAccount exists: until then the API server rejects
+// pods, and a Job's controller would back off for seconds.
 func Namespace(t testing.TB, c *cluster.Cluster) string {
 	t.Helper()
 	ns, err := c.Client().CoreV1().Namespaces().Create(context.Background(),
@@ -128,6 +130,10 @@ func Namespace(t testing.TB, c *cluster.Cluster) string {
 	}
 	t.Cleanup(func() {
 		_ = c.Client().CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	WaitFor(t, "default ServiceAccount in "+ns.Name, time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := c.Client().CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
 	})
 	return ns.Name
 }

@@ -255,3 +255,42 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Logf("%s", p)
 	return len(p), nil
 }
+
+// A pod without sim-duration runs until deleted: a Job with a deadline fails
+// with DeadlineExceeded, and its pod is stopped and removed as a kubelet would.
+func TestJobWithoutDurationTimesOut(t *testing.T) {
+	c := Rig(t)
+	ns := Namespace(t, c)
+	job := gpuJob("forever", 0, 0)
+	job.Spec.Template.Annotations = nil // no sim-duration: runs until deleted
+	job.Spec.ActiveDeadlineSeconds = new(int64(3))
+	jobs := c.Client().BatchV1().Jobs(ns)
+	if _, err := jobs.Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, "job "+ns+"/forever DeadlineExceeded", jobTimeout, func(ctx context.Context) (bool, error) {
+		j, err := jobs.Get(ctx, "forever", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+				if cond.Reason != batchv1.JobReasonDeadlineExceeded {
+					t.Fatalf("job failed with %s (%s), want DeadlineExceeded", cond.Reason, cond.Message)
+				}
+				return true, nil
+			}
+			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
+				t.Fatal("job without sim-duration completed")
+			}
+		}
+		return false, fmt.Errorf("status %+v", j.Status)
+	})
+	WaitFor(t, "the timed-out job's pod removed", jobTimeout, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=forever"})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, fmt.Errorf("%d pods left", len(pods.Items))
+	})
+}
