@@ -10,27 +10,29 @@ import (
 
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
-// TestFactoryHoldsBackIneligibleJobs submits real jobs over REST and asks
+// TestFactoryHoldsBackIneligibleJobs stores real jobs and asks
 // the factory for their pods: a held job and one whose afterok dependency
 // has not succeeded get none, with Slurm's reason; once the dependency
 // succeeds the dependent job gets its pod, with the partition's image.
 func TestFactoryHoldsBackIneligibleJobs(t *testing.T) {
-	ts, b := rigServer(t)
+	_, b := rigServer(t)
 	ctx := context.Background()
 	f, err := NewPodFactory(e2e.Rig(t).RESTConfig(), PodOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitAs := func(body string) uint32 {
+	submitAs := func(hold bool, dependency string) uint32 {
 		t.Helper()
-		status, doc := call(t, ts, "alice", "POST", "/slurm/v0.0.45/job/submit", body)
-		if status != 200 {
-			t.Fatalf("submit: %d %v", status, doc)
+		res, err := b.Submit(ctx, &slurmapi.JobDesc{User: "alice", Account: "nlp", Partition: "h100", Script: "#!/bin/bash\ntrue\n",
+			Nodes: 1, Tasks: 1, CPUsPerTask: 1, Hold: hold, Dependency: dependency})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return uint32(doc["job_id"].(float64))
+		return res.JobID
 	}
 	load := func(id uint32) *v1alpha1.PodGroup {
 		t.Helper()
@@ -40,9 +42,9 @@ func TestFactoryHoldsBackIneligibleJobs(t *testing.T) {
 		}
 		return &pg
 	}
-	held := submitAs(`{"script":"#!/bin/bash\n#SBATCH -H\ntrue\n","job":{"environment":["PATH=/bin"]}}`)
-	first := submitAs(`{"script":"#!/bin/bash\ntrue\n","job":{"environment":["PATH=/bin"]}}`)
-	after := submitAs(fmt.Sprintf(`{"script":"#!/bin/bash\ntrue\n","job":{"environment":["PATH=/bin"],"dependency":"afterok:%d"}}`, first))
+	held := submitAs(true, "")
+	first := submitAs(false, "")
+	after := submitAs(false, fmt.Sprintf("afterok:%d", first))
 	t.Cleanup(func() {
 		for _, id := range []uint32{held, first, after} {
 			_ = b.c.Delete(ctx, load(id))
