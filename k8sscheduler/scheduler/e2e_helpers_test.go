@@ -59,10 +59,13 @@ func start(t *testing.T) *env {
 
 // run starts a scheduler for the test, stopped (and waited for) when the test ends. Tests
 // that change partitions or nodes do so before, so the scheduler's first view has them.
-func (e *env) run() {
+func (e *env) run() { e.runWith(nil) }
+
+// runWith is run with a PodFactory for pod-less (Slurm) PodGroups.
+func (e *env) runWith(factory PodFactory) {
 	e.t.Helper()
 	s, err := New(Config{Period: 200 * time.Millisecond, PendingStatusDelay: 300 * time.Millisecond, QueueStatusPeriod: 500 * time.Millisecond},
-		e.rig.RESTConfig(), nil, nil)
+		e.rig.RESTConfig(), nil, factory)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,0 +1,77 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// memberPods makes one pod per bind from the PodGroup's member sets, the way the Slurm
+// API's factory does, counting its calls.
+type memberPods struct{ calls atomic.Int32 }
+
+func (f *memberPods) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1.Pod, error) {
+	f.calls.Add(1)
+	out := make([]*corev1.Pod, len(binds))
+	for i, b := range binds {
+		var req corev1.ResourceList
+		for _, m := range pg.Spec.Members {
+			if m.Name == b.Group {
+				req = m.Resources
+			}
+		}
+		out[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", pg.Name, i)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "batch", Image: "busybox",
+				Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}}}
+	}
+	return out, nil
+}
+
+// A Slurm job's PodGroup has no pods until it starts: its pods are created already bound,
+// with their GPU assignment, once, and the group turns Running.
+func TestSlurmJobPodsCreatedBound(t *testing.T) {
+	e := setup(t)
+	e.queue("slurm-q", "slurm", 0)
+	factory := &memberPods{}
+	e.runWith(factory)
+	gpus := corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("2")}
+	e.create(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-7", Namespace: e.ns},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "slurm-q", Partition: "slurm",
+			Members: []v1alpha1.MemberSet{{Name: "node", Count: 2, Resources: gpus}},
+			Slurm:   &v1alpha1.SlurmJob{User: "alice"}}})
+	e.condition("job-7", v1alpha1.PodGroupConditionScheduled, metav1.ConditionTrue, waitLong)
+	nodes := e.waitBound([]string{"job-7-0", "job-7-1"}, waitLong)
+	for i, name := range []string{"job-7-0", "job-7-1"} {
+		p := e.pod(name)
+		a, err := ParseAssignment(p.Annotations[AssignmentAnnotation])
+		if err != nil || len(a.GPUs) != 4 || p.Annotations[v1alpha1.PodGroupAnnotation] != "job-7" || nodes[i] == "" {
+			t.Errorf("pod %s on %q: assignment %+v (%v), annotations %v", name, nodes[i], a, err, p.Annotations)
+		}
+	}
+	pg := &v1alpha1.PodGroup{}
+	if err := e.crs.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "job-7"}, pg); err != nil {
+		t.Fatal(err)
+	}
+	if pg.Status.Phase != v1alpha1.PodGroupRunning || pg.Status.StartTime == nil {
+		t.Errorf("PodGroup phase %q start %v, want Running with a start time", pg.Status.Phase, pg.Status.StartTime)
+	}
+	// The job is placed once: a later cycle neither calls the factory nor makes pods.
+	time.Sleep(time.Second) // several cycles at the test's 200ms period
+	pods, err := e.rig.Client().CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 2 || factory.calls.Load() != 1 {
+		t.Errorf("%d pods after %d factory calls, want 2 pods from 1 call", len(pods.Items), factory.calls.Load())
+	}
+}
