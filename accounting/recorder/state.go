@@ -25,6 +25,7 @@ type state struct {
 	groups  map[string]*v1alpha1.PodGroup // by namespace/name
 	owners  map[types.UID][]string        // owner UID -> groups it owns
 	pods    map[string]*corev1.Pod        // Sluice's pods, by namespace/name
+	links   map[string]map[string]bool    // podLinks key -> pods (namespace/name) it links
 	dirty   map[string]bool
 	deleted map[string]*v1alpha1.PodGroup // deleted groups not yet closed in the ledger
 	last    map[int64]uint64              // job id -> fingerprint of the last write
@@ -40,7 +41,7 @@ func newState(schedulerName string, clock func() time.Time) *state {
 		schedulerName: schedulerName, clock: clock,
 		nodes: map[string]accounting.Node{}, wroteNode: map[string]accounting.Node{}, liveNodes: map[string]bool{},
 		groups: map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
-		pods: map[string]*corev1.Pod{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
+		pods: map[string]*corev1.Pod{}, links: map[string]map[string]bool{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
 		last: map[int64]uint64{}, known: map[int64]*accounting.Job{},
 	}
 }
@@ -91,18 +92,70 @@ func (s *state) setPod(p *corev1.Pod) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pods[key(p.Namespace, p.Name)] = p
+	pk := key(p.Namespace, p.Name)
+	if old := s.pods[pk]; old != nil {
+		s.unlinkLocked(old)
+	}
+	s.pods[pk] = p
+	for _, l := range podLinks(p) {
+		if s.links[l] == nil {
+			s.links[l] = map[string]bool{}
+		}
+		s.links[l][pk] = true
+	}
 	s.markPodGroupsLocked(p)
 }
 
 func (s *state) deletePod(p *corev1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pods[key(p.Namespace, p.Name)]; !ok {
+	old := s.pods[key(p.Namespace, p.Name)]
+	if old == nil {
 		return
 	}
+	s.unlinkLocked(old)
 	delete(s.pods, key(p.Namespace, p.Name))
 	s.markPodGroupsLocked(p)
+}
+
+func (s *state) unlinkLocked(p *corev1.Pod) {
+	pk := key(p.Namespace, p.Name)
+	for _, l := range podLinks(p) {
+		delete(s.links[l], pk)
+		if len(s.links[l]) == 0 {
+			delete(s.links, l)
+		}
+	}
+}
+
+// podLinks index a pod by what can tie it to a group: the group its annotation names,
+// else its owners' UIDs and its own (see podOwnerUIDs).
+func podLinks(p *corev1.Pod) []string {
+	if g := p.Annotations[v1alpha1.PodGroupAnnotation]; g != "" {
+		return []string{"group:" + key(p.Namespace, g)}
+	}
+	var out []string
+	for _, uid := range podOwnerUIDs(p) {
+		out = append(out, "uid:"+string(uid))
+	}
+	return out
+}
+
+// podsOfLocked are the pods of group k, found through the link index.
+func (s *state) podsOfLocked(k string, pg *v1alpha1.PodGroup) []*corev1.Pod {
+	var out []*corev1.Pod
+	add := func(link string) {
+		for pk := range s.links[link] {
+			if p := s.pods[pk]; p != nil && p.Namespace == pg.Namespace {
+				out = append(out, p)
+			}
+		}
+	}
+	add("group:" + k)
+	for _, o := range pg.OwnerReferences {
+		add("uid:" + string(o.UID))
+	}
+	return out
 }
 
 func (s *state) markPodGroupsLocked(p *corev1.Pod) {
@@ -156,24 +209,16 @@ func (s *state) takeDirty() []groupWork {
 	if len(s.dirty) == 0 {
 		return nil
 	}
-	byGroup := map[string][]*corev1.Pod{}
-	for _, p := range s.pods {
-		for _, k := range s.groupsOfLocked(p) {
-			if s.dirty[k] {
-				byGroup[k] = append(byGroup[k], p)
-			}
-		}
-	}
 	var out []groupWork
 	for k := range s.dirty {
-		w := groupWork{key: k, pg: s.groups[k], pods: byGroup[k]}
+		w := groupWork{key: k, pg: s.groups[k]}
 		if w.pg == nil {
 			w.pg, w.deleted = s.deleted[k], true
 		}
 		if w.pg == nil {
 			continue // pods of a group not seen (yet)
 		}
-		w.id = JobID(w.pg)
+		w.id, w.pods = JobID(w.pg), s.podsOfLocked(k, w.pg)
 		out = append(out, w)
 	}
 	s.dirty = map[string]bool{}
