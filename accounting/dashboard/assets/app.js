@@ -7,6 +7,9 @@ const COLORS = ["#3566d6", "#e58b2b", "#2f9e6e", "#c2417e", "#7a5cd1", "#d1b02b"
 const params = new URLSearchParams(location.search);
 const win = {};
 for (const k of ["start", "end"]) if (params.get(k)) win[k] = params.get(k);
+// The server's default window, stated here so the job table reads a month, not the
+// whole ledger.
+if (!win.start) win.start = String(Math.floor(Date.now() / 1000) - 30 * 86400);
 
 // api fetches one endpoint with the page's window and extra parameters.
 async function api(path, extra) {
@@ -56,7 +59,7 @@ function windows() {
   const nav = document.getElementById("windows");
   for (const [label, days] of [["7 days", 7], ["30 days", 30], ["90 days", 90]]) {
     const a = h("a", { href: "?start=" + Math.floor(Date.now() / 1000 - days * 86400) }, nav, label);
-    if (!win.start && days === 30) a.className = "on";
+    if (!params.get("start") && days === 30) a.className = "on";
   }
 }
 
