@@ -1,0 +1,17 @@
+// Package chart tests the Helm chart in charts/sluice: it lints and renders
+// with helm, checks the schema refuses bad values, keeps the chart's copies
+// of the CRDs and the example site equal to their sources, and applies the
+// rendered manifests to the local rig to prove its RBAC is enough for the
+// server and no more.
+package chart
+
+import (
+	"os"
+	"testing"
+
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// One rig for the package (none with -short).
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, cluster.DefaultSpec())) }

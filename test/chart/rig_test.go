@@ -1,0 +1,294 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// TestChartOnRig applies everything the chart renders with every option on
+// to the rig's kube-apiserver by server-side apply, then checks the
+// ServiceAccounts' permissions: each verb the server and the agent use is
+// allowed, and what they do not use (Secrets above all) is not.
+func TestChartOnRig(t *testing.T) {
+	c := e2e.Rig(t)
+	ns := e2e.Namespace(t, c)
+	objs := render(t, ns, filepath.Join("testdata", "all-on.yaml"))
+	skipped := apply(t, c.RESTConfig(), objs)
+	// The rig has no Prometheus Operator: its ServiceMonitor kind is the only
+	// one the API server cannot take.
+	if !slices.Equal(skipped, []string{"ServiceMonitor"}) {
+		t.Fatalf("kinds the rig does not serve: %v, want only [ServiceMonitor]", skipped)
+	}
+
+	server := "system:serviceaccount:" + ns + ":sluice-server"
+	agent := "system:serviceaccount:" + ns + ":sluice-agent"
+	t.Run("server may do what it does", func(t *testing.T) {
+		for _, a := range serverNeeds(ns) {
+			checkAccess(t, c.Client(), server, a, true)
+		}
+	})
+	t.Run("server may not do what it does not", func(t *testing.T) {
+		for _, a := range serverMustNot(ns) {
+			checkAccess(t, c.Client(), server, a, false)
+		}
+	})
+	t.Run("agent may do what it does", func(t *testing.T) {
+		for _, a := range agentNeeds() {
+			checkAccess(t, c.Client(), agent, a, true)
+		}
+	})
+	t.Run("agent may not do what it does not", func(t *testing.T) {
+		for _, a := range agentMustNot(ns) {
+			checkAccess(t, c.Client(), agent, a, false)
+		}
+	})
+	t.Run("the server's own token cannot read Secrets", func(t *testing.T) {
+		kube := kubernetes.NewForConfigOrDie(tokenConfig(t, c, ns, "sluice-server"))
+		ctx := context.Background()
+		for _, secretNS := range []string{"kube-system", ns} {
+			if _, err := kube.CoreV1().Secrets(secretNS).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("listing Secrets in %s with the server's token: %v, want Forbidden", secretNS, err)
+			}
+		}
+		if _, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			t.Errorf("listing pods with the server's token: %v", err)
+		}
+	})
+}
+
+// access is one request attribute checked with a SubjectAccessReview.
+type access struct {
+	verb, group, resource, subresource, namespace, name string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	if a.group != "" {
+		r += "." + a.group
+	}
+	where := "cluster-wide"
+	if a.namespace != "" {
+		where = "in " + a.namespace
+	}
+	if a.name != "" {
+		where += " named " + a.name
+	}
+	return fmt.Sprintf("%s %s %s", a.verb, r, where)
+}
+
+// serverNeeds lists each API call of the server's components (see the
+// comments in charts/sluice/templates/rbac-server.yaml for who makes it).
+func serverNeeds(ns string) []access {
+	const sched = "scheduling.sluice.dev"
+	out := []access{
+		{verb: "create", resource: "pods", subresource: "binding", namespace: "team-a"},
+		{verb: "create", resource: "pods", subresource: "eviction", namespace: "team-a"},
+		{verb: "create", resource: "pods", namespace: "slurm-nlp"},
+		{verb: "delete", resource: "pods", namespace: "kube-system"},
+		{verb: "deletecollection", resource: "pods", namespace: "slurm-nlp"},
+		{verb: "update", resource: "nodes", name: "h100-0"},
+		{verb: "create", resource: "namespaces"},
+		{verb: "get", resource: "namespaces", name: "team-a"},
+		{verb: "create", resource: "services", namespace: "slurm-nlp"},
+		{verb: "create", resource: "events", namespace: "team-a"},
+		{verb: "patch", resource: "events", namespace: "team-a"},
+		{verb: "create", group: sched, resource: "podgroups", namespace: "team-a"},
+		{verb: "update", group: sched, resource: "podgroups", namespace: "slurm-nlp"},
+		{verb: "update", group: sched, resource: "podgroups", subresource: "status", namespace: "slurm-nlp"},
+		{verb: "patch", group: sched, resource: "podgroups", subresource: "status", namespace: "team-a"},
+		{verb: "patch", group: sched, resource: "queues", subresource: "status"},
+		{verb: "create", group: sched, resource: "queues"},
+		{verb: "update", group: sched, resource: "qoses", name: "normal"},
+		{verb: "delete", group: sched, resource: "qoses", name: "normal"},
+		{verb: "get", group: sched, resource: "partitions", name: "h100"},
+		{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
+		{verb: "update", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "sluice"},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: ns},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "sluice-server"},
+		{verb: "create", resource: "configmaps", namespace: ns},
+		{verb: "get", resource: "configmaps", namespace: ns, name: "sluice-job-ids"},
+		{verb: "update", resource: "configmaps", namespace: ns, name: "sluice-job-ids"},
+		{verb: "get", group: "batch", resource: "jobs", namespace: "team-a"},
+		{verb: "get", group: "jobset.x-k8s.io", resource: "jobsets", namespace: "team-a"},
+		{verb: "get", group: "kubeflow.org", resource: "pytorchjobs", namespace: "team-a"},
+		{verb: "get", group: "kubeflow.org", resource: "mpijobs", namespace: "team-a"},
+		{verb: "get", group: "ray.io", resource: "rayjobs", namespace: "team-a"},
+		{verb: "get", group: "ray.io", resource: "rayclusters", namespace: "team-a"},
+		{verb: "get", group: "leaderworkerset.x-k8s.io", resource: "leaderworkersets", namespace: "team-a"},
+		{verb: "get", group: "argoproj.io", resource: "workflows", namespace: "team-a"},
+	}
+	// Every informer: list and watch cluster-wide.
+	for _, r := range []struct{ group, resource string }{{"", "pods"}, {"", "nodes"}, {"", "namespaces"},
+		{sched, "podgroups"}, {sched, "queues"}, {sched, "qoses"}, {sched, "partitions"}} {
+		for _, verb := range []string{"list", "watch"} {
+			out = append(out, access{verb: verb, group: r.group, resource: r.resource})
+		}
+	}
+	return out
+}
+
+func serverMustNot(ns string) []access {
+	return []access{
+		{verb: "get", resource: "secrets", namespace: "kube-system", name: "anything"},
+		{verb: "list", resource: "secrets", namespace: ns},
+		{verb: "list", resource: "secrets"},
+		{verb: "delete", resource: "nodes", name: "h100-0"},
+		{verb: "delete", resource: "namespaces", name: "team-a"},
+		{verb: "patch", resource: "pods", namespace: "team-a"},
+		{verb: "update", resource: "configmaps", namespace: ns, name: "other"},
+		{verb: "get", resource: "configmaps", namespace: "kube-system", name: "sluice-job-ids"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system", name: "kube-scheduler"},
+		{verb: "update", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "someone-else"},
+		{verb: "delete", group: "scheduling.sluice.dev", resource: "partitions", name: "h100"},
+		{verb: "create", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
+		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
+		{verb: "create", group: "batch", resource: "jobs", namespace: "team-a"},
+		{verb: "impersonate", resource: "serviceaccounts", namespace: "kube-system"},
+	}
+}
+
+func agentNeeds() []access {
+	return []access{
+		{verb: "get", resource: "nodes", name: "h100-0"},
+		{verb: "patch", resource: "nodes", name: "h100-0"},
+		{verb: "patch", resource: "nodes", subresource: "status", name: "h100-0"},
+		{verb: "create", resource: "events", namespace: "default"},
+		{verb: "patch", resource: "events", namespace: "default"},
+	}
+}
+
+func agentMustNot(ns string) []access {
+	return []access{
+		{verb: "get", resource: "secrets", namespace: ns, name: "sluice-jwt"},
+		{verb: "list", resource: "pods"},
+		{verb: "update", resource: "nodes", name: "h100-0"},
+		{verb: "delete", resource: "nodes", name: "h100-0"},
+		{verb: "create", resource: "pods", subresource: "eviction", namespace: "team-a"},
+		{verb: "list", group: "scheduling.sluice.dev", resource: "podgroups"},
+	}
+}
+
+// checkAccess asks the API server's authorizer whether user may do a.
+func checkAccess(t *testing.T, kube kubernetes.Interface, user string, a access, want bool) {
+	t.Helper()
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User:   user,
+		Groups: []string{"system:serviceaccounts", "system:authenticated"},
+		ResourceAttributes: &authzv1.ResourceAttributes{
+			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: a.name,
+		},
+	}}
+	got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SubjectAccessReview %s: %v", a, err)
+	}
+	if got.Status.Allowed != want {
+		t.Errorf("%s may %s: allowed=%v, want %v (%s)", user, a, got.Status.Allowed, want, got.Status.Reason)
+	}
+}
+
+// tokenConfig is a client configuration for the ServiceAccount, authenticated
+// only by a token from the TokenRequest API (no client certificate).
+func tokenConfig(t *testing.T, c *cluster.Cluster, ns, sa string) *rest.Config {
+	t.Helper()
+	exp := int64(3600)
+	tok, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", ns, sa, err)
+	}
+	admin := c.RESTConfig()
+	return &rest.Config{
+		Host:            admin.Host,
+		BearerToken:     tok.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData, CAFile: admin.CAFile, ServerName: admin.ServerName},
+	}
+}
+
+// apply server-side-applies the CRDs, waits until they are Established, then
+// applies everything else. It returns the kinds the API server does not serve.
+func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) (skipped []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	disco := memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(disco)
+	var crds, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, o := range crds {
+		applyOne(ctx, t, dyn.Resource(crdGVR), o)
+	}
+	for _, o := range crds {
+		e2e.WaitFor(t, "CRD "+o.GetName()+" Established", time.Minute, func(ctx context.Context) (bool, error) {
+			got, err := dyn.Resource(crdGVR).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			for _, c := range conds {
+				if m := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("conditions %v", conds)
+		})
+	}
+	disco.Invalidate()
+	mapper.Reset()
+	for _, o := range rest {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			skipped = append(skipped, gvk.Kind)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("mapping %s: %v", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		applyOne(ctx, t, ri, o)
+	}
+	return skipped
+}
+
+func applyOne(ctx context.Context, t *testing.T, ri dynamic.ResourceInterface, o *unstructured.Unstructured) {
+	t.Helper()
+	if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "sluice-chart-test", Force: true}); err != nil {
+		t.Fatalf("server-side apply of %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+	}
+}

@@ -1,0 +1,219 @@
+package chart
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const testNamespace = "sluice-system"
+
+// TestLintAndTemplate: the default values and a file turning every option on
+// both lint cleanly and render what a user would expect of them.
+func TestLintAndTemplate(t *testing.T) {
+	allOn := filepath.Join("testdata", "all-on.yaml")
+	tests := []struct {
+		name   string
+		values []string
+		check  func(t *testing.T, objs []*unstructured.Unstructured)
+	}{
+		{"default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			n := kinds(objs)
+			for kind, want := range map[string]int{"CustomResourceDefinition": 4, "PersistentVolumeClaim": 1, "DaemonSet": 1,
+				"ServiceMonitor": 0, "NetworkPolicy": 0, "Partition": 0, "Queue": 0, "QOS": 0} {
+				if n[kind] != want {
+					t.Errorf("%d %s rendered, want %d", n[kind], kind, want)
+				}
+			}
+			dep := find(t, objs, "Deployment", "sluice-server")
+			if r, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); r != 2 {
+				t.Errorf("server replicas %d, want 2", r)
+			}
+			c := container(t, dep)
+			for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+				if got, _, _ := unstructured.NestedString(c, probe, "httpGet", "path"); got != path {
+					t.Errorf("%s on %q, want %q", probe, got, path)
+				}
+			}
+			if _, ok, _ := unstructured.NestedMap(c, "resources", "requests"); !ok {
+				t.Error("server container has no resource requests")
+			}
+			agent := find(t, objs, "DaemonSet", "sluice-agent")
+			spec, _, _ := unstructured.NestedMap(agent.Object, "spec", "template", "spec")
+			if spec["runtimeClassName"] != "nvidia" {
+				t.Errorf("agent runtimeClassName %v, want nvidia", spec["runtimeClassName"])
+			}
+			if sel, _, _ := unstructured.NestedStringMap(spec, "nodeSelector"); sel["nvidia.com/gpu.present"] != "true" {
+				t.Errorf("agent nodeSelector %v, want nvidia.com/gpu.present=true", sel)
+			}
+			ac := container(t, agent)
+			if p, _, _ := unstructured.NestedBool(ac, "securityContext", "privileged"); p {
+				t.Error("agent is privileged")
+			}
+			if caps, _, _ := unstructured.NestedStringSlice(ac, "securityContext", "capabilities", "drop"); !slices.Equal(caps, []string{"ALL"}) {
+				t.Errorf("agent drops capabilities %v, want [ALL]", caps)
+			}
+			mounts, _, _ := unstructured.NestedSlice(ac, "volumeMounts")
+			if len(mounts) != 1 || mounts[0].(map[string]any)["mountPath"] != "/host/sys" || mounts[0].(map[string]any)["readOnly"] != true {
+				t.Errorf("agent mounts %v, want only /host/sys read-only", mounts)
+			}
+			cfg := serverConfig(t, objs)
+			if cfg.Webhook.ServiceName != "sluice-webhook" || cfg.Webhook.ServiceNamespace != testNamespace {
+				t.Errorf("webhook registered behind %s/%s, want %s/sluice-webhook", cfg.Webhook.ServiceNamespace, cfg.Webhook.ServiceName, testNamespace)
+			}
+			find(t, objs, "Service", cfg.Webhook.ServiceName)
+			if !slices.Contains(cfg.Webhook.Hosts, "sluice-webhook."+testNamespace+".svc") {
+				t.Errorf("webhook hosts %v lack the Service's DNS name", cfg.Webhook.Hosts)
+			}
+			if cfg.LeaderElection.Namespace != testNamespace {
+				t.Errorf("Lease namespace %q, want the release namespace", cfg.LeaderElection.Namespace)
+			}
+			role := find(t, objs, "Role", "sluice-server")
+			if !strings.Contains(toJSON(t, role), `"`+cfg.LeaderElection.LeaseName+`"`) {
+				t.Errorf("Role does not name the Lease %q the server takes", cfg.LeaderElection.LeaseName)
+			}
+			if !mounted(c, filepath.Dir(cfg.REST.JWTKeyFile)) {
+				t.Errorf("the JWT key file %s is not on a mounted volume", cfg.REST.JWTKeyFile)
+			}
+		}},
+		{"every option on", []string{allOn}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			n := kinds(objs)
+			for kind, want := range map[string]int{"ServiceMonitor": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1,
+				"Partition": 2, "Queue": 4, "QOS": 3, "PersistentVolumeClaim": 0} {
+				if n[kind] != want {
+					t.Errorf("%d %s rendered, want %d", n[kind], kind, want)
+				}
+			}
+			ledger := find(t, objs, "Secret", "sluice-ledger")
+			if dsn, _, _ := unstructured.NestedString(ledger.Object, "stringData", "dsn"); !strings.HasPrefix(dsn, "postgres://") {
+				t.Errorf("ledger Secret holds %q, want the DSN", dsn)
+			}
+			c := container(t, find(t, objs, "Deployment", "sluice-server"))
+			if !strings.Contains(toJSON(t, c), `"SLUICE_LEDGER_DSN"`) {
+				t.Error("server gets no SLUICE_LEDGER_DSN from the ledger Secret")
+			}
+			args, _, _ := unstructured.NestedStringSlice(container(t, find(t, objs, "DaemonSet", "sluice-agent")), "args")
+			for _, want := range []string{"--ib-rate=A100=200,H100=400", "--ib-ports=8", "--expected-gpus=8", "--poll=5s"} {
+				if !slices.Contains(args, want) {
+					t.Errorf("agent args %v lack %s", args, want)
+				}
+			}
+			cfg := serverConfig(t, objs)
+			if !slices.Equal(cfg.Webhook.ExtraSchedulerNames, []string{"kai-scheduler"}) || cfg.REST.ClusterName != "gpu-east" {
+				t.Errorf("config did not take the values: %+v", cfg)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chartDir(t), "--namespace", testNamespace}
+			for _, f := range tc.values {
+				args = append(args, "--values", f)
+			}
+			if out, err := helm(t, args...); err != nil {
+				t.Fatalf("helm lint: %v\n%s", err, out)
+			}
+			tc.check(t, render(t, testNamespace, tc.values...))
+		})
+	}
+}
+
+// TestSchemaRejectsBadValues: a bad value fails the install with its path and why.
+func TestSchemaRejectsBadValues(t *testing.T) {
+	tests := []struct{ values, want string }{
+		{"ledger: {type: mysql}", "at '/ledger/type': value must be one of 'sqlite', 'postgres'"},
+		{"server: {replicas: two}", "at '/server/replicas': got string, want integer"},
+		{"server: {replicas: 0}", "at '/server/replicas': minimum: got 0, want 1"},
+		{"config: {log: {levle: debug}}", "at '/config/log': additional properties 'levle' not allowed"},
+		{"config: {leaderElection: {leaseDuration: 15 seconds}}", "at '/config/leaderElection/leaseDuration': '15 seconds' does not match"},
+		{"config: {remediation: {breakerShare: 2}}", "at '/config/remediation/breakerShare': maximum: got 2, want 1"},
+		{"ledger: {type: postgres}", "at '/ledger/postgres/dsn': minLength: got 0, want 1"},
+		{"ledger: {postgres: {dsn: 'mysql://db'}}", "at '/ledger/postgres/dsn': 'mysql://db' does not match"},
+		{"ledger: {sqlite: {persistence: {accessMode: ReadWriteMany}}}", "at '/ledger/sqlite/persistence/accessMode'"},
+		{"agent: {ibRates: {H100: -1}}", "at '/agent/ibRates/H100': exclusiveMinimum: got -1, want 0"},
+		{"webhook: {extraSchedulerNames: [Bad_Name]}", "at '/webhook/extraSchedulerNames/0': 'Bad_Name' does not match"},
+		{"webhook: {tls: {validityDays: 30}}", "at '/webhook/tls/validityDays': minimum: got 30, want 400"},
+		{"image: {digest: latest}", "at '/image/digest': 'latest' does not match"},
+		{"sever: {replicas: 2}", "additional properties 'sever' not allowed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.values, func(t *testing.T) {
+			out, err := helm(t, "template", "sluice", chartDir(t), "--values", writeValues(t, tc.values))
+			if err == nil {
+				t.Fatalf("values %q rendered:\n%.300s", tc.values, out)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error for %q:\n%v\nwant it to contain %q", tc.values, err, tc.want)
+			}
+		})
+	}
+}
+
+// serverConfig is the server configuration file the chart's ConfigMap holds,
+// decoded with the field names of cmd/sluice's Config.
+type renderedConfig struct {
+	StateDir       string `yaml:"stateDir"`
+	LeaderElection struct {
+		Namespace string `yaml:"namespace"`
+		LeaseName string `yaml:"leaseName"`
+	} `yaml:"leaderElection"`
+	REST struct {
+		JWTKeyFile  string `yaml:"jwtKeyFile"`
+		ClusterName string `yaml:"clusterName"`
+	} `yaml:"rest"`
+	Webhook struct {
+		Hosts               []string `yaml:"hosts"`
+		ServiceName         string   `yaml:"serviceName"`
+		ServiceNamespace    string   `yaml:"serviceNamespace"`
+		ExtraSchedulerNames []string `yaml:"extraSchedulerNames"`
+	} `yaml:"webhook"`
+}
+
+func serverConfig(t testing.TB, objs []*unstructured.Unstructured) renderedConfig {
+	t.Helper()
+	text := configText(t, objs)
+	var cfg renderedConfig
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		t.Fatalf("the server's config.yaml does not parse: %v\n%s", err, text)
+	}
+	return cfg
+}
+
+func configText(t testing.TB, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	text, _, _ := unstructured.NestedString(find(t, objs, "ConfigMap", "sluice-server").Object, "data", "config.yaml")
+	return text
+}
+
+func container(t testing.TB, workload *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
+	if len(cs) != 1 {
+		t.Fatalf("%s %s has %d containers, want 1", workload.GetKind(), workload.GetName(), len(cs))
+	}
+	return cs[0].(map[string]any)
+}
+
+func mounted(c map[string]any, dir string) bool {
+	mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+	for _, m := range mounts {
+		if m.(map[string]any)["mountPath"] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+func toJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
