@@ -181,6 +181,10 @@ func (s *Server) Addr() net.Addr {
 
 // Run serves until ctx ends, then shuts down within cfg.ShutdownTimeout.
 func (s *Server) Run(ctx context.Context) error {
+	// The server's namespace holds the leader Lease and the job id counter.
+	if err := s.ensureNamespace(ctx, s.cfg.LeaderElection.Namespace); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.Listen, err)
@@ -270,9 +274,6 @@ func (s *Server) runAsLeader(ctx context.Context, start func(context.Context)) e
 		start(ctx)
 		return nil
 	}
-	if err := s.ensureNamespace(ctx, le.Namespace); err != nil {
-		return err
-	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.LeaseName},
 		Client:     s.kube.CoordinationV1(),
@@ -335,5 +336,5 @@ func (s *Server) ensureNamespace(ctx context.Context, name string) error {
 	if err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) {
 		return nil
 	}
-	return fmt.Errorf("namespace %s for the leader Lease: %w", name, err)
+	return fmt.Errorf("namespace %s (leader Lease, job id counter): %w", name, err)
 }
