@@ -94,8 +94,13 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 		return err
 	}
 	if _, err := pgInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    l.groupChanged,
-		UpdateFunc: func(_, o any) { l.groupChanged(o) },
+		AddFunc: l.groupChanged,
+		UpdateFunc: func(old, o any) {
+			l.groupChanged(o)
+			if jobEnded(old, o) {
+				l.wakeDependents(ctx)
+			}
+		},
 	}); err != nil {
 		return err
 	}
@@ -120,6 +125,13 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 	case err := <-errc:
 		return err
 	}
+}
+
+// jobEnded reports whether a PodGroup update is its job's end.
+func jobEnded(old, cur any) bool {
+	o, ok1 := old.(*v1alpha1.PodGroup)
+	n, ok2 := cur.(*v1alpha1.PodGroup)
+	return ok1 && ok2 && n.Spec.Slurm != nil && !finished(o.Status.Phase) && finished(n.Status.Phase)
 }
 
 func (l *Lifecycle) groupChanged(obj any) {
@@ -194,6 +206,9 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 	pods := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
 		pods[i] = &list.Items[i]
+	}
+	if (pg.Status.Phase == "" || pg.Status.Phase == v1alpha1.PodGroupPending) && len(currentRun(&pg, pods)) == 0 {
+		return 0, l.markEligibility(ctx, &pg)
 	}
 	limit, err := l.timeLimit(ctx, &pg)
 	if err != nil {

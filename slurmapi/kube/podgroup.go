@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -240,6 +241,9 @@ func jobState(pg *v1alpha1.PodGroup) ([]string, string) {
 	}
 	if pg.Spec.Slurm != nil && pg.Spec.Slurm.Hold {
 		return state, "JobHeldUser"
+	}
+	if c := meta.FindStatusCondition(pg.Status.Conditions, ConditionEligible); c != nil && c.Status == metav1.ConditionFalse {
+		return state, c.Reason
 	}
 	for _, c := range pg.Status.Conditions {
 		if c.Type == v1alpha1.PodGroupConditionScheduled && c.Status == metav1.ConditionFalse && c.Reason != "" {

@@ -176,9 +176,9 @@ func submit(t *testing.T, ts *httptest.Server, script string, env []string, fiel
 
 // slurmJob is what squeue shows of one job.
 type slurmJob struct {
-	state, exitStatus string
-	returnCode        int
-	nodes             string
+	state, reason, exitStatus string
+	returnCode                int
+	nodes                     string
 }
 
 func showJob(t *testing.T, ts *httptest.Server, id int) slurmJob {
@@ -190,7 +190,8 @@ func showJob(t *testing.T, ts *httptest.Server, id int) slurmJob {
 	j := doc["jobs"].([]any)[0].(map[string]any)
 	exit := j["exit_code"].(map[string]any)
 	rc := exit["return_code"].(map[string]any)
-	out := slurmJob{state: j["job_state"].([]any)[0].(string), exitStatus: exit["status"].([]any)[0].(string), nodes: fmt.Sprint(j["nodes"])}
+	out := slurmJob{state: j["job_state"].([]any)[0].(string), reason: fmt.Sprint(j["state_reason"]),
+		exitStatus: exit["status"].([]any)[0].(string), nodes: fmt.Sprint(j["nodes"])}
 	if set, _ := rc["set"].(bool); set {
 		out.returnCode = int(rc["number"].(float64))
 	}
@@ -325,5 +326,42 @@ func TestSlurmJobEvicted(t *testing.T) {
 			})
 			waitNoPods(t, id)
 		})
+	}
+}
+
+// TestSlurmJobHoldAndDependency: a held job and one waiting on it with
+// afterok get no pods while Sluice schedules around them and show Slurm's
+// reasons; released, the first runs and completes, then the second.
+func TestSlurmJobHoldAndDependency(t *testing.T) {
+	// Until the scheduler skips held jobs and jobs whose Eligible condition
+	// is not True, it places them; the pod factory refuses their pods, but
+	// the scheduler has already written phase Running (issue 5 report).
+	t.Skip("needs the scheduler to keep Slurm jobs with spec.slurm.hold or Eligible!=True out of placement")
+	ts := slurmSite(t)
+	ctx := context.Background()
+	script := "#!/bin/bash\n#SBATCH -N 1 --gres=gpu:h100:1\npython step.py\n"
+	held := submit(t, ts, "#!/bin/bash\n#SBATCH -H -N 1 --gres=gpu:h100:1\npython step.py\n", []string{"SLUICE_SIM_DURATION=2s"}, "")
+	after := submit(t, ts, script, []string{"SLUICE_SIM_DURATION=2s"}, fmt.Sprintf(`,"dependency":"afterok:%d"`, held))
+
+	var waiting slurmJob
+	WaitFor(t, fmt.Sprintf("job %d pending on its dependency", after), time.Minute, func(context.Context) (bool, error) {
+		waiting = showJob(t, ts, after)
+		return waiting.reason == "Dependency", fmt.Errorf("%+v", waiting)
+	})
+	if j := showJob(t, ts, held); j.state != "PENDING" || j.reason != "JobHeldUser" {
+		t.Errorf("held job: %+v", j)
+	}
+	for _, id := range []int{held, after} {
+		if n := len(jobPods(t, ctx, id)); n != 0 {
+			t.Errorf("job %d is not eligible yet has %d pods", id, n)
+		}
+	}
+
+	if status, doc := slurmCall(t, ts, "alice", "POST", fmt.Sprintf("/slurm/v0.0.45/job/%d", held), `{"hold":false}`); status != http.StatusOK {
+		t.Fatalf("release: %d %v", status, doc)
+	}
+	waitState(t, ts, held, "COMPLETED", 90*time.Second)
+	if j := waitState(t, ts, after, "COMPLETED", 90*time.Second); j.returnCode != 0 {
+		t.Errorf("dependent job: %+v", j)
 	}
 }
