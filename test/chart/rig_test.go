@@ -75,6 +75,9 @@ func TestChartOnRig(t *testing.T) {
 			t.Errorf("listing pods with the server's token: %v", err)
 		}
 	})
+	t.Run("sluice server runs with the chart's config and credentials", func(t *testing.T) {
+		runServerWithChartCredentials(t, c, ns, objs)
+	})
 }
 
 // access is one request attribute checked with a SubjectAccessReview.

@@ -1,11 +1,14 @@
 package chart
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,6 +70,7 @@ func TestLintAndTemplate(t *testing.T) {
 				t.Errorf("webhook registered behind %s/%s, want %s/sluice-webhook", cfg.Webhook.ServiceNamespace, cfg.Webhook.ServiceName, testNamespace)
 			}
 			find(t, objs, "Service", cfg.Webhook.ServiceName)
+			checkServingCert(t, find(t, objs, "Secret", "sluice-webhook-tls"), cfg.Webhook.Hosts)
 			if !slices.Contains(cfg.Webhook.Hosts, "sluice-webhook."+testNamespace+".svc") {
 				t.Errorf("webhook hosts %v lack the Service's DNS name", cfg.Webhook.Hosts)
 			}
@@ -216,4 +220,29 @@ func toJSON(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// checkServingCert: the generated serving certificate is signed by the
+// generated CA and valid for every name the server is configured with, and
+// the CA lives longer than the year the server insists on.
+func checkServingCert(t *testing.T, secret *unstructured.Unstructured, hosts []string) {
+	t.Helper()
+	pair, err := tls.X509KeyPair(secretValue(t, secret, "tls.crt"), secretValue(t, secret, "tls.key"))
+	if err != nil {
+		t.Fatalf("webhook serving certificate: %v", err)
+	}
+	caPair, err := tls.X509KeyPair(secretValue(t, secret, "ca.crt"), secretValue(t, secret, "ca.key"))
+	if err != nil {
+		t.Fatalf("webhook CA: %v", err)
+	}
+	if !caPair.Leaf.IsCA || time.Until(caPair.Leaf.NotAfter) < 2*365*24*time.Hour {
+		t.Errorf("webhook CA: IsCA=%v, expires %s", caPair.Leaf.IsCA, caPair.Leaf.NotAfter)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(caPair.Leaf)
+	for _, h := range hosts {
+		if _, err := pair.Leaf.Verify(x509.VerifyOptions{DNSName: h, Roots: roots}); err != nil {
+			t.Errorf("serving certificate for %s: %v", h, err)
+		}
+	}
 }

@@ -1,0 +1,244 @@
+package chart
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// runServerWithChartCredentials runs `sluice server` outside the cluster with
+// the chart's configuration, JWT key and webhook CA, authenticated only by a
+// token of the chart's server ServiceAccount. Outside the cluster the webhook
+// is registered by URL on loopback instead of behind its Service; everything
+// else is as rendered. It checks each component got what it needs: the Lease,
+// the webhook registration with the chart's CA, a Slurm submission (namespace,
+// job id counter, PodGroup), and no "forbidden" anywhere in the log.
+func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructured.Unstructured) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sluice")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sluice")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sluice: %v\n%s", err, out)
+	}
+
+	stateDir := filepath.Join(dir, "state")
+	webhookDir := filepath.Join(stateDir, "webhook")
+	if err := os.MkdirAll(webhookDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The files the Deployment mounts from the webhook Secret, by the same names.
+	tlsSecret := find(t, objs, "Secret", "sluice-webhook-tls")
+	for key, file := range map[string]string{"ca.crt": "webhook-ca.crt", "ca.key": "webhook-ca.key", "tls.crt": "webhook.crt", "tls.key": "webhook.key"} {
+		writeFile(t, filepath.Join(webhookDir, file), secretValue(t, tlsSecret, key))
+	}
+	jwtKey := secretValue(t, find(t, objs, "Secret", "sluice-jwt"), "jwt.key")
+	keyFile := filepath.Join(dir, "jwt.key")
+	writeFile(t, keyFile, jwtKey)
+
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeKubeconfig(t, kubeconfig, tokenConfig(t, c, ns, "sluice-server"))
+	listen := freeAddr(t)
+
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(configText(t, objs)), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["kubeconfig"], cfg["stateDir"], cfg["listen"] = kubeconfig, stateDir, listen
+	cfg["rest"].(map[string]any)["jwtKeyFile"] = keyFile
+	hook := cfg["webhook"].(map[string]any)
+	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"127.0.0.1"}, "", ""
+	cfgData, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfgPath, cfgData)
+
+	logs := &syncBuffer{}
+	srv := exec.Command(bin, "server", "--config", cfgPath)
+	srv.Stdout, srv.Stderr = logs, logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = srv.Wait(); close(exited) }()
+	t.Cleanup(func() { stopProcess(t, srv.Process, exited, logs) })
+	t.Cleanup(func() {
+		// The registration outlives the process; leave no webhook pointing at nothing.
+		_ = c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "sluice", metav1.DeleteOptions{})
+	})
+
+	base := "http://" + listen
+	e2e.WaitFor(t, "server /readyz", time.Minute, func(ctx context.Context) (bool, error) {
+		select {
+		case <-exited:
+			t.Fatalf("the server exited:\n%s", logs.String())
+		default:
+		}
+		code, body := get(ctx, base+"/readyz")
+		return code == http.StatusOK, fmt.Errorf("%d %s", code, body)
+	})
+	leaseName := cfg["leaderElection"].(map[string]any)["leaseName"].(string)
+	e2e.WaitFor(t, "Lease "+ns+"/"+leaseName+" held", time.Minute, func(ctx context.Context) (bool, error) {
+		l, err := c.Client().CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+	})
+	e2e.WaitFor(t, "webhook registered with the chart's CA", time.Minute, func(ctx context.Context) (bool, error) {
+		mwc, err := c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sluice", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ca := secretValue(t, tlsSecret, "ca.crt")
+		return bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, ca), fmt.Errorf("caBundle is not the chart's CA")
+	})
+
+	// A Slurm submission as alice (account nlp in the example site), signed
+	// with the chart's key: a namespace, a job id from the counter, a PodGroup.
+	tok, err := slurmapi.MintToken(jwtKey, "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"script":"#!/bin/bash\nnvidia-smi\n","job":{"environment":["PATH=/bin:/usr/bin"],"tres_per_node":"gres/gpu:1"}}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/slurm/v0.0.44/job/submit", strings.NewReader(body))
+	req.Header.Set("X-SLURM-USER-TOKEN", tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("submit: %d %s", resp.StatusCode, answer)
+	}
+	dyn := dynamic.NewForConfigOrDie(c.RESTConfig())
+	pgs := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "podgroups"}
+	e2e.WaitFor(t, "the submitted job's PodGroup", 30*time.Second, func(ctx context.Context) (bool, error) {
+		list, err := dyn.Resource(pgs).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.JobIDLabel})
+		if err != nil {
+			return false, err
+		}
+		return len(list.Items) == 1, fmt.Errorf("%d PodGroups with a job id (answer %s)", len(list.Items), answer)
+	})
+	if _, err := c.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "sluice-job-ids", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		t.Errorf("no job id counter in %s: %v", ns, err)
+	}
+	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
+		t.Errorf("the server was refused something with the chart's RBAC:\n%s", logs.String())
+	}
+}
+
+func secretValue(t testing.TB, secret *unstructured.Unstructured, key string) []byte {
+	t.Helper()
+	enc, _, _ := unstructured.NestedString(secret.Object, "data", key)
+	v, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil || len(v) == 0 {
+		t.Fatalf("Secret %s key %s: %q (%v)", secret.GetName(), key, enc, err)
+	}
+	return v
+}
+
+func writeFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeKubeconfig writes cfg (a token and the CA) as a kubeconfig file.
+func writeKubeconfig(t testing.TB, path string, cfg *rest.Config) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["rig"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
+	kc.AuthInfos["sluice-server"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["sluice-server"] = &clientcmdapi.Context{Cluster: "rig", AuthInfo: "sluice-server"}
+	kc.CurrentContext = "sluice-server"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(ctx context.Context, url string) (int, string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// stopProcess ends the server by its PID: SIGTERM, then SIGKILL after 15s.
+func stopProcess(t testing.TB, p *os.Process, exited <-chan struct{}, logs *syncBuffer) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		_ = p.Kill()
+		<-exited
+	}
+	if t.Failed() {
+		t.Logf("server log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer collects the server's output, written by exec's copying
+// goroutines while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
