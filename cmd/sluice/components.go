@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -18,6 +19,12 @@ import (
 // its logic; this file only maps configuration onto constructors.
 func (s *Server) addComponents() error {
 	if err := s.addREST(); err != nil {
+		return err
+	}
+	if err := s.addAccounting(context.Background()); err != nil {
+		return err
+	}
+	if err := s.addScheduler(); err != nil {
 		return err
 	}
 	if s.cfg.Webhook.Enabled {
@@ -111,4 +118,8 @@ func (s *Server) addRemediation() {
 	s.addComponent(component{name: "remediation", leaderOnly: true, run: func(ctx context.Context) error {
 		return controller.Run(ctx, cfg, s.restConfig)
 	}})
+}
+
+func redirectTo(path string) http.Handler {
+	return http.RedirectHandler(path, http.StatusMovedPermanently)
 }

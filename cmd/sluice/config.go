@@ -32,6 +32,49 @@ type Config struct {
 	Remediation    RemediationConfig    `yaml:"remediation"`
 	REST           RESTConfig           `yaml:"rest"`
 	Webhook        WebhookConfig        `yaml:"webhook"`
+	Scheduler      SchedulerConfig      `yaml:"scheduler"`
+	Accounting     AccountingConfig     `yaml:"accounting"`
+	Slurm          SlurmConfig          `yaml:"slurm"`
+}
+
+// SchedulerConfig tunes the cycle loop; zero values take its defaults.
+type SchedulerConfig struct {
+	// Period is the longest time between two cycles (default 1s); a cycle
+	// also runs shortly after any relevant change.
+	Period Duration `yaml:"period"`
+	// BindWorkers is how many binds, evictions and Slurm pod creates are in
+	// flight at once (default 32).
+	BindWorkers int `yaml:"bindWorkers"`
+	// UsageFactor is how strongly recent usage corrects over-quota shares
+	// (KAI's k); 0 ignores history.
+	UsageFactor float64 `yaml:"usageFactor"`
+	// AgingInterval adds one priority point per interval a job waits.
+	AgingInterval Duration `yaml:"agingInterval"`
+}
+
+// AccountingConfig is the ledger.
+type AccountingConfig struct {
+	// DSN selects the store: a file path or sqlite:///path (SQLite, the
+	// default stateDir/ledger.db) or postgres://... (PostgreSQL).
+	DSN string `yaml:"dsn"`
+	// HalfLife is Slurm's PriorityDecayHalfLife for fair-share usage (default 7 days).
+	HalfLife Duration `yaml:"halfLife"`
+}
+
+// SlurmConfig is how Slurm jobs become pods.
+type SlurmConfig struct {
+	// DefaultImage runs jobs that name no --container-image in a partition
+	// without a default image; empty refuses such jobs.
+	DefaultImage string `yaml:"defaultImage"`
+	// Users maps Slurm users to the uid/gid their pods run as (as sites map
+	// LDAP users); a user not listed runs as the image's user.
+	Users map[string]SlurmUser `yaml:"users"`
+}
+
+// SlurmUser is one user's numeric identity.
+type SlurmUser struct {
+	UID int64 `yaml:"uid"`
+	GID int64 `yaml:"gid"`
 }
 
 // WebhookConfig is the mutating admission webhook for Sluice's pods (queue

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/accounting/dashboard"
+	"github.com/sluicehq/sluice/accounting/metrics"
+	"github.com/sluicehq/sluice/accounting/recorder"
+	"github.com/sluicehq/sluice/accounting/store"
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
+	"github.com/sluicehq/sluice/slurmapi/kube"
+)
+
+// addScheduler runs the GPU scheduler and the Slurm job lifecycle on the
+// leader. Slurm jobs get their pods from the Slurm API's pod factory.
+func (s *Server) addScheduler() error {
+	sc := s.cfg.Scheduler
+	users := map[string]kube.UserIDs{}
+	for name, u := range s.cfg.Slurm.Users {
+		users[name] = kube.UserIDs{UID: u.UID, GID: u.GID}
+	}
+	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: users, DefaultImage: s.cfg.Slurm.DefaultImage})
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Config{
+		SchedulerName: s.cfg.SchedulerName,
+		Period:        time.Duration(sc.Period),
+		BindWorkers:   sc.BindWorkers,
+		Core:          bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
+	}, s.restConfig, s.registry, factory)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	lifecycle, err := kube.NewLifecycle(s.restConfig)
+	if err != nil {
+		return fmt.Errorf("slurm job lifecycle: %w", err)
+	}
+	s.addComponent(component{name: "scheduler", leaderOnly: true, run: sched.Run})
+	s.addComponent(component{name: "slurm-lifecycle", leaderOnly: true, run: lifecycle.Run})
+	return nil
+}
+
+// ledgerDSN is the configured store, or the SQLite file in the state directory.
+func (s *Server) ledgerDSN() string {
+	if s.cfg.Accounting.DSN != "" {
+		return s.cfg.Accounting.DSN
+	}
+	return filepath.Join(s.cfg.StateDir, "ledger.db")
+}
+
+// addAccounting opens the ledger, records every workload into it, and
+// serves the dashboard at /ui/ and the ledger's metrics.
+func (s *Server) addAccounting(ctx context.Context) error {
+	st, err := store.Open(ctx, s.ledgerDSN())
+	if err != nil {
+		return fmt.Errorf("accounting ledger: %w", err)
+	}
+	usage := accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}
+	rec, err := recorder.New(recorder.Config{Store: st, RESTConfig: s.restConfig, SchedulerName: s.cfg.SchedulerName})
+	if err != nil {
+		return fmt.Errorf("accounting recorder: %w", err)
+	}
+	dash, err := dashboard.New(dashboard.Config{Store: st, Usage: usage, Cluster: s.cfg.REST.ClusterName})
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	col, err := metrics.New(metrics.Config{Store: st, Usage: usage})
+	if err != nil {
+		return fmt.Errorf("accounting metrics: %w", err)
+	}
+	if err := col.Register(s.registry); err != nil {
+		return err
+	}
+	s.router.PathPrefix(dashboard.Prefix).Handler(dash)
+	s.router.Handle("/ui", redirectTo(dashboard.Prefix))
+	s.addComponent(component{name: "accounting-recorder", run: rec.Run})
+	return nil
+}
