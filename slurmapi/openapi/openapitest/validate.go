@@ -153,22 +153,31 @@ func versionOf(path string) (string, bool) {
 // findPath matches a concrete path to a templated one; trailing slashes
 // are ignored as the server ignores them.
 func findPath(d *openapi3.T, path string) *openapi3.PathItem {
+	// The template with the most literal segments wins, so "job/submit"
+	// never matches "job/{job_id}"; ties break by name for determinism.
 	want := strings.Split(strings.Trim(path, "/"), "/")
+	var best *openapi3.PathItem
+	bestScore, bestTmpl := -1, ""
 	for tmpl, item := range d.Paths.Map() {
 		got := strings.Split(strings.Trim(tmpl, "/"), "/")
 		if len(got) != len(want) {
 			continue
 		}
-		match := true
+		score := 0
 		for i := range got {
-			if got[i] != want[i] && !strings.HasPrefix(got[i], "{") {
-				match = false
+			if got[i] == want[i] {
+				score++
+			} else if !strings.HasPrefix(got[i], "{") {
+				score = -1
 				break
 			}
 		}
-		if match {
-			return item
+		if score > bestScore || (score == bestScore && score >= 0 && tmpl < bestTmpl) {
+			best, bestScore, bestTmpl = item, score, tmpl
 		}
 	}
-	return nil
+	if bestScore < 0 {
+		return nil
+	}
+	return best
 }
