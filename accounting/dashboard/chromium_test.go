@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,8 +32,25 @@ func chromium(t *testing.T) string {
 
 // runChromium runs one headless Chromium with its own profile; the page's scripts get
 // a virtual-time budget to fetch the API and draw before the DOM is dumped or the
-// screenshot taken.
+// screenshot taken. Chromium in a container without a system bus sometimes dies of a
+// signal (a segfault) before loading anything: that crash of the browser, not of the
+// page, is retried twice.
 func runChromium(t *testing.T, bin string, args ...string) []byte {
+	for attempt := 1; ; attempt++ {
+		out, stderr, err := chromiumOnce(t, bin, args...)
+		var exit *exec.ExitError
+		if err == nil {
+			return out
+		}
+		if errors.As(err, &exit) && !exit.ProcessState.Exited() && attempt < 3 {
+			t.Logf("chromium died (%v); retrying", err)
+			continue
+		}
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr)
+	}
+}
+
+func chromiumOnce(t *testing.T, bin string, args ...string) ([]byte, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -42,10 +60,10 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+	if ctx.Err() != nil {
+		return out, stderr.String(), fmt.Errorf("chromium did not finish in 2 minutes: %w", ctx.Err())
 	}
-	return out
+	return out, stderr.String(), err
 }
 
 // screenshotPath is test/output/dashboard.png at the repository root (git-ignored), so
