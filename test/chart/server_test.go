@@ -39,7 +39,8 @@ import (
 // is registered by URL on loopback instead of behind its Service; everything
 // else is as rendered. It checks each component got what it needs: the Lease,
 // the webhook registration with the chart's CA, a Slurm submission (namespace,
-// job id counter, PodGroup), and no "forbidden" anywhere in the log.
+// job id counter, PodGroup) placed by the scheduler (its pod created bound),
+// and no "forbidden" anywhere in the log.
 func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructured.Unstructured) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sluice")
@@ -72,6 +73,8 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 		t.Fatal(err)
 	}
 	cfg["kubeconfig"], cfg["stateDir"], cfg["listen"] = kubeconfig, stateDir, listen
+	// The rig has no PostgreSQL: the ledger is the SQLite default in stateDir.
+	delete(cfg["accounting"].(map[string]any), "dsn")
 	cfg["rest"].(map[string]any)["jwtKeyFile"] = keyFile
 	hook := cfg["webhook"].(map[string]any)
 	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"127.0.0.1"}, "", ""
@@ -154,9 +157,27 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	if _, err := c.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "sluice-job-ids", metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		t.Errorf("no job id counter in %s: %v", ns, err)
 	}
+	slurmJobPlaced(t, c)
 	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
 		t.Errorf("the server was refused something with the chart's RBAC:\n%s", logs.String())
 	}
+}
+
+// slurmJobPlaced: the scheduler (leader only) placed the submitted job: its
+// pod exists, created already bound to a node.
+func slurmJobPlaced(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	e2e.WaitFor(t, "the Slurm job's pod created bound", time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client().CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.JobIDLabel})
+		if err != nil {
+			return false, err
+		}
+		if len(pods.Items) == 0 {
+			return false, fmt.Errorf("no pod with a job id yet")
+		}
+		p := pods.Items[0]
+		return p.Spec.NodeName != "", fmt.Errorf("pod %s/%s has no node", p.Namespace, p.Name)
+	})
 }
 
 func secretValue(t testing.TB, secret *unstructured.Unstructured, key string) []byte {

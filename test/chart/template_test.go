@@ -93,13 +93,16 @@ func TestLintAndTemplate(t *testing.T) {
 					t.Errorf("%d %s rendered, want %d", n[kind], kind, want)
 				}
 			}
-			ledger := find(t, objs, "Secret", "sluice-ledger")
-			if dsn, _, _ := unstructured.NestedString(ledger.Object, "stringData", "dsn"); !strings.HasPrefix(dsn, "postgres://") {
-				t.Errorf("ledger Secret holds %q, want the DSN", dsn)
+			// The DSN carries a password: the config file is a Secret, not a ConfigMap.
+			if n["ConfigMap"] != 0 {
+				t.Errorf("%d ConfigMaps rendered with a PostgreSQL ledger, want 0", n["ConfigMap"])
 			}
-			c := container(t, find(t, objs, "Deployment", "sluice-server"))
-			if !strings.Contains(toJSON(t, c), `"SLUICE_LEDGER_DSN"`) {
-				t.Error("server gets no SLUICE_LEDGER_DSN from the ledger Secret")
+			if dsn := serverConfig(t, objs).Accounting.DSN; !strings.HasPrefix(dsn, "postgres://sluice:secret@") {
+				t.Errorf("accounting.dsn %q, want the PostgreSQL DSN", dsn)
+			}
+			vols, _, _ := unstructured.NestedSlice(find(t, objs, "Deployment", "sluice-server").Object, "spec", "template", "spec", "volumes")
+			if !strings.Contains(toJSON(t, vols), `"secretName":"sluice-server"`) {
+				t.Errorf("the server does not mount its config from the Secret: %v", vols)
 			}
 			args, _, _ := unstructured.NestedStringSlice(container(t, find(t, objs, "DaemonSet", "sluice-agent")), "args")
 			for _, want := range []string{"--ib-rate=A100=200,H100=400", "--ib-ports=8", "--expected-gpus=8", "--poll=5s"} {
@@ -166,6 +169,9 @@ type renderedConfig struct {
 		Namespace string `yaml:"namespace"`
 		LeaseName string `yaml:"leaseName"`
 	} `yaml:"leaderElection"`
+	Accounting struct {
+		DSN string `yaml:"dsn"`
+	} `yaml:"accounting"`
 	REST struct {
 		JWTKeyFile  string `yaml:"jwtKeyFile"`
 		ClusterName string `yaml:"clusterName"`
@@ -188,10 +194,25 @@ func serverConfig(t testing.TB, objs []*unstructured.Unstructured) renderedConfi
 	return cfg
 }
 
+// configText is config.yaml from the server's ConfigMap, or from its Secret
+// when the config holds a PostgreSQL DSN.
 func configText(t testing.TB, objs []*unstructured.Unstructured) string {
 	t.Helper()
-	text, _, _ := unstructured.NestedString(find(t, objs, "ConfigMap", "sluice-server").Object, "data", "config.yaml")
-	return text
+	for _, o := range objs {
+		if o.GetName() != "sluice-server" {
+			continue
+		}
+		switch o.GetKind() {
+		case "ConfigMap":
+			text, _, _ := unstructured.NestedString(o.Object, "data", "config.yaml")
+			return text
+		case "Secret":
+			text, _, _ := unstructured.NestedString(o.Object, "stringData", "config.yaml")
+			return text
+		}
+	}
+	t.Fatal("no ConfigMap or Secret sluice-server with the server's config.yaml")
+	return ""
 }
 
 func container(t testing.TB, workload *unstructured.Unstructured) map[string]any {

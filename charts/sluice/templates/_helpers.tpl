@@ -18,7 +18,6 @@
 {{- define "sluice.webhookService" -}}{{ include "sluice.fullname" . | trunc 55 | trimSuffix "-" }}-webhook{{- end -}}
 {{- define "sluice.jwtSecret" -}}{{ default (printf "%s-jwt" (include "sluice.fullname" .)) .Values.jwt.existingSecret }}{{- end -}}
 {{- define "sluice.webhookSecret" -}}{{ default (printf "%s-webhook-tls" (include "sluice.fullname" .)) .Values.webhook.tls.existingSecret }}{{- end -}}
-{{- define "sluice.ledgerSecret" -}}{{ default (printf "%s-ledger" (include "sluice.fullname" .)) .Values.ledger.postgres.existingSecret }}{{- end -}}
 {{- define "sluice.ledgerClaim" -}}{{ default (printf "%s-ledger" (include "sluice.fullname" .)) .Values.ledger.sqlite.persistence.existingClaim }}{{- end -}}
 
 {{- define "sluice.labels" -}}

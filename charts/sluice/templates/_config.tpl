@@ -1,0 +1,41 @@
+{{/*
+The server's config.yaml (docs/configuration.md). Paths and names come from
+the chart; the rest from .Values.config. With a PostgreSQL ledger it carries
+the DSN (and so a password), which is why it then lives in a Secret.
+*/}}
+{{- define "sluice.serverConfig" -}}
+{{- $c := .Values.config -}}
+stateDir: {{ include "sluice.stateDir" . }}
+listen: ":{{ .Values.server.service.port }}"
+schedulerName: {{ $c.schedulerName | quote }}
+shutdownTimeout: {{ $c.shutdownTimeout | quote }}
+log:
+  {{- toYaml $c.log | nindent 2 }}
+leaderElection:
+  enabled: true
+  namespace: {{ .Release.Namespace }}
+  {{- toYaml $c.leaderElection | nindent 2 }}
+rest:
+  jwtKeyFile: {{ include "sluice.jwtKeyFile" . }}
+  {{- toYaml $c.rest | nindent 2 }}
+remediation:
+  {{- toYaml $c.remediation | nindent 2 }}
+scheduler:
+  {{- toYaml $c.scheduler | nindent 2 }}
+accounting:
+  {{- if eq .Values.ledger.type "postgres" }}
+  dsn: {{ .Values.ledger.postgres.dsn | quote }}
+  {{- end }}
+  {{- toYaml $c.accounting | nindent 2 }}
+slurm:
+  {{- toYaml $c.slurm | nindent 2 }}
+webhook:
+  enabled: {{ .Values.webhook.enabled }}
+  {{- if .Values.webhook.enabled }}
+  addr: ":{{ .Values.webhook.port }}"
+  hosts: {{ include "sluice.webhookHosts" . }}
+  serviceName: {{ include "sluice.webhookService" . }}
+  serviceNamespace: {{ .Release.Namespace }}
+  extraSchedulerNames: {{ toJson .Values.webhook.extraSchedulerNames }}
+  {{- end }}
+{{- end -}}
