@@ -109,6 +109,7 @@ func (s *Server) addRemediation() {
 		BreakerShare:  r.BreakerShare,
 		BreakerWindow: time.Duration(r.BreakerWindow),
 		DrainTimeout:  time.Duration(r.DrainTimeout),
+		Downtime:      ledgerDowntime{store: s.ledger},
 		Validation: controller.Validation{
 			Image:     r.ValidationImage,
 			Namespace: r.ValidationNamespace,

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/accounting/store"
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
+	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
@@ -77,8 +78,21 @@ func (s *Server) addAccounting(ctx context.Context) error {
 	if err := col.Register(s.registry); err != nil {
 		return err
 	}
+	s.ledger = st
 	s.router.PathPrefix(dashboard.Prefix).Handler(dash)
 	s.router.Handle("/ui", redirectTo(dashboard.Prefix))
 	s.addComponent(component{name: "accounting-recorder", run: rec.Run})
 	return nil
+}
+
+// ledgerDowntime records the remediation controller's down intervals in the
+// ledger, so sreport's DOWN hours come from remediation.
+type ledgerDowntime struct{ store accounting.Store }
+
+func (l ledgerDowntime) RecordDown(ctx context.Context, d controller.Downtime) error {
+	var tres accounting.TRES // zero: the ledger charges the node's whole capacity
+	if len(d.GPUs) > 0 {
+		tres.GPUs = float64(len(d.GPUs))
+	}
+	return l.store.RecordNodeDown(ctx, accounting.NodeDown{Node: d.Node, Start: d.Start, End: d.End, Reason: d.Reason, TRES: tres})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sluicehq/sluice/accounting"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,7 @@ type Server struct {
 	registry   *prometheus.Registry
 	router     *mux.Router
 	identity   string
+	ledger     accounting.Store // set by addAccounting
 
 	mu         sync.Mutex
 	components []component
