@@ -6,8 +6,8 @@ export SLUICE_ASSETS ?= $(BIN)
 
 .PHONY: all build tools rig-tools dev test test-unit bench lint generate clean
 
-# The binaries the rig runs; controller-gen and helm are only for `make generate` and the chart.
-RIG_TOOLS := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok
+# The binaries the tests need (the rig, and helm for the chart tests); controller-gen is only for `make generate`.
+RIG_TOOLS := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok,helm
 
 all: build
 

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/accounting/recorder"
 	"github.com/sluicehq/sluice/accounting/store"
 	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
 	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/slurmapi/kube"
@@ -42,6 +43,11 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("slurm job lifecycle: %w", err)
 	}
+	grouper, err := podgrouper.NewController(s.restConfig, s.schedulerNames(), s.log.With("component", "podgrouper"))
+	if err != nil {
+		return fmt.Errorf("pod grouper: %w", err)
+	}
+	s.addComponent(component{name: "podgrouper", leaderOnly: true, run: grouper.Run})
 	s.addComponent(component{name: "scheduler", leaderOnly: true, run: sched.Run})
 	s.addComponent(component{name: "slurm-lifecycle", leaderOnly: true, run: lifecycle.Run})
 	return nil

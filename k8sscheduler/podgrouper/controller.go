@@ -1,0 +1,158 @@
+package podgrouper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Controller gives every unbound pod of Sluice's schedulers its PodGroup:
+// it creates the group (once per group) and names it on the pod in the
+// sluice.dev/pod-group annotation, which is how the scheduler finds a pod's
+// gang. Pods without the annotation are never placed, so no pod starts
+// outside its gang.
+type Controller struct {
+	kube   kubernetes.Interface
+	c      client.Client
+	names  []string
+	log    *slog.Logger
+	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	lister cache.Indexer
+}
+
+// NewController watches the pods of the given scheduler names.
+func NewController(cfg *rest.Config, schedulerNames []string, log *slog.Logger) (*Controller, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{kube: kube, c: c, names: schedulerNames, log: log,
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())}, nil
+}
+
+// Run groups pods until ctx ends.
+func (g *Controller) Run(ctx context.Context) error {
+	defer g.queue.ShutDown()
+	var synced []cache.InformerSynced
+	var indexers []cache.Indexer
+	for _, name := range g.names {
+		sel := fields.AndSelectors(fields.OneTermEqualSelector("spec.schedulerName", name),
+			fields.OneTermEqualSelector("spec.nodeName", "")).String()
+		f := informers.NewSharedInformerFactoryWithOptions(g.kube, 0,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
+		inf := f.Core().V1().Pods().Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    g.enqueue,
+			UpdateFunc: func(_, obj any) { g.enqueue(obj) },
+		}); err != nil {
+			return err
+		}
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+		synced = append(synced, inf.HasSynced)
+		indexers = append(indexers, inf.GetIndexer())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return ctx.Err()
+	}
+	get := func(key types.NamespacedName) *corev1.Pod {
+		for _, idx := range indexers {
+			if obj, ok, _ := idx.GetByKey(key.Namespace + "/" + key.Name); ok {
+				return obj.(*corev1.Pod)
+			}
+		}
+		return nil
+	}
+	const workers = 4
+	for range workers {
+		go func() {
+			for g.next(ctx, get) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (g *Controller) enqueue(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Annotations[v1alpha1.PodGroupAnnotation] != "" || pod.DeletionTimestamp != nil {
+		return
+	}
+	g.queue.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+}
+
+func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *corev1.Pod) bool {
+	key, quit := g.queue.Get()
+	if quit {
+		return false
+	}
+	defer g.queue.Done(key)
+	pod := get(key)
+	if pod == nil || pod.Annotations[v1alpha1.PodGroupAnnotation] != "" {
+		g.queue.Forget(key)
+		return true
+	}
+	if err := g.group(ctx, pod); err != nil {
+		g.log.Warn("grouping pod", "pod", key.String(), "err", err)
+		g.queue.AddRateLimited(key)
+		return true
+	}
+	g.queue.Forget(key)
+	return true
+}
+
+// group creates the pod's PodGroup if needed and names it on the pod.
+func (g *Controller) group(ctx context.Context, pod *corev1.Pod) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pg, err := EnsurePodGroup(ctx, g.c, pod)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{v1alpha1.PodGroupAnnotation: pg.Name}}})
+	if err != nil {
+		return err
+	}
+	_, err = g.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("naming PodGroup %s on pod %s/%s: %w", pg.Name, pod.Namespace, pod.Name, err)
+	}
+	return nil
+}

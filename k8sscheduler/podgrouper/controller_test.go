@@ -1,0 +1,91 @@
+package podgrouper_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// The controller names one PodGroup (minMember = parallelism) on every pod
+// of a Job with the Sluice scheduler, and leaves other schedulers' pods alone.
+func TestControllerAnnotatesJobPodsWithTheirGroup(t *testing.T) {
+	c := rigClient(t)
+	rig := e2e.Rig(t)
+	ns := e2e.Namespace(t, rig)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctrl, err := podgrouper.NewController(rig.RESTConfig(), []string{v1alpha1.DefaultSchedulerName}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	mkJob := func(name, scheduler string) *batchv1.Job {
+		return &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: batchv1.JobSpec{
+				Parallelism: ptr.To[int32](3),
+				Completions: ptr.To[int32](3),
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.QueueLabel: "vision"}},
+					Spec: corev1.PodSpec{
+						SchedulerName: scheduler,
+						RestartPolicy: corev1.RestartPolicyNever,
+						// A node selector no node has keeps the default scheduler's pods unbound too.
+						NodeSelector: map[string]string{"example.com/none": "x"},
+						Containers:   []corev1.Container{{Name: "main", Image: "busybox"}},
+					},
+				},
+			},
+		}
+	}
+	ours, theirs := mkJob("gang", v1alpha1.DefaultSchedulerName), mkJob("other", corev1.DefaultSchedulerName)
+	for _, j := range []*batchv1.Job{ours, theirs} {
+		if err := c.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pods corev1.PodList
+	e2e.WaitFor(t, "3 pods of the Sluice Job naming one PodGroup", time.Minute, func(ctx context.Context) (bool, error) {
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: ours.Name}); err != nil {
+			return false, err
+		}
+		if len(pods.Items) != 3 {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.Annotations[v1alpha1.PodGroupAnnotation] == "" || p.Annotations[v1alpha1.PodGroupAnnotation] != pods.Items[0].Annotations[v1alpha1.PodGroupAnnotation] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	var pg v1alpha1.PodGroup
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: pods.Items[0].Annotations[v1alpha1.PodGroupAnnotation]}, &pg); err != nil {
+		t.Fatal(err)
+	}
+	if pg.Spec.MinMember != 3 || pg.Spec.Queue != "vision" {
+		t.Errorf("PodGroup %s: minMember %v queue %q, want 3 and vision", pg.Name, pg.Spec.MinMember, pg.Spec.Queue)
+	}
+	var other corev1.PodList
+	if err := c.List(ctx, &other, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: theirs.Name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range other.Items {
+		if a := p.Annotations[v1alpha1.PodGroupAnnotation]; a != "" {
+			t.Errorf("pod %s of the default scheduler got PodGroup %q", p.Name, a)
+		}
+	}
+}
