@@ -99,7 +99,7 @@ func (s *Scheduler) bindsLocked(job string, binds []bridge.Bind) []func(context.
 	g.dirty = true
 	ns := namespaceOf(job)
 	if g.memberBased() && !g.created {
-		g.created = true
+		g.created, g.createdRun = true, g.pg.Status.Requeues
 		for _, b := range binds {
 			g.assumed[b.Task] = b
 		}

@@ -411,6 +411,7 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 	defer c.mu.Unlock()
 	g := c.group(pg.Namespace + "/" + pg.Name)
 	if g.pg != nil && g.pg.Generation == pg.Generation && g.pg.Status.Phase == pg.Status.Phase &&
+		g.pg.Status.Requeues == pg.Status.Requeues && eligibility(g.pg) == eligibility(pg) &&
 		(g.pg.DeletionTimestamp == nil) == (pg.DeletionTimestamp == nil) {
 		g.pg = pg // a status write of ours: nothing to reschedule
 		return

@@ -20,8 +20,10 @@ type groupEntry struct {
 	// assumed are binds in flight, by task name: counted as running until the pod shows
 	// up bound (or the bind fails), so the next cycle does not place them twice.
 	assumed map[string]bridge.Bind
-	// created marks a pod-less (Slurm) group whose pods were created.
-	created bool
+	// created marks a pod-less (Slurm) group whose pods were created, for the run
+	// numbered createdRun (the group's requeue count then).
+	created    bool
+	createdRun int32
 
 	job     bridge.Job
 	include bool            // job goes into the snapshot
@@ -48,6 +50,13 @@ func terminal(phase v1alpha1.PodGroupPhase) bool {
 // than from its pods.
 func (g *groupEntry) memberBased() bool { return g.pg != nil && len(g.pg.Spec.Members) > 0 }
 
+// notStarted reports whether the group is pending with nothing of it placed: only then do
+// Slurm's hold and dependency keep it back (scontrol hold refuses a started job).
+func (g *groupEntry) notStarted() bool {
+	phase := g.pg.Status.Phase
+	return !g.created && len(g.pods) == 0 && len(g.assumed) == 0 && (phase == "" || phase == v1alpha1.PodGroupPending)
+}
+
 // build converts the group to a core job. defaultPartition resolves a group that names
 // none.
 func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
@@ -59,9 +68,16 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 			g.bound++
 		}
 	}
+	g.clearRequeued()
 	pg := g.pg
 	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		return
+	}
+	if g.notStarted() {
+		if code, msg, ok := slurmGate(pg); !ok {
+			g.block(code, "%s", msg)
+			return
+		}
 	}
 	j := bridge.Job{
 		ID: g.key, Queue: pg.Spec.Queue, Partition: pg.Spec.Partition, QOS: pg.Spec.QOS,
