@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/sluicehq/sluice/test/bench"
+)
+
+func init() {
+	register(command{name: "bench", summary: "benchmark Sluice, a bare binder and kube-scheduler on fresh rigs", run: runBench})
+}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	nodes := fs.Int("nodes", 500, "simulated nodes per rig")
+	gpus := fs.Int("gpus", 8, "GPUs per node")
+	pods := fs.Int("pods", 4000, "single-GPU pods per run")
+	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated")
+	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ",")}
+	if *verbose {
+		opts.Log = os.Stderr
+	}
+	results, err := bench.Run(ctx, opts)
+	if len(results) > 0 {
+		if perr := bench.PrintTable(os.Stdout, results); perr != nil {
+			return perr
+		}
+	}
+	return err
+}

@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/test/cluster"
+)
+
+const (
+	modeStream  = "stream"
+	modeBacklog = "backlog"
+	poolName    = "h100"
+	benchQueue  = "bench"
+	waitLimit   = 10 * time.Minute
+)
+
+// harness runs one contender's two modes on one rig.
+type harness struct {
+	rig   *cluster.Cluster
+	opts  Options
+	name  string
+	rc    *rest.Config // the admin credentials, unthrottled: creates measure the cluster
+	kube  kubernetes.Interface
+	crs   client.Client
+	sched contender
+}
+
+func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, error) {
+	rc := rig.RESTConfig()
+	rc.QPS, rc.Burst = 10000, 20000
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	crs, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{rig: rig, opts: opts, name: name, rc: rc, kube: kube, crs: crs}
+	switch name {
+	case Sluice:
+		h.sched = &sluiceContender{rc: rc}
+		if err := h.sluiceSite(context.Background()); err != nil {
+			return nil, err
+		}
+	case Bare:
+		h.sched = &bareBinder{rc: rc}
+	case KubeScheduler:
+		h.sched = &kubeSchedulerProcess{kubeconfig: rig.Kubeconfig, assets: opts.Assets, log: opts.Log}
+	}
+	return h, nil
+}
+
+// sluiceSite is the Queue and Partition every benchmark PodGroup names.
+func (h *harness) sluiceSite(ctx context.Context) error {
+	if err := h.crs.Create(ctx, &v1alpha1.Partition{ObjectMeta: metav1.ObjectMeta{Name: poolName},
+		Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: poolName}}}); err != nil {
+		return fmt.Errorf("create partition: %w", err)
+	}
+	if err := h.crs.Create(ctx, &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: benchQueue}}); err != nil {
+		return fmt.Errorf("create queue: %w", err)
+	}
+	return nil
+}
+
+// measure runs one mode in a namespace of its own and removes its pods afterwards, so
+// the next mode finds the cluster empty.
+func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
+	ns := "bench-" + mode
+	if _, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return Result{}, err
+	}
+	// Pods are refused until the namespace's default ServiceAccount exists.
+	if err := poll(ctx, func() bool {
+		_, err := h.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		return Result{}, fmt.Errorf("namespace %s never got its ServiceAccount: %w", ns, err)
+	}
+	w, err := watchPods(ctx, h.kube, ns, h.opts.Pods)
+	if err != nil {
+		return Result{}, err
+	}
+	defer w.stop()
+	r := Result{Contender: h.name, Mode: mode, Pods: h.opts.Pods}
+	before, err := scrapeWrites(ctx, h.kube)
+	if err != nil {
+		return r, err
+	}
+	var began time.Time
+	var usage usageProbe
+	if mode == modeStream {
+		if usage, err = h.sched.start(ctx); err != nil {
+			return r, err
+		}
+		began = time.Now()
+		if err := h.createPods(ctx, ns); err != nil {
+			h.sched.stop()
+			return r, err
+		}
+	} else {
+		if err := h.createPods(ctx, ns); err != nil {
+			return r, err
+		}
+		if err := w.waitSeen(ctx); err != nil {
+			return r, err
+		}
+		began = time.Now()
+		if usage, err = h.sched.start(ctx); err != nil {
+			return r, err
+		}
+	}
+	bound, running, werr := w.wait(ctx, waitLimit)
+	r.CPUSeconds, r.PeakRSSMiB = usage()
+	h.sched.stop()
+	if werr != nil {
+		return r, fmt.Errorf("%s: %w", h.name, werr)
+	}
+	r.ToBound, r.ToRunning = bound.Sub(began), running.Sub(began)
+	after, err := scrapeWrites(ctx, h.kube)
+	if err != nil {
+		return r, err
+	}
+	r.Writes = after.minus(before).schedulerWrites()
+	return r, h.clear(ctx, ns)
+}
+
+// createPods creates the pods (and for Sluice one PodGroup per pod, named on the pod as
+// an admission webhook would) from Options.Creators goroutines.
+func (h *harness) createPods(ctx context.Context, ns string) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, h.opts.Creators)
+	for range h.opts.Creators {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= h.opts.Pods || ctx.Err() != nil {
+					return
+				}
+				if err := h.createPod(ctx, ns, "p"+strconv.Itoa(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when the channel is empty
+}
+
+func (h *harness) createPod(ctx context.Context, ns, name string) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{SchedulerName: h.sched.schedulerName(), Containers: []corev1.Container{{Name: "main", Image: "busybox",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), v1alpha1.GPUResource: resource.MustParse("1")},
+				Limits:   corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}}}}
+	if h.name == Sluice {
+		pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: benchQueue, Partition: poolName}}
+		if err := h.crs.Create(ctx, pg); err != nil {
+			return fmt.Errorf("create PodGroup %s: %w", name, err)
+		}
+		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: name}
+	}
+	if _, err := h.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create pod %s: %w", name, err)
+	}
+	return nil
+}
+
+// clear force-deletes the mode's pods and waits until they are gone.
+func (h *harness) clear(ctx context.Context, ns string) error {
+	zero := int64(0)
+	if err := h.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete pods: %w", err)
+	}
+	return poll(ctx, func() bool {
+		l, err := h.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0
+	})
+}
+
+// poll checks done every 200ms for up to waitLimit.
+func poll(ctx context.Context, done func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, waitLimit)
+	defer cancel()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package bench
+
+import "testing"
+
+func TestParseWritesKeepsWritesByResource(t *testing.T) {
+	raw := []byte(`# HELP apiserver_request_total x
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 40
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 7
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="POST",version="v1"} 10
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="events",scope="namespace",subresource="",verb="POST",version="v1"} 5
+`)
+	tests := []struct {
+		key  string
+		want float64
+	}{
+		{"POST pods/binding", 42},
+		{"POST events", 4}, // 5 minus the 1 before
+		{"LIST pods", 0},
+		{"POST pods", 0}, // the benchmark's own creates
+	}
+	got := parseWrites(raw).minus(writeCounts{"POST events": 1}).schedulerWrites()
+	for _, tt := range tests {
+		if got[tt.key] != tt.want {
+			t.Errorf("%s = %v, want %v (all: %v)", tt.key, got[tt.key], tt.want, got)
+		}
+	}
+}
