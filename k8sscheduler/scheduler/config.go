@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,12 @@ type Config struct {
 	ClientBurst int
 	// Core tunes the scheduling core.
 	Core bridge.Config
+	// Usage, when set, reads each queue's decayed historical usage per partition (the
+	// accounting ledger's) for fair share. It is called at most every UsageRefresh, off
+	// the cycle loop; each cycle's snapshot carries its latest successful result.
+	Usage func(ctx context.Context) ([]bridge.QueueUsage, error)
+	// UsageRefresh is the least time between two Usage calls; default 30s.
+	UsageRefresh time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -62,6 +69,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ToleratedTaints == nil {
 		c.ToleratedTaints = []string{v1alpha1.GPUResource}
+	}
+	if c.UsageRefresh <= 0 {
+		c.UsageRefresh = 30 * time.Second
 	}
 	if c.ClientQPS <= 0 {
 		c.ClientQPS = 500

@@ -39,6 +39,7 @@ type Scheduler struct {
 	cache   *cache
 	core    bridge.Scheduler // reused by the cycle loop only
 	events  record.EventRecorder
+	usage   usageFeed
 
 	work chan func(context.Context) // binds, evictions, creates and status writes
 	// evicting are pods whose eviction was requested and that have not gone yet.
@@ -129,6 +130,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	var workers sync.WaitGroup
+	if s.cfg.Usage != nil {
+		workers.Go(func() { s.usage.run(ctx, s.cfg.UsageRefresh, s.cfg.Usage) })
+	}
 	for range s.cfg.BindWorkers {
 		workers.Go(func() {
 			for job := range s.work {
@@ -169,6 +173,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	began := time.Now()
 	snap, blocked := s.cache.snapshot(began)
 	snap.Config = s.cfg.Core
+	snap.Usage = s.usage.current()
 	d := s.core.Schedule(snap)
 	s.metrics.cycle.Observe(time.Since(began).Seconds())
 	s.apply(ctx, d, blocked, began)

@@ -96,3 +96,77 @@ func TestEligibleConditionWakesTheJob(t *testing.T) {
 		t.Fatalf("the met dependency did not release the job: blocked %+v", blocked)
 	}
 }
+
+// A requeued Slurm job runs again: once it is Pending with a new requeue count and the old
+// run's pods are gone, the core is asked to place all of it again. Its own Running write
+// not yet seen (Pending, same requeue count) must not start a second copy.
+func TestRequeuedSlurmJobIsPlacedAgain(t *testing.T) {
+	type step struct {
+		name      string
+		phase     v1alpha1.PodGroupPhase
+		requeues  int32
+		pod       string // "bound", "terminating" or "" (gone)
+		wantTasks int32  // tasks the core is asked to place anew; -1: job not in the snapshot
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{name: "requeued by the lifecycle", steps: []step{
+			{name: "running", phase: v1alpha1.PodGroupRunning, pod: "bound", wantTasks: 0},
+			{name: "requeued, pod terminating", phase: v1alpha1.PodGroupPending, requeues: 1, pod: "terminating", wantTasks: -1},
+			{name: "requeued, pod gone", phase: v1alpha1.PodGroupPending, requeues: 1, wantTasks: 1},
+		}},
+		{name: "pods gone before our Running write is seen", steps: []step{
+			{name: "pod bound, phase not yet Running", phase: v1alpha1.PodGroupPending, pod: "bound", wantTasks: 0},
+			{name: "pod finished, phase still Pending", phase: v1alpha1.PodGroupPending, wantTasks: -1},
+		}},
+		{name: "finished job requeued by scontrol", steps: []step{
+			{name: "running", phase: v1alpha1.PodGroupRunning, pod: "bound", wantTasks: 0},
+			{name: "completed", phase: v1alpha1.PodGroupSucceeded, wantTasks: -1},
+			{name: "requeued", phase: v1alpha1.PodGroupPending, requeues: 1, wantTasks: 1},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCache()
+			c.slurmPods = true
+			s := &Scheduler{cache: c}
+			pg := slurmGroup(v1alpha1.SlurmJob{User: "alice", Requeue: true}, v1alpha1.PodGroupPending)
+			c.setPodGroup(pg)
+			c.snapshot(metav1.Now().Time)
+			c.mu.Lock()
+			if work := s.bindsLocked("ns/pg", []bridge.Bind{{Job: "ns/pg", Group: "node", Task: "pg-0", Node: "n1"}}); len(work) != 1 {
+				t.Fatalf("%d creates, want 1", len(work))
+			}
+			c.groups["ns/pg"].status.written = statusKey{phase: v1alpha1.PodGroupRunning}
+			c.mu.Unlock()
+			for _, st := range tt.steps {
+				next := pg.DeepCopy()
+				next.Status.Phase, next.Status.Requeues = st.phase, st.requeues
+				c.setPodGroup(next)
+				p := testPod("pg-0", "1", map[string]string{TaskGroupAnnotation: "node"}, "n1")
+				switch st.pod {
+				case "bound":
+					c.setPod("ns/pg-0", convertPod(p, "sluice"))
+				case "terminating":
+					p.DeletionTimestamp = &metav1.Time{Time: metav1.Now().Time}
+					c.setPod("ns/pg-0", convertPod(p, "sluice"))
+				default:
+					c.setPod("ns/pg-0", nil)
+				}
+				snap, _ := c.snapshot(metav1.Now().Time)
+				got := int32(-1)
+				if len(snap.Jobs) == 1 {
+					got = snap.Jobs[0].Groups[0].Count - int32(len(snap.Jobs[0].Running))
+				}
+				if got != st.wantTasks {
+					t.Fatalf("%s: %d tasks offered, want %d", st.name, got, st.wantTasks)
+				}
+				if g := c.groups["ns/pg"]; st.wantTasks > 0 && st.pod == "" && g.status.written != (statusKey{}) {
+					t.Errorf("%s: the first run's status %+v is still remembered, so the second Running would not be written", st.name, g.status.written)
+				}
+			}
+		})
+	}
+}
