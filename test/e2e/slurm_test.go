@@ -296,16 +296,18 @@ func TestSlurmJobLifecycle(t *testing.T) {
 
 // TestSlurmJobEvicted: a running job whose pod is evicted (as the
 // scheduler's preemption or a drain does) goes back to PENDING, marked
-// REQUEUED, with --requeue, and ends PREEMPTED without it.
+// REQUEUED, with --requeue, and runs again in a new pod; without it the
+// job ends PREEMPTED.
 func TestSlurmJobEvicted(t *testing.T) {
 	ts := slurmSite(t)
 	ctx := context.Background()
 	tests := []struct {
 		name, directive string
 		want            []string
+		runsAgain       bool
 	}{
-		{"requeue", "#SBATCH --requeue\n", []string{"PENDING", "REQUEUED"}},
-		{"no-requeue", "#SBATCH --no-requeue\n", []string{"PREEMPTED"}},
+		{"requeue", "#SBATCH --requeue\n", []string{"PENDING", "REQUEUED"}, true},
+		{"no-requeue", "#SBATCH --no-requeue\n", []string{"PREEMPTED"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -324,19 +326,31 @@ func TestSlurmJobEvicted(t *testing.T) {
 				state := fmt.Sprint(doc["jobs"].([]any)[0].(map[string]any)["job_state"])
 				return state == fmt.Sprint(tc.want), fmt.Errorf("job_state %s", state)
 			})
-			waitNoPods(t, id)
+			if !tc.runsAgain {
+				waitNoPods(t, id)
+				return
+			}
+			waitState(t, ts, id, "RUNNING", 90*time.Second)
+			again := jobPods(t, ctx, id)
+			if len(again) != 1 || again[0].Name == pods[0].Name || again[0].Spec.NodeName == "" {
+				t.Fatalf("second run's pods %v, want one new bound pod (first run: %s)", podNames(again), pods[0].Name)
+			}
 		})
 	}
+}
+
+func podNames(pods []corev1.Pod) []string {
+	names := make([]string, len(pods))
+	for i := range pods {
+		names[i] = pods[i].Name
+	}
+	return names
 }
 
 // TestSlurmJobHoldAndDependency: a held job and one waiting on it with
 // afterok get no pods while Sluice schedules around them and show Slurm's
 // reasons; released, the first runs and completes, then the second.
 func TestSlurmJobHoldAndDependency(t *testing.T) {
-	// Until the scheduler skips held jobs and jobs whose Eligible condition
-	// is not True, it places them; the pod factory refuses their pods, but
-	// the scheduler has already written phase Running (issue 5 report).
-	t.Skip("needs the scheduler to keep Slurm jobs with spec.slurm.hold or Eligible!=True out of placement")
 	ts := slurmSite(t)
 	ctx := context.Background()
 	script := "#!/bin/bash\n#SBATCH -N 1 --gres=gpu:h100:1\npython step.py\n"
