@@ -171,10 +171,17 @@ func (s *Scheduler) loop(ctx context.Context) {
 // cycle runs the core once on the current cache and carries out its decisions.
 func (s *Scheduler) cycle(ctx context.Context) {
 	began := time.Now()
-	snap, blocked := s.cache.snapshot(began)
-	snap.Config = s.cfg.Core
-	snap.Usage = s.usage.current()
+	snap, blocked := s.snapshot(began)
 	d := s.core.Schedule(snap)
 	s.metrics.cycle.Observe(time.Since(began).Seconds())
 	s.apply(ctx, d, blocked, began)
+}
+
+// snapshot is the core's input for one cycle: the cache's objects, the core's tuning and
+// the latest historical usage.
+func (s *Scheduler) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
+	snap, blocked := s.cache.snapshot(now)
+	snap.Config = s.cfg.Core
+	snap.Usage = s.usage.current()
+	return snap, blocked
 }

@@ -87,3 +87,19 @@ func TestUsageRefreshDefault(t *testing.T) {
 		}
 	}
 }
+
+// Every cycle's snapshot carries the latest usage read, and none before the first read.
+func TestSnapshotCarriesUsage(t *testing.T) {
+	s := &Scheduler{cache: newCache()}
+	if snap, _ := s.snapshot(time.Now()); snap.Usage != nil {
+		t.Fatalf("usage before any read: %+v", snap.Usage)
+	}
+	want := []bridge.QueueUsage{{Queue: "nlp", Partition: "h100", Usage: bridge.Resources{GPUMilli: 3000}}}
+	s.usage.refresh(context.Background(), func(context.Context) ([]bridge.QueueUsage, error) { return want, nil })
+	for range 2 { // the same figures until the next read
+		snap, _ := s.snapshot(time.Now())
+		if len(snap.Usage) != 1 || snap.Usage[0].Queue != "nlp" || snap.Usage[0].Usage.GPUMilli != 3000 {
+			t.Fatalf("snapshot usage = %+v, want %+v", snap.Usage, want)
+		}
+	}
+}
