@@ -219,7 +219,6 @@ func (s *Scheduler) queueStatus(shares []bridge.QueueShare, now time.Time) []fun
 	return out
 }
 
-
 // queueStatusOf sums a queue's per-partition standing; fields other than the ones the
 // scheduler owns (conditions) are left out of the patch.
 func queueStatusOf(shares []bridge.QueueShare) map[string]any {
