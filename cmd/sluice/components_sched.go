@@ -30,7 +30,10 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return err
 	}
+	// Fair share is corrected by the ledger's decayed usage (addAccounting ran first).
+	usage := recorder.UsageSource{Store: s.ledger, Config: accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}}
 	sched, err := scheduler.New(scheduler.Config{
+		Usage:         usage.QueueUsage,
 		SchedulerName: s.cfg.SchedulerName,
 		Period:        time.Duration(sc.Period),
 		BindWorkers:   sc.BindWorkers,
