@@ -132,7 +132,6 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 		if err != nil {
 			return results, fmt.Errorf("%s: %w", mode, err)
 		}
-		fmt.Fprintf(opts.Log, "bench: %s %s: %.0f pods/s bound, writes %v\n", name, mode, r.BoundPerSecond(), r.Writes)
 		results = append(results, r)
 	}
 	return results, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -140,12 +141,19 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 		return r, err
 	}
 	r.Writes = after.minus(before).schedulerWrites()
+	fmt.Fprintf(h.opts.Log, "bench: %s %s: %.0f pods/s bound, writes %v\n", h.name, mode, r.BoundPerSecond(), r.Writes)
 	return r, h.clear(ctx, ns)
 }
 
 // createPods creates the pods (and for Sluice one PodGroup per pod, named on the pod as
 // an admission webhook would) from Options.Creators goroutines.
 func (h *harness) createPods(ctx context.Context, ns string) error {
+	return h.parallel(ctx, h.opts.Pods, func(i int) error { return h.createPod(ctx, ns, "p"+strconv.Itoa(i)) })
+}
+
+// parallel calls fn for 0..n-1 from Options.Creators goroutines and returns the first
+// error; a goroutine stops at its first error.
+func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, h.opts.Creators)
@@ -153,10 +161,10 @@ func (h *harness) createPods(ctx context.Context, ns string) error {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= h.opts.Pods || ctx.Err() != nil {
+				if i >= n || ctx.Err() != nil {
 					return
 				}
-				if err := h.createPod(ctx, ns, "p"+strconv.Itoa(i)); err != nil {
+				if err := fn(i); err != nil {
 					errs <- err
 					return
 				}
@@ -188,11 +196,20 @@ func (h *harness) createPod(ctx context.Context, ns, name string) error {
 	return nil
 }
 
-// clear force-deletes the mode's pods and waits until they are gone.
+// clear force-deletes the mode's pods, one request each from many goroutines (a
+// DeleteCollection of thousands of pods outlives the API server's request timeout),
+// and waits until they are gone.
 func (h *harness) clear(ctx context.Context, ns string) error {
 	zero := int64(0)
-	if err := h.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete pods: %w", err)
+	err := h.parallel(ctx, h.opts.Pods, func(i int) error {
+		err := h.kube.CoreV1().Pods(ns).Delete(ctx, "p"+strconv.Itoa(i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pod: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return poll(ctx, func() bool {
 		l, err := h.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
