@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := $(CURDIR)/bin
 export SLUICE_ASSETS ?= $(BIN)
 
-.PHONY: all build tools rig-tools dev test test-unit bench lint generate clean
+.PHONY: all build tools rig-tools dev test test-unit bench bench-rig lint generate clean
 
 # The binaries the tests need (the rig, and helm for the chart tests); controller-gen is only for `make generate`.
 RIG_TOOLS := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok,helm
@@ -37,6 +37,10 @@ test-unit:
 ## bench: the benchmarks of the core and the ledger (the rig's scale benchmark: sluice bench)
 bench: rig-tools
 	$(GO) test -run '^$$' -bench . -benchmem ./bridge/... ./accounting/...
+
+## bench-rig: the scale benchmark on fresh rigs (500 nodes x 8 GPUs, 4000 pods; minutes)
+bench-rig: rig-tools build
+	$(BIN)/sluice bench -v --nodes 500 --gpus 8 --pods 4000
 
 ## lint: gofmt and go vet
 lint:
