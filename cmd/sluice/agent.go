@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -33,11 +32,8 @@ func runAgent(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice agent --node-name NODE [flags]\n\nWatches the node's GPUs (NVML: XID events, NVLink, PCIe, row remapping, ECC, lost GPUs)\nand InfiniBand ports, and publishes what it finds as NodeConditions and per-GPU health.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if *node == "" {
 		return usageError{"--node-name (or $NODE_NAME) is required"}

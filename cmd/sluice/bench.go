@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,11 +23,8 @@ func runBench(args []string) error {
 	pods := fs.Int("pods", 4000, "single-GPU pods per run")
 	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +86,27 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), `unknown command "sbatchh"`) {
 		t.Errorf("stderr = %q", errOut.String())
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args      []string
+		wantHelp  bool
+		wantUsage bool
+	}{
+		{[]string{"--help"}, true, false},
+		{[]string{"--bogus"}, false, true},
+		{[]string{"--n", "3"}, false, false},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.Int("n", 0, "")
+		help, err := parseFlags(fs, tt.args)
+		_, isUsage := err.(usageError)
+		if help != tt.wantHelp || isUsage != tt.wantUsage || (err != nil) != tt.wantUsage {
+			t.Errorf("parseFlags(%q) = %v, %v", tt.args, help, err)
+		}
 	}
 }

@@ -4,6 +4,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +28,18 @@ func register(c command) {
 		panic("sluice: subcommand registered twice: " + c.name)
 	}
 	commands[c.name] = c
+}
+
+// parseFlags parses a subcommand's flags. help is true after -h/--help
+// (the flag set has printed its usage); a bad flag is a usageError.
+func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err.Error()}
+	}
+	return false, nil
 }
 
 // usageError is a bad invocation: printed with a pointer to --help, exit 2.

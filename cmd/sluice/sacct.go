@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,11 +58,8 @@ func parseCommand(fs *flag.FlagSet, usage string, args []string, positional bool
 		fmt.Fprintln(fs.Output(), usage+"\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return true, nil
-		}
-		return false, usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return help, err
 	}
 	if !positional && fs.NArg() > 0 {
 		return false, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,11 +25,8 @@ func runScancel(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice scancel [flags] JOBID[_TASK] ...\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usageError{"no job id given"}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -29,11 +28,8 @@ func runServer(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice server [flags]\n\nRuns the scheduler, the slurmrestd-compatible REST API, accounting and remediation.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	cfg, err := LoadConfig(*configPath)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -134,11 +133,8 @@ func runSinfo(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice sinfo [flags]\n\nShows partitions and the state of their nodes (idle, mix, alloc, drain, down).\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	c, err := client.FromEnv(*token)
 	if err != nil {

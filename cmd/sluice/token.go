@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,11 +28,8 @@ func runToken(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice token [--user U] [--lifespan S]\n\nPrints SLURM_JWT=<token>, signed with the server's key, for\nX-SLURM-USER-TOKEN or `export SLURM_JWT=...` before sluice sbatch/squeue.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if *lifespan <= 0 {
 		return usageError{"--lifespan must be a positive number of seconds"}
