@@ -4,10 +4,11 @@ GO    ?= go
 BIN   := $(CURDIR)/bin
 export SLUICE_ASSETS ?= $(BIN)
 
-.PHONY: all build tools rig-tools dev test test-unit bench bench-rig lint generate clean
+.PHONY: all build tools rig-tools test-tools dev test test-unit bench bench-rig lint generate clean
 
-# The binaries the tests need (the rig, and helm for the chart tests); controller-gen is only for `make generate`.
-RIG_TOOLS := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok,helm
+# The binaries the rig runs; the tests also need helm (chart tests); controller-gen is only for `make generate`.
+RIG_TOOLS  := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok
+TEST_TOOLS := $(RIG_TOOLS),helm
 
 all: build
 
@@ -22,12 +23,15 @@ tools:
 rig-tools:
 	cd hack/tools && $(GO) run . -bin $(BIN) -only $(RIG_TOOLS)
 
+test-tools:
+	cd hack/tools && $(GO) run . -bin $(BIN) -only $(TEST_TOOLS)
+
 ## dev: the local rig with simulated GPU nodes, the Sluice server and the SQLite ledger
 dev: rig-tools build
 	$(BIN)/sluice dev
 
 ## test: lint, unit tests and the end-to-end suites on the rig (one package at a time: each starts a rig)
-test: rig-tools lint
+test: test-tools lint
 	$(GO) test -p 1 -count=1 -timeout 80m ./...
 
 ## test-unit: only what needs no rig
