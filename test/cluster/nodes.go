@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,16 +12,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Labels and annotations the simulated nodes carry. The nvidia.com ones are what
+// Labels and annotations the simulated nodes carry: the names Sluice reads on
+// real nodes (one definition, in the API package). The nvidia.com ones are what
 // the NVIDIA GPU Operator's feature discovery publishes on real GPU nodes.
 const (
-	LabelGPUProduct    = "nvidia.com/gpu.product"
-	LabelGPUMemory     = "nvidia.com/gpu.memory" // MiB per GPU
-	LabelGPUCount      = "nvidia.com/gpu.count"
+	LabelGPUProduct    = v1alpha1.GPUProductLabel
+	LabelGPUMemory     = v1alpha1.GPUMemoryLabel // MiB per GPU
+	LabelGPUCount      = v1alpha1.GPUCountLabel
 	LabelMIGStrategy   = "nvidia.com/mig.strategy"
-	LabelPartition     = "sluice.dev/partition"
-	AnnotationGPUs     = "sluice.dev/gpus" // JSON array of GPUInfo
-	ResourceGPU        = corev1.ResourceName("nvidia.com/gpu")
+	LabelPartition     = v1alpha1.PartitionLabel
+	AnnotationGPUs     = v1alpha1.NodeGPUsAnnotation // JSON array of GPUInfo
+	ResourceGPU        = corev1.ResourceName(v1alpha1.GPUResource)
 	annotationKwokNode = "kwok.x-k8s.io/node"
 	kwokNodeValue      = "fake"
 	// podsPerNode is the kubelet's default max-pods.
