@@ -50,7 +50,11 @@ func currentKey(pg *v1alpha1.PodGroup) statusKey {
 
 // groupStatusLocked decides the group's status after a cycle and returns the write, or nil
 // when nothing changed. A waiting group is told why only after PendingStatusDelay, so that
-// groups placed at once cost no pending write.
+// groups placed at once cost no pending write. A manifest group placed before it was ever
+// told it waits gets no write at all: its pods' bindings (spec.nodeName and the PodScheduled
+// condition the API server sets) already say it runs, and a status patch per group would
+// be a third of the scheduler's writes for single-pod groups. Slurm groups always get
+// phase Running, which squeue and the Slurm lifecycle read.
 func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits bool, now time.Time) func(context.Context) {
 	pg := g.pg
 	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
@@ -74,6 +78,9 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	switch {
 	case started:
 		g.status.pendingSince = time.Time{}
+		if !g.memberBased() && want == (statusKey{}) {
+			return nil
+		}
 		want.phase, want.sched, want.reason = v1alpha1.PodGroupRunning, metav1.ConditionTrue, "Scheduled"
 		want.message = fmt.Sprintf("all %d pods of the gang are placed", minMember)
 	case waits:

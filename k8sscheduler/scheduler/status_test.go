@@ -56,3 +56,39 @@ func TestGroupStatusWritesOnlyChanges(t *testing.T) {
 		t.Error("a finished PodGroup's status was written")
 	}
 }
+
+// A group placed in the cycle that first saw it costs no status write when it came as a
+// manifest (its bindings say it runs), but a Slurm job is always marked Running, which
+// squeue reads.
+func TestGroupPlacedAtOnce(t *testing.T) {
+	s := &Scheduler{cfg: Config{}.withDefaults()}
+	slurm := v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q", Members: []v1alpha1.MemberSet{{Name: "node", Count: 1}}, Slurm: &v1alpha1.SlurmJob{User: "alice"}}
+	tests := []struct {
+		name    string
+		spec    v1alpha1.PodGroupSpec
+		status  v1alpha1.PodGroupStatus
+		bound   int32
+		created bool
+		write   bool
+	}{
+		{name: "manifest group bound at once: no write", spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}, bound: 1},
+		{name: "manifest gang bound at once: no write", spec: v1alpha1.PodGroupSpec{MinMember: 3, Queue: "q"}, bound: 3},
+		{name: "manifest group that was told it waits: Running written", spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}, bound: 1,
+			status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Conditions: []metav1.Condition{{Type: v1alpha1.PodGroupConditionScheduled,
+				Status: metav1.ConditionFalse, Reason: bridge.ReasonResources, Message: "no node has a free GPU"}}}, write: true},
+		{name: "Slurm job's pods created: Running written", spec: slurm, created: true, write: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"}, Spec: tt.spec, Status: tt.status}
+			g := &groupEntry{key: "ns/pg", pg: pg, bound: tt.bound, created: tt.created}
+			work := s.groupStatusLocked(g, bridge.Pending{}, false, time.Unix(1000, 0))
+			if (work != nil) != tt.write {
+				t.Fatalf("write = %v, want %v", work != nil, tt.write)
+			}
+			if tt.write && g.status.written.phase != v1alpha1.PodGroupRunning {
+				t.Errorf("wrote phase %q, want Running", g.status.written.phase)
+			}
+		})
+	}
+}
