@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -57,6 +59,10 @@ type AccountingConfig struct {
 	// DSN selects the store: a file path or sqlite:///path (SQLite, the
 	// default stateDir/ledger.db) or postgres://... (PostgreSQL).
 	DSN string `yaml:"dsn"`
+	// DSNFile is a file whose content is the DSN (a mounted Secret), so a
+	// database password need not be in the config file. LoadConfig reads
+	// it into DSN; setting both is an error.
+	DSNFile string `yaml:"dsnFile"`
 	// HalfLife is Slurm's PriorityDecayHalfLife for fair-share usage (default 7 days).
 	HalfLife Duration `yaml:"halfLife"`
 }
@@ -81,6 +87,11 @@ type SlurmUser struct {
 // defaulting, GPU-sharing validation, GPU environment wiring).
 type WebhookConfig struct {
 	Enabled bool `yaml:"enabled"`
+	// CertDir holds the CA and serving certificate (webhook-ca.crt/.key,
+	// webhook.crt/.key). Empty means stateDir/webhook, where the server
+	// makes its own; in a multi-replica install it is a mounted Secret, so
+	// every replica serves the CA the registration carries.
+	CertDir string `yaml:"certDir"`
 	// Addr is where the webhook serves HTTPS; port 0 picks a free port.
 	Addr string `yaml:"addr"`
 	// Hosts are the names its certificate is valid for (default 127.0.0.1,
@@ -185,7 +196,40 @@ func LoadConfig(path string) (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := cfg.Accounting.readDSNFile(); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
 	return cfg, nil
+}
+
+// readDSNFile sets DSN from DSNFile's content, without the trailing
+// newline that `kubectl create secret --from-file` and editors leave. It runs
+// once, on the file as written, so DSN set afterwards is not a conflict.
+func (a *AccountingConfig) readDSNFile() error {
+	if a.DSNFile == "" {
+		return nil
+	}
+	if a.DSN != "" {
+		return errors.New("accounting: set dsn or dsnFile, not both")
+	}
+	data, err := os.ReadFile(a.DSNFile)
+	if err != nil {
+		return fmt.Errorf("accounting.dsnFile: %w", err)
+	}
+	a.DSN = strings.TrimSpace(string(data))
+	if a.DSN == "" {
+		return fmt.Errorf("accounting.dsnFile %s is empty: it must hold the ledger's DSN", a.DSNFile)
+	}
+	return nil
+}
+
+// WebhookCertDir is where the webhook's certificates are: webhook.certDir,
+// else stateDir/webhook.
+func (c Config) WebhookCertDir() string {
+	if c.Webhook.CertDir != "" {
+		return c.Webhook.CertDir
+	}
+	return filepath.Join(c.StateDir, "webhook")
 }
 
 // Validate reports the first value that cannot work.

@@ -61,6 +61,90 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+// TestLedgerDSNFile: the ledger's DSN can come from a file (a mounted
+// Secret) instead of the config file, but not from both.
+func TestLedgerDSNFile(t *testing.T) {
+	const dsn = "postgres://sluice:pw@db:5432/sluice?sslmode=require"
+	tests := []struct {
+		name    string
+		file    *string // content of the DSN file; nil: no file at that path
+		inline  string  // accounting.dsn beside dsnFile
+		wantDSN string
+		wantErr string
+	}{
+		{name: "file content becomes the DSN, trailing newline dropped", file: new(dsn + "\n"), wantDSN: dsn},
+		{name: "both dsn and dsnFile", file: new(dsn), inline: "postgres://other", wantErr: "set dsn or dsnFile, not both"},
+		{name: "missing file", wantErr: "accounting.dsnFile: open"},
+		{name: "empty file", file: new(" \n"), wantErr: "is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dsnPath := filepath.Join(dir, "dsn")
+			if tt.file != nil {
+				if err := os.WriteFile(dsnPath, []byte(*tt.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			yaml := "accounting:\n  dsnFile: " + dsnPath + "\n"
+			if tt.inline != "" {
+				yaml += "  dsn: " + tt.inline + "\n"
+			}
+			path := filepath.Join(dir, "sluice.yaml")
+			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadConfig(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Accounting.DSN != tt.wantDSN {
+				t.Errorf("DSN %q, want %q", c.Accounting.DSN, tt.wantDSN)
+			}
+			// server.go validates again after its flag overrides: the DSN
+			// read from the file is not a conflict then.
+			if err := c.Validate(); err != nil {
+				t.Errorf("Validate after loading: %v", err)
+			}
+		})
+	}
+}
+
+// TestWebhookCertDir: the webhook reads its certificates from
+// webhook.certDir (the chart's Secret) when set, else from stateDir/webhook,
+// following a stateDir changed after loading (the --state-dir flag).
+func TestWebhookCertDir(t *testing.T) {
+	tests := []struct {
+		name, yaml, stateDirFlag, want string
+	}{
+		{name: "default under the state directory", yaml: "stateDir: /var/lib/sluice\n", want: "/var/lib/sluice/webhook"},
+		{name: "follows --state-dir", yaml: "stateDir: /var/lib/sluice\n", stateDirFlag: "/srv/sluice", want: "/srv/sluice/webhook"},
+		{name: "certDir wins", yaml: "stateDir: /var/lib/sluice\nwebhook:\n  certDir: /etc/sluice/webhook\n", want: "/etc/sluice/webhook"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sluice.yaml")
+			if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadConfig(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			override(&c.StateDir, tt.stateDirFlag)
+			if got := c.WebhookCertDir(); got != tt.want {
+				t.Errorf("WebhookCertDir() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestPickCommandHonoursSymlinkNames(t *testing.T) {
 	tests := []struct {
 		argv     []string
