@@ -263,6 +263,7 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	jobs = visibleJobs(viewerOf(r.Context()), jobs)
 	out := Jobs{Jobs: jobs, Total: len(jobs)}
 	if limit > 0 && len(jobs) > limit {
 		out.Jobs = jobs[len(jobs)-limit:]

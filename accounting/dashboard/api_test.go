@@ -11,17 +11,33 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/report"
+	"github.com/sluicehq/sluice/slurmapi"
 )
 
 const novWindow = "start=2026-11-01&end=2026-12-01"
 
-// get calls the dashboard over real HTTP and decodes the answer into out.
+// get calls the dashboard over real HTTP as the operator ops and decodes the answer
+// into out.
 func get(t *testing.T, srv *httptest.Server, path string, out any) int {
 	t.Helper()
-	resp, err := http.Get(srv.URL + path)
+	return getWith(t, srv, path, map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "ops")}, out)
+}
+
+// getWith is get with the given request headers (none: no token).
+func getWith(t *testing.T, srv *httptest.Server, path string, headers map[string]string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,5 +259,76 @@ func TestPageAndAssetsAreEmbedded(t *testing.T) {
 				t.Errorf("%s loads something from the network", path)
 			}
 		}
+	}
+}
+
+// The API takes the REST API's tokens: none or a bad one is a 401 naming the problem;
+// users see their own jobs, a coordinator their accounts' too, an operator everyone's.
+func TestAPIRequiresTheRESTToken(t *testing.T) {
+	srv, _ := serve(t)
+	bearer := func(user string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tokenOf(t, user)}
+	}
+	forged, err := slurmapi.MintToken([]byte("some-other-key-of-at-least-32-bytes"), "ops", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct {
+		name    string
+		headers map[string]string
+		says    string
+	}{
+		{"no token", nil, "no token"},
+		{"forged token", map[string]string{"X-SLURM-USER-TOKEN": forged}, "signature"},
+		{"garbage", map[string]string{"X-SLURM-USER-TOKEN": "not-a-jwt"}, "token"},
+		{"impersonation", map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "bob"), "X-SLURM-USER-NAME": "alice"}, "does not match"},
+	}
+	for _, tt := range refused {
+		for _, path := range []string{"/ui/api/jobs", "/ui/api/overview", "/ui/api/nope"} {
+			var body struct {
+				Errors []struct {
+					Number      int    `json:"error_number"`
+					Description string `json:"description"`
+					Source      string `json:"source"`
+				} `json:"errors"`
+			}
+			code := getWith(t, srv, path, tt.headers, &body)
+			if code != http.StatusUnauthorized || len(body.Errors) != 1 || body.Errors[0].Number != errRestAuthFail ||
+				body.Errors[0].Source != "authentication" || !strings.Contains(body.Errors[0].Description, tt.says) {
+				t.Errorf("%s, %s: %d %+v, want 401 from authentication saying %q", tt.name, path, code, body.Errors, tt.says)
+			}
+		}
+	}
+	sees := []struct {
+		user    string
+		headers map[string]string
+		want    []int64
+	}{
+		{"alice", bearer("alice"), []int64{1}},
+		{"bob", map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "bob")}, []int64{2}},
+		{"nobody", bearer("nobody"), nil},
+		{"vic (coordinates vision)", bearer("vic"), []int64{2, 4}},
+		{"ops (operator)", bearer("ops"), []int64{1, 2, 3, 4}},
+		{"ops as alice", map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "ops"), "X-SLURM-USER-NAME": "alice"}, []int64{1}},
+	}
+	for _, tt := range sees {
+		var js Jobs
+		if code := getWith(t, srv, "/ui/api/jobs", tt.headers, &js); code != 200 {
+			t.Errorf("%s: status %d", tt.user, code)
+			continue
+		}
+		var ids []int64
+		for _, j := range js.Jobs {
+			ids = append(ids, j.JobID)
+		}
+		if !equal(ids, tt.want) || js.Total != len(tt.want) {
+			t.Errorf("%s sees jobs %v of %d, want %v", tt.user, ids, js.Total, tt.want)
+		}
+	}
+}
+
+func TestNewRefusesNoAuthenticator(t *testing.T) {
+	if _, err := New(Config{Store: november(t)}); err == nil || !strings.Contains(err.Error(), "authenticator") {
+		t.Errorf("New without an authenticator: %v, want it refused", err)
 	}
 }

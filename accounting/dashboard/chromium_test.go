@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,7 +123,7 @@ func TestDashboardInChromium(t *testing.T) {
 	var fs FairShare
 	get(t, srv, "/ui/api/fairshare", &fs)
 
-	page := srv.URL + "/ui/?" + novWindow
+	page := srv.URL + "/ui/?" + novWindow + "&token=" + tokenOf(t, "ops")
 	dom := string(runChromium(t, bin, "--dump-dom", page))
 	if !strings.Contains(dom, `data-ready="1"`) {
 		t.Fatalf("the page did not finish drawing:\n%s", dom)
@@ -184,8 +185,33 @@ func TestDashboardInChromium(t *testing.T) {
 func TestDashboardShowsAPIErrors(t *testing.T) {
 	bin := chromium(t)
 	srv, _ := serve(t)
-	dom := string(runChromium(t, bin, "--dump-dom", srv.URL+"/ui/?start=not-a-time"))
+	dom := string(runChromium(t, bin, "--dump-dom", srv.URL+"/ui/?start=not-a-time&token="+tokenOf(t, "ops")))
 	if !strings.Contains(dom, `data-ready="1"`) || !strings.Contains(dom, "want UNIX seconds") {
 		t.Errorf("a bad window should end in a visible error:\n%s", dom)
+	}
+}
+
+// Without a token the page asks for one, saying why, and shows no numbers: its API
+// answered 401.
+func TestDashboardAsksForAToken(t *testing.T) {
+	bin := chromium(t)
+	srv, _ := serve(t)
+	var body map[string]any
+	if code := getWith(t, srv, "/ui/api/overview", nil, &body); code != http.StatusUnauthorized {
+		t.Fatalf("the API without a token answered %d, want 401", code)
+	}
+	for _, tt := range []struct{ query, says string }{
+		{"", "no token"},
+		{"?token=forged", "token"},
+	} {
+		dom := string(runChromium(t, bin, "--dump-dom", srv.URL+"/ui/"+tt.query))
+		login := regexp.MustCompile(`<form id="login"[^>]*>`).FindString(dom)
+		reason := regexp.MustCompile(`<span id="login-reason" role="alert">([^<]*)<`).FindStringSubmatch(dom)
+		if !strings.Contains(dom, `data-ready="1"`) || login == "" || strings.Contains(login, "hidden") || reason == nil || !strings.Contains(reason[1], tt.says) {
+			t.Errorf("/ui/%s: want the token form saying %q; form %q, reason %q", tt.query, tt.says, login, reason)
+		}
+		if strings.Contains(dom, `data-testid="kpi-gpu-hours"`) {
+			t.Errorf("/ui/%s: the page shows numbers without a token", tt.query)
+		}
 	}
 }

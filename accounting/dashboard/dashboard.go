@@ -1,6 +1,7 @@
 // Package dashboard is Sluice's accounting web UI: a page at /ui/ with charts drawn as
 // inline SVG by a small embedded script (no CDN: it works offline), and the JSON API
-// under /ui/api/ it reads, which the sacct, sshare and sreport commands use too. Every
+// under /ui/api/ it reads, which the sacct, sshare and sreport commands use too. The API
+// takes the REST API's tokens (Config.Authenticate); the page asks for one. Every
 // number comes from accounting/report over the ledger, so the page, the CLI and sreport
 // agree.
 package dashboard
@@ -36,6 +37,10 @@ type Config struct {
 	Cluster string
 	// Clock is nil for time.Now.
 	Clock func() time.Time
+	// Authenticate checks every /ui/api/ request's token, as the REST API
+	// does; required. The page's static files need none: the page asks for a
+	// token and sends it with its API calls.
+	Authenticate Authenticator
 }
 
 // Dashboard serves the page and its API under Prefix.
@@ -49,6 +54,9 @@ type Dashboard struct {
 func New(cfg Config) (*Dashboard, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("dashboard: no ledger store")
+	}
+	if cfg.Authenticate == nil {
+		return nil, errors.New("dashboard: no authenticator: the API serves every user's jobs and must check tokens")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -69,11 +77,11 @@ func New(cfg Config) (*Dashboard, error) {
 		"jobs":      d.jobs,
 		"sreport":   d.sreport,
 	} {
-		d.mux.Handle("GET "+Prefix+"api/"+path, apiHandler(h))
+		d.mux.Handle("GET "+Prefix+"api/"+path, d.authenticated(apiHandler(h)))
 	}
-	d.mux.Handle(Prefix+"api/", apiHandler(func(r *http.Request) (any, error) {
+	d.mux.Handle(Prefix+"api/", d.authenticated(apiHandler(func(r *http.Request) (any, error) {
 		return nil, &apiError{status: http.StatusNotFound, source: "path", msg: "no such dashboard endpoint: " + r.URL.Path}
-	}))
+	})))
 	d.mux.Handle(Prefix, d.static)
 	return d, nil
 }
@@ -92,23 +100,33 @@ func (e *apiError) Error() string { return e.msg }
 
 // errRestInvalidQuery is Slurm's ESLURM_REST_INVALID_QUERY, the errors[] number of a
 // query parameter the server cannot use.
-const errRestInvalidQuery = 9001
+const errRestInvalidQuery = 9000
 
 func apiHandler(h func(*http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := h(r)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
 		if err != nil {
 			status, source := http.StatusInternalServerError, "ledger"
 			var ae *apiError
 			if errors.As(err, &ae) {
 				status, source = ae.status, ae.source
 			}
-			w.WriteHeader(status)
-			v = map[string]any{"errors": []map[string]any{{"error_number": errRestInvalidQuery, "error": err.Error(),
-				"description": err.Error(), "source": source}}}
+			writeErrors(w, status, errRestInvalidQuery, source, err.Error())
+			return
 		}
-		_ = json.NewEncoder(w).Encode(v) // the client went away: nothing to do
+		writeJSON(w, http.StatusOK, v)
 	})
+}
+
+// writeErrors answers with one Slurm-style errors[] entry.
+func writeErrors(w http.ResponseWriter, status, number int, source, msg string) {
+	writeJSON(w, status, map[string]any{"errors": []map[string]any{{"error_number": number, "error": msg,
+		"description": msg, "source": source}}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client went away: nothing to do
 }

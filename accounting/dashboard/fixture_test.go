@@ -2,12 +2,14 @@ package dashboard
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/store"
+	"github.com/sluicehq/sluice/slurmapi"
 )
 
 // November 2026, the clock at its end.
@@ -76,8 +78,31 @@ func tree(context.Context) ([]accounting.ShareAssoc, error) {
 	}, nil
 }
 
+// siteAuth is the REST API's own token check with the site's roles: ops is an
+// operator, vic coordinates vision, the rest are plain users.
+var siteAuth = slurmapi.AuthConfig{Key: []byte("dashboard-test-key-of-32-bytes!!"), Operators: []string{"ops"},
+	Coordinators: map[string][]string{"vic": {"vision"}}}
+
+// authenticate is what the server wires: slurmapi's Authenticate as an Authenticator.
+func authenticate(r *http.Request) (Viewer, error) {
+	id, err := siteAuth.Authenticate(r, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return id, nil
+}
+
+// tokenOf mints user's token with the site's key.
+func tokenOf(t testing.TB, user string) string {
+	tok, err := slurmapi.MintToken(siteAuth.Key, user, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 func newDashboard(t testing.TB, s accounting.Store) *Dashboard {
-	d, err := New(Config{Store: s, Assocs: tree, Clock: func() time.Time { return dec }})
+	d, err := New(Config{Store: s, Assocs: tree, Clock: func() time.Time { return dec }, Authenticate: authenticate})
 	if err != nil {
 		t.Fatal(err)
 	}

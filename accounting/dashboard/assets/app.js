@@ -11,13 +11,42 @@ for (const k of ["start", "end"]) if (params.get(k)) win[k] = params.get(k);
 // whole ledger.
 if (!win.start) win.start = String(Math.floor(Date.now() / 1000) - 30 * 86400);
 
-// api fetches one endpoint with the page's window and extra parameters.
+// The API takes the REST API's token (SLURM_JWT). A link may carry it once as ?token=
+// (so `sluice dev` can print one): it is kept in this tab's sessionStorage and taken out
+// of the address bar, where it would end up in history and screenshots. Without one, or
+// when the server refuses it, the page asks for it.
+const TOKEN_KEY = "sluice.token";
+if (params.get("token")) {
+  sessionStorage.setItem(TOKEN_KEY, params.get("token"));
+  params.delete("token");
+  history.replaceState(null, "", location.pathname + (params.size ? "?" + params : ""));
+}
+
+// Unauthorized is a 401: the page shows the token form rather than a broken dashboard.
+class Unauthorized extends Error {}
+
+// api fetches one endpoint with the page's window, extra parameters and the token.
 async function api(path, extra) {
   const q = new URLSearchParams({ ...win, ...(extra || {}) });
-  const r = await fetch("api/" + path + "?" + q);
+  const r = await fetch("api/" + path + "?" + q, { headers: { "X-SLURM-USER-TOKEN": sessionStorage.getItem(TOKEN_KEY) || "" } });
   const body = await r.json();
-  if (!r.ok) throw new Error((body.errors || []).map(e => e.description).join("; ") || r.statusText);
+  const msg = (body.errors || []).map(e => e.description).join("; ") || r.statusText;
+  if (r.status === 401) throw new Unauthorized(msg);
+  if (!r.ok) throw new Error(msg);
   return body;
+}
+
+// askToken shows the token form with the server's reason; a token entered there is kept
+// for the tab and the page reloads with it.
+function askToken(reason) {
+  const form = document.getElementById("login");
+  form.hidden = false;
+  document.getElementById("login-reason").textContent = reason;
+  form.addEventListener("submit", ev => {
+    ev.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, form.elements.token.value.trim());
+    location.reload();
+  });
 }
 
 function h(tag, attrs, parent, text) {
@@ -241,6 +270,11 @@ Promise.allSettled([
   api("top-users").then(topUsers),
   jobs(true),
 ]).then(results => {
-  for (const r of results) if (r.status === "rejected") showError(r.reason);
+  const refused = results.find(r => r.status === "rejected" && r.reason instanceof Unauthorized);
+  if (refused) {
+    document.querySelector("main").hidden = true;
+    askToken(refused.reason.message);
+  }
+  else for (const r of results) if (r.status === "rejected") showError(r.reason);
   document.body.dataset.ready = "1";
 });
