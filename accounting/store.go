@@ -49,6 +49,7 @@ type JobFilter struct {
 	Accounts   []string
 	Partitions []string
 	States     []JobState
+	Names      []string // job names, exactly (sacct --name)
 	Start      time.Time
 	End        time.Time
 }

@@ -67,6 +67,7 @@ func (s *SQLStore) Jobs(ctx context.Context, f accounting.JobFilter) ([]accounti
 	w.in("user_name", anys(f.Users))
 	w.in("account", anys(f.Accounts))
 	w.in("partition_name", anys(f.Partitions))
+	w.in("name", anys(f.Names))
 	states := make([]any, len(f.States))
 	for i, st := range f.States {
 		states[i] = string(st)

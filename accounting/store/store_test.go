@@ -180,6 +180,7 @@ func TestJobsFilter(t *testing.T) {
 	mk := func(id int64, user, account, part string, st accounting.JobState, submit, start, end int) accounting.Job {
 		j := sampleJob(id)
 		j.User, j.Account, j.Partition, j.State = user, account, part, st
+		j.Name = map[int64]string{1: "train", 2: "eval", 3: "train", 4: "sweep"}[id]
 		j.Submit = at(submit)
 		if start >= 0 {
 			j.Start = at(start)
@@ -206,6 +207,7 @@ func TestJobsFilter(t *testing.T) {
 		{"by partition", accounting.JobFilter{Partitions: []string{"a100"}}, []int64{2, 3}},
 		{"by state", accounting.JobFilter{States: []accounting.JobState{accounting.StateRunning, accounting.StatePending}}, []int64{3, 4}},
 		{"by job id", accounting.JobFilter{JobIDs: []int64{2, 4}}, []int64{2, 4}},
+		{"by job name", accounting.JobFilter{Names: []string{"eval", "sweep"}}, []int64{2, 4}},
 		// Window [150, 400): job 1 ended before it, job 4 was submitted after.
 		{"window", accounting.JobFilter{Start: at(150), End: at(400)}, []int64{2, 3}},
 		{"account and window", accounting.JobFilter{Accounts: []string{"nlp"}, Start: at(150), End: at(400)}, []int64{3}},
