@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Slurm error numbers (slurm/slurm_errno.h) used in errors[] entries, so
 // that clients which switch on error_number behave as with slurmrestd.
 const (
+	ErrControllerDown    = 1001 // SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR
 	ErrInvalidPartition  = 2000 // ESLURM_INVALID_PARTITION_NAME
 	ErrAccessDenied      = 2002 // ESLURM_ACCESS_DENIED
 	ErrInvalidNodeCount  = 2006 // ESLURM_INVALID_NODE_COUNT
@@ -44,6 +46,9 @@ type Error struct {
 	Short       string // short form ("Invalid partition name specified")
 	Description string // what exactly was wrong, for the user
 	Source      string // where it was detected ("job.partition")
+	// RetryAfter, when set, is sent as the Retry-After header: the
+	// cluster is briefly unavailable and the same request may succeed.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -55,6 +60,7 @@ func (e *Error) Error() string {
 
 // short texts as slurm_strerror() gives them.
 var shortText = map[int]string{
+	ErrControllerDown:    "Unable to contact slurm controller (connect failure)",
 	ErrInvalidPartition:  "Invalid partition name specified",
 	ErrAccessDenied:      "Access/permission denied",
 	ErrInvalidNodeCount:  "Node count specification invalid",
@@ -108,12 +114,24 @@ func Forbidden(source, format string, args ...any) *Error {
 	return Errorf(http.StatusForbidden, ErrAccessDenied, source, format, args...)
 }
 
-// asError returns err as an *Error, or a generic 500 entry that does not
-// leak internals beyond the message.
-func asError(err error) *Error {
+// ErrorTranslator is implemented by a Backend that can word its own
+// infrastructure faults (the Kubernetes API unavailable, RBAC missing) as
+// errors[] entries; it returns nil for errors it does not recognise.
+type ErrorTranslator interface {
+	TranslateError(err error) *Error
+}
+
+// asError returns err as an *Error: itself, the backend's translation,
+// or a generic 500 entry that does not leak internals beyond the message.
+func (s *Server) asError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if t, ok := s.backend.(ErrorTranslator); ok {
+		if e := t.TranslateError(err); e != nil {
+			return e
+		}
 	}
 	return &Error{
 		Status:      http.StatusInternalServerError,

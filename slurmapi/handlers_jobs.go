@@ -291,16 +291,16 @@ func handleKillJobs(s *Server, c *call) (map[string]any, error) {
 		if (in.JobName != "" && j.Desc.Name != in.JobName) || (in.QOS != "" && j.Desc.QOS != in.QOS) {
 			continue
 		}
-		status = append(status, killStatus(j.ID, asErrorOrNil(s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig}))))
+		status = append(status, killStatus(j.ID, s.asErrorOrNil(s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig}))))
 	}
 	return map[string]any{"status": status}, nil
 }
 
-func asErrorOrNil(err error) *Error {
+func (s *Server) asErrorOrNil(err error) *Error {
 	if err == nil {
 		return nil
 	}
-	return asError(err)
+	return s.asError(err)
 }
 
 func handleRequeueJob(s *Server, c *call) (map[string]any, error) {

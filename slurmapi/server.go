@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,7 +173,7 @@ func (s *Server) run(rt route, c *call, w http.ResponseWriter) (map[string]any, 
 	}
 	payload, err := rt.handle(s, c)
 	if err != nil {
-		return nil, asError(err)
+		return nil, s.asError(err)
 	}
 	return payload, nil
 }
@@ -191,6 +193,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, spec *openapi.Spe
 	if e != nil {
 		status = e.Status
 		errs = append(errs, e.tree())
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+		}
 	}
 	warnings := make([]any, 0, len(c.warnings))
 	for _, wmsg := range c.warnings {

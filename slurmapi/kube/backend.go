@@ -199,6 +199,10 @@ func (b *Backend) UpdateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 		return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, "priority",
 			"setting a job's priority is not supported; use a QOS")
 	}
+	return onceMoreOnConflict(func() error { return b.updateJob(ctx, id, u) })
+}
+
+func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate) error {
 	pg, err := b.slurmGroup(ctx, id)
 	if err != nil {
 		return err
@@ -234,11 +238,10 @@ func (b *Backend) updateStatus(ctx context.Context, pg *v1alpha1.PodGroup) error
 	return refusal(b.c.Status().Update(ctx, pg), pg)
 }
 
-// refusal words an API server's refusal of a change for the client.
+// refusal words an API server's refusal of a change for the client. A
+// conflict stays an API error, so onceMoreOnConflict can try again.
 func refusal(err error, pg *v1alpha1.PodGroup) error {
 	switch {
-	case apierrors.IsConflict(err):
-		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrRestBadRequest, "job_id", "job %s changed meanwhile; try again", pg.Labels[v1alpha1.JobIDLabel])
 	case apierrors.IsInvalid(err):
 		return slurmapi.BadRequest(slurmapi.ErrRestInvalidJobs, "job", "the cluster refused the change: %v", err)
 	}
@@ -262,6 +265,10 @@ func (b *Backend) SignalJob(ctx context.Context, id uint32, req slurmapi.CancelR
 		return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, "signal",
 			"only cancelling (KILL, TERM, INT) is supported; signal %d is not delivered to pods", req.Signal)
 	}
+	return onceMoreOnConflict(func() error { return b.cancel(ctx, id) })
+}
+
+func (b *Backend) cancel(ctx context.Context, id uint32) error {
 	pg, err := b.slurmGroup(ctx, id)
 	if err != nil {
 		return err
@@ -289,6 +296,10 @@ func (b *Backend) deletePods(ctx context.Context, pg *v1alpha1.PodGroup) error {
 // RequeueJob returns a started or finished job to PENDING: its pods go,
 // its group is Pending again with one more requeue, held if asked.
 func (b *Backend) RequeueJob(ctx context.Context, id uint32, hold bool) error {
+	return onceMoreOnConflict(func() error { return b.requeue(ctx, id, hold) })
+}
+
+func (b *Backend) requeue(ctx context.Context, id uint32, hold bool) error {
 	pg, err := b.slurmGroup(ctx, id)
 	if err != nil {
 		return err
