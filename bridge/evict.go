@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,7 +21,9 @@ func (c *cycle) evictStaleGangs() {
 			stale = append(stale, int32(ji))
 		}
 	}
-	slices.SortFunc(stale, func(a, b int32) int { return strings.Compare(c.jobs[a].job.ID, c.jobs[b].job.ID) })
+	if !c.jobsByID { // otherwise collected in id order already
+		slices.SortStableFunc(stale, func(a, b int32) int { return strings.Compare(c.jobs[a].job.ID, c.jobs[b].job.ID) })
+	}
 	for _, ji := range stale {
 		js := &c.jobs[ji]
 		reason := fmt.Sprintf("gang has run with %d of the %d tasks it needs since %s, past its grace of %s",
@@ -37,56 +38,6 @@ func (c *cycle) evictStaleGangs() {
 	}
 }
 
-// victimQueue is one leaf queue's running preemptible jobs in eviction order: lowest
-// priority, then youngest, first.
-type victimQueue struct {
-	queue int32
-	jobs  []int32
-}
-
-// victimsOf lists partition p's running preemptible work by queue, the queue most over its
-// fair share first. Reclaim walks only queues that may give, preempt only its own.
-func (c *cycle) victimsOf(p int32) []victimQueue {
-	if c.victims[p] != nil {
-		return c.victims[p]
-	}
-	slot := map[int32]int{}
-	vqs := []victimQueue{}
-	for ji := range c.jobs {
-		js := &c.jobs[ji]
-		if js.part != p || js.queue < 0 || !js.preempt || js.evicted || js.running == 0 {
-			continue
-		}
-		i, ok := slot[js.queue]
-		if !ok {
-			i = len(vqs)
-			slot[js.queue] = i
-			vqs = append(vqs, victimQueue{queue: js.queue})
-		}
-		vqs[i].jobs = append(vqs[i].jobs, int32(ji))
-	}
-	slices.SortFunc(vqs, func(a, b victimQueue) int {
-		if ra, rb := c.qpart(a.queue, p).ratio, c.qpart(b.queue, p).ratio; ra != rb {
-			return cmp.Compare(rb, ra)
-		}
-		return cmp.Compare(a.queue, b.queue)
-	})
-	for _, vq := range vqs {
-		slices.SortFunc(vq.jobs, func(a, b int32) int {
-			ja, jb := &c.jobs[a], &c.jobs[b]
-			if ja.prio != jb.prio {
-				return cmp.Compare(ja.prio, jb.prio)
-			}
-			if d := cmp.Compare(jb.start, ja.start); d != 0 {
-				return d
-			}
-			return strings.Compare(ja.job.ID, jb.job.ID)
-		})
-	}
-	c.victims[p] = vqs
-	return vqs
-}
-
 // maxVictims bounds the jobs one attempt may evict before it gives up: a gang that needs
 // more than this is better served by its reservation than by a mass eviction, and the bound
 // keeps a failing attempt cheap.
@@ -95,7 +46,7 @@ const maxVictims = 64
 // evictFor tries to fit job ji by evicting, in order, the jobs of the given victim queues
 // that allowed says it may take. It commits and returns true when the gang fits, giving back
 // any victim the gang turned out not to need.
-func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []victimQueue, allowed func(v int32) bool, reason func(v int32) string) bool {
+func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []*victimQueue, allowed func(v int32) bool, reason func(v int32) string) bool {
 	js := &c.jobs[ji]
 	if js.pending == 1 && js.minMember-js.running == 1 {
 		return c.evictOnOneNode(ji, action, kind, queues, allowed, reason)
@@ -104,7 +55,7 @@ func (c *cycle) evictFor(ji int32, action Action, kind EvictionKind, queues []vi
 	c.begin(at)
 	scanned := 0
 	for _, vq := range queues {
-		for _, v := range vq.jobs {
+		for _, v := range c.inEvictionOrder(vq) {
 			if scanned++; scanned > maxVictimScan {
 				c.rollback(at)
 				return false
@@ -142,7 +93,7 @@ const (
 // in order, it sums per node what they hold there; as soon as a node would have enough, it
 // evicts that node's victims, in order, until the task fits. Victims elsewhere are never
 // touched, and nothing is simulated on nodes that cannot work.
-func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queues []victimQueue, allowed func(v int32) bool, reason func(v int32) string) bool {
+func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queues []*victimQueue, allowed func(v int32) bool, reason func(v int32) string) bool {
 	js := &c.jobs[ji]
 	gi := js.g0
 	for c.groups[gi].running >= c.groups[gi].count {
@@ -164,7 +115,7 @@ func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queue
 	var tried [maxVictimNodes]int32
 	ntried, scanned := 0, 0
 	for _, vq := range queues {
-		for _, v := range vq.jobs {
+		for _, v := range c.inEvictionOrder(vq) {
 			if scanned++; scanned > maxVictimScan {
 				return false
 			}

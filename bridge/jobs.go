@@ -21,6 +21,7 @@ func (c *cycle) buildJobs() {
 	c.places = reuse(c.buf.places, tasks+tasks/8)[:0]
 	c.gpuRefs = reuse(c.buf.gpuRefs, refs+refs/8)[:0]
 	c.jobs = reuse(c.buf.jobs, len(c.s.Jobs))
+	c.jobsByID = listedByID(c.s.Jobs)
 	// Every job's list of placements is cut from one array, room for all its tasks.
 	c.buf.lists = reuse(c.buf.lists, tasks)
 	lists := c.buf.lists

@@ -3,7 +3,6 @@ package bridge
 import (
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // jobBefore orders jobs inside a queue: priority (with aging), then submit time, then id.
@@ -18,7 +17,7 @@ func (c *cycle) jobBefore(a, b int32) int {
 	if d := ja.job.SubmitTime.Compare(jb.job.SubmitTime); d != 0 {
 		return d
 	}
-	return strings.Compare(ja.job.ID, jb.job.ID)
+	return c.idOrder(a, b)
 }
 
 // buildPending lists every job with tasks to place per partition and leaf queue, in job

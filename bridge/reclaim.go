@@ -16,12 +16,14 @@ func (c *cycle) reclaim(ji int32) bool {
 	if !c.withinShare(js.queue, p, js.need, dims) || !c.reclaimable(js, dims) {
 		return false
 	}
-	var queues []victimQueue
-	for _, vq := range c.victimsOf(p) {
-		if vq.queue != js.queue && c.mayGive(js, vq.queue, vec{}, dims) {
+	queues := c.giving[:0]
+	vqs := c.victimsOf(p)
+	for i := range vqs {
+		if vq := &vqs[i]; vq.queue != js.queue && c.mayGive(js, vq.queue, vec{}, dims) {
 			queues = append(queues, vq)
 		}
 	}
+	c.giving = queues
 	allowed := func(v int32) bool { return c.mayGive(js, c.jobs[v].queue, c.jobs[v].use, dims) }
 	qname := c.queues[js.queue].name
 	reason := func(v int32) string {
@@ -114,5 +116,6 @@ func (c *cycle) preempt(ji int32) bool {
 		return fmt.Sprintf("preempted by higher-priority job %s (priority %d over %d) in queue %s",
 			js.job.ID, js.prio, c.jobs[v].prio, c.queues[js.queue].name)
 	}
-	return c.evictFor(ji, ActionPreempt, EvictPreempt, vqs[i:i+1], allowed, reason)
+	c.giving = append(c.giving[:0], &vqs[i])
+	return c.evictFor(ji, ActionPreempt, EvictPreempt, c.giving, allowed, reason)
 }

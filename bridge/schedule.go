@@ -51,8 +51,9 @@ func (c *cycle) reportPending() {
 			c.d.Pending = append(c.d.Pending, Pending{Job: js.job.ID, Code: js.code, Reason: js.reason})
 		}
 	}
-	rest := c.d.Pending[start:]
-	slices.SortFunc(rest, func(a, b Pending) int { return strings.Compare(a.Job, b.Job) })
+	if !c.jobsByID { // otherwise listed in id order already
+		slices.SortStableFunc(c.d.Pending[start:], func(a, b Pending) int { return strings.Compare(a.Job, b.Job) })
+	}
 	// A gang that reserved nodes and then got in by eviction needs its reservation no more.
 	c.d.Reservations = slices.DeleteFunc(c.d.Reservations, func(r Reservation) bool {
 		return c.jobs[c.parts[c.partIdx[r.Partition]].reservedBy].code == ""

@@ -35,6 +35,13 @@ type cycle struct {
 	// onNode lists, per node, the placements running at the start of rescue.
 	victims [][]victimQueue
 	onNode  [][]int32
+	// giving is scratch for the victim queues one reclaim or preemption walks; victimKeys
+	// for sorting one queue's victims.
+	giving     []*victimQueue
+	victimKeys []victimKey
+	// jobsByID is set when the snapshot lists its jobs in id order: a job's position then
+	// orders it by id.
+	jobsByID bool
 	// gain, gained, pairs and touched are scratch for evictOnOneNode.
 	gain    []vec
 	gained  []bool
