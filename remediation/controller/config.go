@@ -10,8 +10,6 @@ import (
 	"errors"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -38,9 +36,6 @@ type Config struct {
 	Validation Validation
 	// Downtime receives the intervals a node (or GPU) was out of service; optional.
 	Downtime DowntimeRecorder
-	// OnEvicted is called with the pods evicted from a node, so the Slurm API can requeue
-	// jobs submitted with --requeue and end the others as NODE_FAIL; optional.
-	OnEvicted func(ctx context.Context, e Eviction)
 }
 
 // Validation describes the validation pod.
@@ -73,15 +68,6 @@ type Downtime struct {
 // the interval opens (End zero) and again, with the same Node and Start, when it closes.
 type DowntimeRecorder interface {
 	RecordDown(ctx context.Context, d Downtime) error
-}
-
-// Eviction tells the OnEvicted hook which pods left a node and why.
-type Eviction struct {
-	Node string
-	// GPUs lists the faulty GPUs' UUIDs for a GPU-local drain; empty for the whole node.
-	GPUs   []string
-	Pods   []*corev1.Pod
-	Reason string
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -25,7 +25,7 @@ const podsByNode = "nodeName"
 
 // Run runs the controller until ctx ends. Only one instance may run (the server runs it
 // under its leader election). It needs get/list/watch/update/patch on nodes, list/watch/
-// delete on pods, create on pods/eviction, create/get/delete on pods in the validation
+// patch/delete on pods, create on pods/eviction, create/get/delete on pods in the validation
 // namespace, and create on events.
 func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 	cfg, err := cfg.withDefaults()

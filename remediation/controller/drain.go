@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluicehq/sluice/remediation/health"
 )
@@ -16,16 +18,17 @@ import (
 const validationLabel = "sluice.dev/validation"
 
 // drain evicts the node's pods (only those on the given GPUs when gpus is non-empty)
-// through the Eviction API, so PodDisruptionBudgets are respected. Past deadline, pods
-// still refused are deleted: they sit on failing hardware and would not make progress. It
-// returns how many pods are still on their way out.
+// through the Eviction API, so PodDisruptionBudgets are respected. Each pod is first
+// marked with the fault (health.NodeFaultAnnotation), so whoever ends its job (the Slurm
+// lifecycle, the ledger) knows it was lost to hardware, not preempted. Past deadline,
+// pods still refused are deleted: they sit on failing hardware and would not make
+// progress. It returns how many pods are still on their way out.
 func (c *controller) drain(ctx context.Context, node string, gpus []health.GPUInfo, reason string, deadline time.Time) (int, error) {
 	objs, err := c.pods.ByIndex(podsByNode, node)
 	if err != nil {
 		return 0, err
 	}
 	remaining := 0
-	var evicted []*corev1.Pod
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
 		if !mustLeave(pod, gpus) {
@@ -35,12 +38,14 @@ func (c *controller) drain(ctx context.Context, node string, gpus []health.GPUIn
 		if pod.DeletionTimestamp != nil {
 			continue // on its way out
 		}
-		err := c.client.CoreV1().Pods(pod.Namespace).EvictV1(ctx, &policyv1.Eviction{
-			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		})
+		err := c.markFaulty(ctx, pod, reason)
+		if err == nil {
+			err = c.client.CoreV1().Pods(pod.Namespace).EvictV1(ctx, &policyv1.Eviction{
+				ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+			})
+		}
 		switch {
 		case err == nil:
-			evicted = append(evicted, pod)
 		case apierrors.IsNotFound(err):
 			remaining--
 		case apierrors.IsTooManyRequests(err) && c.now().After(deadline):
@@ -48,7 +53,6 @@ func (c *controller) drain(ctx context.Context, node string, gpus []health.GPUIn
 			if err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return remaining, err
 			}
-			evicted = append(evicted, pod)
 			c.events.Eventf(nodeRef(node), corev1.EventTypeWarning, "DrainTimeout",
 				"pod %s/%s deleted: its disruption budget refused eviction past the drain timeout", pod.Namespace, pod.Name)
 		case apierrors.IsTooManyRequests(err):
@@ -57,10 +61,21 @@ func (c *controller) drain(ctx context.Context, node string, gpus []health.GPUIn
 			return remaining, err
 		}
 	}
-	if len(evicted) > 0 && c.cfg.OnEvicted != nil {
-		c.cfg.OnEvicted(ctx, Eviction{Node: node, GPUs: uuids(gpus), Pods: evicted, Reason: reason})
-	}
 	return remaining, nil
+}
+
+// markFaulty sets the pod's NodeFaultAnnotation to reason, unless the cache already
+// shows it (a pod a budget keeps refusing is marked once).
+func (c *controller) markFaulty(ctx context.Context, pod *corev1.Pod, reason string) error {
+	if pod.Annotations[health.NodeFaultAnnotation] == reason {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{health.NodeFaultAnnotation: reason}}})
+	if err != nil {
+		return err
+	}
+	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 // mustLeave: every running pod leaves a quarantined node except DaemonSet pods (they

@@ -27,13 +27,12 @@ import (
 // env is one test's remediation stack on the shared rig: the controller and one agent per
 // node, each agent reading its node's fault-injection file. Both stop when the test ends.
 type env struct {
-	t       *testing.T
-	client  kubernetes.Interface
-	ns      string
-	faults  map[string]string // node -> fault file
-	mu      sync.Mutex
-	evicted []controller.Eviction
-	downs   []controller.Downtime
+	t      *testing.T
+	client kubernetes.Interface
+	ns     string
+	faults map[string]string // node -> fault file
+	mu     sync.Mutex
+	downs  []controller.Downtime
 }
 
 // RecordDown keeps the intervals as accounting would.
@@ -59,11 +58,6 @@ func startEnv(t *testing.T, nodes ...string) *env {
 			Annotations: map[string]string{"sluice.dev/sim-duration": "1s", "sluice.dev/sim-exit-code": "0"},
 		},
 		Downtime: e,
-		OnEvicted: func(_ context.Context, ev controller.Eviction) {
-			e.mu.Lock()
-			e.evicted = append(e.evicted, ev)
-			e.mu.Unlock()
-		},
 	}
 	wg.Add(1)
 	go func() {
