@@ -2,9 +2,13 @@ package slurmapi
 
 import (
 	"encoding/json"
-	"strconv"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/accounting/dashboard"
 )
 
 func handleDBDiag(s *Server, c *call) (map[string]any, error) {
@@ -23,20 +27,85 @@ func handleDBDiag(s *Server, c *call) (map[string]any, error) {
 	}}, nil
 }
 
-func dbJobFilter(c *call) (JobFilter, *Error) {
+// dbJobFilter reads slurmdbd's job filters: users, account, partition,
+// state, job_name (comma-separated lists) and the start_time/end_time window
+// (UNIX seconds or YYYY-MM-DD[THH:MM[:SS]] UTC), in which a job matches when
+// it existed: submitted before end_time, not ended before start_time. A user
+// who names nobody asks for their own jobs.
+func dbJobFilter(c *call) (accounting.JobFilter, *Error) {
 	q := c.r.URL.Query()
-	f := JobFilter{Users: csv(q.Get("users")), Accounts: csv(q.Get("account")), Partitions: csv(q.Get("partition")), States: csv(q.Get("state"))}
-	if v := q.Get("start_time"); v != "" {
-		t, err := strconv.ParseInt(v, 10, 64)
+	f := accounting.JobFilter{Users: csv(q.Get("users")), Accounts: csv(q.Get("account")), Partitions: csv(q.Get("partition")),
+		Names: csv(q.Get("job_name"))}
+	for _, name := range csv(q.Get("state")) {
+		st, err := accounting.ParseJobState(name)
 		if err != nil {
-			return f, BadRequest(ErrRestInvalidQuery, "start_time", "start_time must be a UNIX time, got %q", v)
+			return f, BadRequest(ErrRestInvalidQuery, "state", "%v", err)
 		}
-		f.Since = time.Unix(t, 0)
+		f.States = append(f.States, st)
 	}
-	if c.id.Role == RoleUser {
+	for _, bound := range []struct {
+		param string
+		into  *time.Time
+	}{{"start_time", &f.Start}, {"end_time", &f.End}} {
+		if v := q.Get(bound.param); v != "" {
+			t, err := dashboard.ParseTime(v)
+			if err != nil {
+				return f, BadRequest(ErrRestInvalidQuery, bound.param, "%s: %v", bound.param, err)
+			}
+			*bound.into = t
+		}
+	}
+	if !f.Start.IsZero() && !f.End.IsZero() && !f.End.After(f.Start) {
+		return f, BadRequest(ErrRestInvalidQuery, "end_time", "end_time %s is not after start_time %s", f.End.Format(time.RFC3339), f.Start.Format(time.RFC3339))
+	}
+	if c.id.Role == RoleUser && len(f.Users) == 0 {
 		f.Users = []string{c.id.User}
 	}
 	return f, nil
+}
+
+// accountingJobs lists the jobs f selects: from the ledger when the server
+// has one, else from the jobs still in the cluster. Callers check access.
+func accountingJobs(s *Server, c *call, f accounting.JobFilter) ([]Job, error) {
+	ledger := ledgerOf(s.backend)
+	if ledger == nil {
+		live, err := s.backend.AccountingJobs(c.ctx, liveFilter(f))
+		if err != nil {
+			return nil, err
+		}
+		return slices.DeleteFunc(live, func(j Job) bool {
+			return (len(f.Names) > 0 && !slices.Contains(f.Names, j.Desc.Name)) || (!f.End.IsZero() && !j.SubmitTime.Before(f.End))
+		}), nil
+	}
+	recs, err := ledger.Jobs(c.ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	jobs, unlisted := make([]Job, 0, len(recs)), 0
+	for i := range recs {
+		if j, ok := fromLedger(&recs[i]); ok {
+			jobs = append(jobs, j)
+		} else {
+			unlisted++
+		}
+	}
+	if unlisted > 0 {
+		c.warnings = append(c.warnings, fmt.Sprintf("%d manifest workloads have no Slurm job id and are not listed; `sluice sacct` shows them", unlisted))
+	}
+	return jobs, nil
+}
+
+// liveFilter is f for a backend without a ledger (names and end_time are
+// applied to its answer).
+func liveFilter(f accounting.JobFilter) JobFilter {
+	lf := JobFilter{Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Since: f.Start}
+	for _, id := range f.JobIDs {
+		lf.IDs = append(lf.IDs, uint32(id))
+	}
+	for _, st := range f.States {
+		lf.States = append(lf.States, string(st))
+	}
+	return lf
 }
 
 func handleDBJobs(s *Server, c *call) (map[string]any, error) {
@@ -44,7 +113,7 @@ func handleDBJobs(s *Server, c *call) (map[string]any, error) {
 	if e != nil {
 		return nil, e
 	}
-	jobs, err := s.backend.AccountingJobs(c.ctx, f)
+	jobs, err := accountingJobs(s, c, f)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +131,7 @@ func handleDBJob(s *Server, c *call) (map[string]any, error) {
 	if e != nil {
 		return nil, e
 	}
-	jobs, err := s.backend.AccountingJobs(c.ctx, JobFilter{IDs: []uint32{id}})
+	jobs, err := accountingJobs(s, c, accounting.JobFilter{JobIDs: []int64{int64(id)}})
 	if err != nil {
 		return nil, err
 	}
