@@ -12,7 +12,7 @@ import (
 // nodes it will get (backfill), so smaller jobs cannot starve it.
 func (c *cycle) allocate(p int32) {
 	ps := &c.parts[p]
-	ps.noFit = map[string][]failure{}
+	ps.noFit = map[int32][]failure{}
 	at := &c.scratch
 	for ji := c.nextJob(p); ji >= 0; ji = c.nextJob(p) {
 		c.order = append(c.order, ji)

@@ -58,8 +58,8 @@ func (c *cycle) buildPending() {
 
 // shapeOf is a key equal for jobs whose pending gangs place identically but for the CPU and
 // memory of a single group, which failure lookups compare by size (see fitsFailed).
-func (c *cycle) shapeOf(js *jobState) string {
-	b := make([]byte, 0, 48)
+func (c *cycle) shapeOf(js *jobState) int32 {
+	b := c.keyBuf[:0]
 	b = strconv.AppendInt(b, int64(js.minMember-js.running), 10)
 	single := js.gn-js.g0 == 1
 	for gi := js.g0; gi < js.gn; gi++ {
@@ -98,5 +98,20 @@ func (c *cycle) shapeOf(js *jobState) string {
 	}
 	b = append(b, '|')
 	b = strconv.AppendInt(b, int64(js.job.TimeLimit), 10)
-	return string(b)
+	c.keyBuf = b
+	return c.intern(b)
+}
+
+// intern returns a number from 1 on that stands for the string b holds, the same for equal
+// strings all cycle: keys compare and hash as integers, and only a new one is allocated.
+func (c *cycle) intern(b []byte) int32 {
+	if id, ok := c.interned[string(b)]; ok {
+		return id
+	}
+	if c.interned == nil {
+		c.interned = map[string]int32{}
+	}
+	id := int32(len(c.interned) + 1)
+	c.interned[string(b)] = id
+	return id
 }

@@ -12,8 +12,8 @@ import (
 func (c *cycle) rescue() {
 	c.victims = make([][]victimQueue, len(c.parts))
 	c.freedStamp = make([]int, len(c.nodes))
-	c.freedSeen = map[string][]failure{}
-	failed := map[string]bool{}
+	c.freedSeen = map[int32][]failure{}
+	failed := map[rescueKey]bool{}
 	for _, ji := range c.order {
 		js := &c.jobs[ji]
 		if js.code != ReasonResources || js.evicted {
@@ -21,7 +21,7 @@ func (c *cycle) rescue() {
 		}
 		// A failed rescue is not retried for the same queue and GPU ask in this cycle: with
 		// thousands of pending jobs each try would walk every victim again.
-		key := c.parts[js.part].name + "\x00" + c.queues[js.queue].name + "\x00" + c.gpuShape(js)
+		key := rescueKey{js.part, js.queue, c.gpuShape(js)}
 		if failed[key] {
 			continue
 		}
@@ -35,6 +35,9 @@ func (c *cycle) rescue() {
 		}
 	}
 }
+
+// rescueKey names the partition, queue and GPU ask (interned gpuShape) of a rescue.
+type rescueKey struct{ part, queue, gpu int32 }
 
 // freedScan is how many of the latest freed entries a job looks at.
 const freedScan = 64
@@ -82,8 +85,8 @@ func (c *cycle) placeOnFreed(ji int32) bool {
 
 // gpuShape is a key equal for jobs that ask for the same GPUs in the same gang shape,
 // whatever their CPU and memory.
-func (c *cycle) gpuShape(js *jobState) string {
-	b := make([]byte, 0, 32)
+func (c *cycle) gpuShape(js *jobState) int32 {
+	b := c.keyBuf[:0]
 	for gi := js.g0; gi < js.gn; gi++ {
 		g := &c.groups[gi]
 		b = append(b, g.gpu.Kind...)
@@ -93,5 +96,6 @@ func (c *cycle) gpuShape(js *jobState) string {
 		}
 		b = append(b, '|')
 	}
-	return string(b)
+	c.keyBuf = b
+	return c.intern(b)
 }

@@ -53,10 +53,13 @@ type cycle struct {
 	// failed scan got, so the next job of that shape looks only at newer entries.
 	freed      []int32
 	freedStamp []int
-	freedSeen  map[string][]failure
+	freedSeen  map[int32][]failure
 	scratch    attempt
 	reasons    map[limitKey]string
-	buf        *buffers
+	// interned numbers the shape keys of the cycle; keyBuf is where a key is built.
+	interned map[string]int32
+	keyBuf   []byte
+	buf      *buffers
 	// building is set while the snapshot's running work is applied: bucket order then must
 	// not depend on the order jobs were listed in.
 	building bool
@@ -115,7 +118,7 @@ type partState struct {
 	// noFit remembers, per gang shape, the CPU and memory sizes that failed, with the
 	// reason, for the rest of allocate: free capacity only shrinks there, so a gang of the
 	// same shape asking at least as much cannot fit either.
-	noFit map[string][]failure
+	noFit map[int32][]failure
 	// consolidations counts the gangs that tried consolidation this cycle.
 	consolidations int
 }
@@ -213,25 +216,28 @@ type userUsage struct {
 }
 
 type jobState struct {
+	// The fields eviction reads for every victim it looks at come first, so that looking
+	// at one reads the first two of its three cache lines (it is 192 bytes), not all four.
+	evicted bool
+	grew    bool // got new tasks this cycle: not a victim, its binds stand
+	preempt bool
+	listed  bool  // waiting in its partition's pending lists
+	queue   int32 // -1: unknown
+	part    int32 // -1: unknown
+	qos     int32 // -1: none
+	prio    int64
+	use     vec     // what its live placements hold
+	places  []int32 // live placements
+	running int32   // tasks running at cycle start
+	pending int32   // tasks not yet placed
+
 	job       *Job
-	queue     int32 // -1: unknown
-	part      int32 // -1: unknown
-	qos       int32 // -1: none
-	prio      int64
-	preempt   bool
-	g0, gn    int32   // its groups in cycle.groups
-	places    []int32 // live placements
-	running   int32   // tasks running at cycle start
-	pending   int32   // tasks not yet placed
+	g0, gn    int32 // its groups in cycle.groups
 	minMember int32
-	need      vec // estimated demand of its pending tasks
-	use       vec // what its live placements hold
-	evicted   bool
-	grew      bool   // got new tasks this cycle: not a victim, its binds stand
-	listed    bool   // waiting in its partition's pending lists
+	shape     int32  // interned shapeOf, set while it is listed
+	need      vec    // estimated demand of its pending tasks
 	code      string // why it is pending ("" when placed or never tried)
 	reason    string
-	shape     string
 	start     int64 // earliest task start, unix nanoseconds; 0: unknown
 	uu        *userUsage
 }
