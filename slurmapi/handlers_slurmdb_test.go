@@ -56,7 +56,7 @@ func newLedgerServer(t *testing.T) *httptest.Server {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{Auth: *testAuth(), Hostname: "ctl"}, WithLedger(nil, st))
+	srv, err := NewServer(Config{Auth: *testAuth(), Hostname: "ctl"}, WithLedger(nil, accounting.Ledger{Store: st}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,18 @@ import (
 	"github.com/sluicehq/sluice/accounting"
 )
 
-// Ledger is what the slurmdb job endpoints read from the accounting ledger;
-// accounting.Store satisfies it. With a ledger, slurmdb/jobs answers like
-// slurmdbd: finished jobs included, long after their PodGroups are gone.
+// Ledger is what the REST API reads from the accounting ledger;
+// accounting.Ledger satisfies it. With a ledger, slurmdb/jobs answers like
+// slurmdbd (finished jobs included, long after their PodGroups are gone) and
+// shares like sshare (Fair Tree over decayed usage).
 type Ledger interface {
 	Jobs(ctx context.Context, f accounting.JobFilter) ([]accounting.Job, error)
+	// FairShare is the Fair Tree over assocs with the ledger's usage.
+	FairShare(ctx context.Context, assocs []accounting.ShareAssoc) ([]accounting.ShareRow, error)
 }
 
-// WithLedger returns b with its slurmdb job reads (sacct) served from l;
-// everything else still goes to b.
+// WithLedger returns b with its slurmdb job reads (sacct) and fair-share
+// standing (sshare) served from l; everything else still goes to b.
 func WithLedger(b Backend, l Ledger) Backend { return ledgerBackend{Backend: b, ledger: l} }
 
 type ledgerBackend struct {
