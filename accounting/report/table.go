@@ -104,7 +104,8 @@ func (t Table) writeLine(b *strings.Builder, cells []string, o TextOptions, head
 }
 
 // fit pads or cuts a value to a column. Slurm marks a cut value with '+'
-// and right-aligns every header.
+// (a header is just cut), and a header is aligned like its column's values
+// (print_fields_header prints it with the field's signed width).
 func fit(v string, width int, header bool) string {
 	n := abs(width)
 	if len(v) > n {
@@ -113,7 +114,7 @@ func fit(v string, width int, header bool) string {
 		}
 		return v[:n-1] + "+"
 	}
-	if width < 0 && !header {
+	if width < 0 {
 		return v + strings.Repeat(" ", n-len(v))
 	}
 	return strings.Repeat(" ", n-len(v)) + v
