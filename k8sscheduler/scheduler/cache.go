@@ -110,31 +110,41 @@ func (c *cache) setPod(key string, p *podEntry) {
 		c.detach(old)
 		delete(c.pods, key)
 	}
+	confirmed := false
 	if p != nil {
 		c.pods[key] = p
-		c.attach(p)
+		confirmed = c.attach(p)
 	}
-	c.poke()
+	if !confirmed {
+		c.poke()
+	}
 }
 
 // member reports whether the pod is a task of one of our PodGroups.
 func (p *podEntry) member() bool { return p.ours && p.group != "" }
 
-func (c *cache) attach(p *podEntry) {
+// attach files a pod under its group or, for other schedulers' pods, its node. It reports
+// whether the pod only confirms a bind the cache already assumed: the next cycle would see
+// the same cluster, so none is woken for it (a backlog's thousands of confirmations would
+// each cost a cycle otherwise).
+func (c *cache) attach(p *podEntry) (confirmed bool) {
 	if p.member() {
 		g := c.group(p.group)
 		g.pods[p.name] = p
 		if p.node != "" {
+			b, ok := g.assumed[p.name]
+			confirmed = ok && b.Node == p.node
 			delete(g.assumed, p.name)
 		}
 		g.dirty = true
-		return
+		return confirmed
 	}
 	if p.node != "" {
 		n := c.node(p.node)
 		n.foreign[p.key()] = p
 		n.dirty = true
 	}
+	return false
 }
 
 func (c *cache) detach(p *podEntry) {

@@ -102,14 +102,20 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 	}
 	defer w.stop()
 	r := Result{Contender: h.name, Mode: mode, Pods: h.opts.Pods}
-	before, err := scrapeWrites(ctx, h.kube)
-	if err != nil {
-		return r, err
-	}
+	var before writeCounts
 	var began time.Time
 	var usage usageProbe
 	if mode == modeStream {
 		if usage, err = h.sched.start(ctx); err != nil {
+			return r, err
+		}
+		// The stream measures a running scheduler, not its start (backlog mode does).
+		if err := h.awaitReady(ctx, mode); err != nil {
+			h.sched.stop()
+			return r, err
+		}
+		if before, err = scrapeWrites(ctx, h.kube); err != nil {
+			h.sched.stop()
 			return r, err
 		}
 		began = time.Now()
@@ -118,6 +124,9 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 			return r, err
 		}
 	} else {
+		if before, err = scrapeWrites(ctx, h.kube); err != nil {
+			return r, err
+		}
 		if err := h.createPods(ctx, ns); err != nil {
 			return r, err
 		}
@@ -136,6 +145,7 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 		return r, fmt.Errorf("%s: %w", h.name, werr)
 	}
 	r.ToBound, r.ToRunning = bound.Sub(began), running.Sub(began)
+	r.BindP50, r.BindMax = w.bindLatency(began)
 	after, err := scrapeWrites(ctx, h.kube)
 	if err != nil {
 		return r, err
@@ -143,6 +153,43 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 	r.Writes = after.minus(before).schedulerWrites()
 	fmt.Fprintf(h.opts.Log, "bench: %s %s: %.0f pods/s bound, writes %v\n", h.name, mode, r.BoundPerSecond(), r.Writes)
 	return r, h.clear(ctx, ns)
+}
+
+// readyNamespace holds the pod that tells a started scheduler is ready.
+const readyNamespace = "bench-ready"
+
+// awaitReady waits until the scheduler binds one pod (in a namespace of its own, so the
+// run's watch does not count it), then removes that pod and waits until it is gone, so
+// the run finds every GPU free.
+func (h *harness) awaitReady(ctx context.Context, mode string) error {
+	_, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: readyNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := poll(ctx, func() bool {
+		_, err := h.kube.CoreV1().ServiceAccounts(readyNamespace).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("namespace %s never got its ServiceAccount: %w", readyNamespace, err)
+	}
+	name := "ready-" + mode
+	if err := h.createPod(ctx, readyNamespace, name); err != nil {
+		return err
+	}
+	if err := poll(ctx, func() bool {
+		p, err := h.kube.CoreV1().Pods(readyNamespace).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != ""
+	}); err != nil {
+		return fmt.Errorf("the scheduler never bound pod %s/%s: %w", readyNamespace, name, err)
+	}
+	zero := int64(0)
+	if err := h.kube.CoreV1().Pods(readyNamespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		return fmt.Errorf("delete pod %s/%s: %w", readyNamespace, name, err)
+	}
+	return poll(ctx, func() bool {
+		_, err := h.kube.CoreV1().Pods(readyNamespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 }
 
 // createPods creates the pods (and for Sluice one PodGroup per pod, named on the pod as

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,15 +19,17 @@ type podWatch struct {
 	want   int
 	cancel context.CancelFunc
 
-	mu                   sync.Mutex
-	seen, bound, running map[string]bool
-	allSeen, allBound    chan struct{}
-	allRunning           chan struct{}
-	boundAt, runningAt   time.Time
+	mu                    sync.Mutex
+	seen, bound, running  map[string]bool
+	podSeenAt, podBoundAt map[string]time.Time // per pod: first seen, first seen bound
+	allSeen, allBound     chan struct{}
+	allRunning            chan struct{}
+	boundAt, runningAt    time.Time
 }
 
 func watchPods(ctx context.Context, kube kubernetes.Interface, ns string, want int) (*podWatch, error) {
 	w := &podWatch{want: want, seen: map[string]bool{}, bound: map[string]bool{}, running: map[string]bool{},
+		podSeenAt: map[string]time.Time{}, podBoundAt: map[string]time.Time{},
 		allSeen: make(chan struct{}), allBound: make(chan struct{}), allRunning: make(chan struct{})}
 	ctx, w.cancel = context.WithCancel(ctx)
 	inf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)).Core().V1().Pods().Informer()
@@ -52,9 +55,15 @@ func (w *podWatch) observe(obj any) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.seen[pod.Name] {
+		w.podSeenAt[pod.Name] = now
+	}
 	mark(w.seen, pod.Name, w.want, w.allSeen)
-	if pod.Spec.NodeName != "" && mark(w.bound, pod.Name, w.want, w.allBound) {
-		w.boundAt = now
+	if pod.Spec.NodeName != "" && !w.bound[pod.Name] {
+		w.podBoundAt[pod.Name] = now
+		if mark(w.bound, pod.Name, w.want, w.allBound) {
+			w.boundAt = now
+		}
 	}
 	if pod.Status.Phase == corev1.PodRunning && mark(w.running, pod.Name, w.want, w.allRunning) {
 		w.runningAt = now
@@ -108,3 +117,24 @@ func (w *podWatch) await(ctx context.Context, done chan struct{}, limit time.Dur
 }
 
 func (w *podWatch) stop() { w.cancel() }
+
+// bindLatency is the median and the slowest time from a pod's creation (as the watch saw
+// it, or from since when later) to its binding: the scheduler's own delay, apart from how
+// fast the pods could be created.
+func (w *podWatch) bindLatency(since time.Time) (p50, max time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lat := make([]time.Duration, 0, len(w.podBoundAt))
+	for name, at := range w.podBoundAt {
+		from := w.podSeenAt[name]
+		if from.Before(since) {
+			from = since
+		}
+		lat = append(lat, at.Sub(from))
+	}
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)-1]
+}
