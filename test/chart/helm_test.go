@@ -124,10 +124,17 @@ func kinds(objs []*unstructured.Unstructured) map[string]int {
 	return n
 }
 
-// writeValues writes a values file for one test case.
+// writeValues writes a values file for one test case. Its directory is not
+// t.TempDir(): that is named after the test, and helm splits --values at
+// commas, which test names built from flow YAML contain.
 func writeValues(t testing.TB, yaml string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "values.yaml")
+	dir, err := os.MkdirTemp("", "sluice-values-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := filepath.Join(dir, "values.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

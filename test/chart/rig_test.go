@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -74,6 +75,9 @@ func TestChartOnRig(t *testing.T) {
 		if _, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			t.Errorf("listing pods with the server's token: %v", err)
 		}
+	})
+	t.Run("every server replica mounts the one webhook certificate", func(t *testing.T) {
+		replicasMountWebhookSecret(t, c, ns, objs)
 	})
 	t.Run("sluice server runs with the chart's config and credentials", func(t *testing.T) {
 		runServerWithChartCredentials(t, c, ns, objs)
@@ -294,4 +298,39 @@ func applyOne(ctx context.Context, t *testing.T, ri dynamic.ResourceInterface, o
 	if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "sluice-chart-test", Force: true}); err != nil {
 		t.Fatalf("server-side apply of %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 	}
+}
+
+// replicasMountWebhookSecret: the webhook Secret is in the cluster and each
+// pod the Deployment's ReplicaSet made mounts it at webhook.certDir, so every
+// replica serves the CA the registration carries (none makes its own).
+func replicasMountWebhookSecret(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructured.Unstructured) {
+	ctx := context.Background()
+	if _, err := c.Client().CoreV1().Secrets(ns).Get(ctx, "sluice-webhook-tls", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the webhook Secret after apply: %v", err)
+	}
+	certDir := serverConfig(t, objs).Webhook.CertDir
+	replicas, _, _ := unstructured.NestedInt64(find(t, objs, "Deployment", "sluice-server").Object, "spec", "replicas")
+	if replicas < 2 {
+		t.Fatalf("all-on values render %d server replicas; the check needs 2 or more", replicas)
+	}
+	sel := "app.kubernetes.io/instance=sluice,app.kubernetes.io/component=server"
+	e2e.WaitFor(t, fmt.Sprintf("%d server pods mounting sluice-webhook-tls at %s", replicas, certDir), time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, err
+		}
+		if int64(len(pods.Items)) != replicas {
+			return false, fmt.Errorf("%d server pods", len(pods.Items))
+		}
+		for _, p := range pods.Items {
+			spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p.Spec)
+			if err != nil {
+				return false, err
+			}
+			if got := podSecretMountedAt(spec, certDir); got != "sluice-webhook-tls" {
+				return false, fmt.Errorf("pod %s mounts %q at %s", p.Name, got, certDir)
+			}
+		}
+		return true, nil
+	})
 }

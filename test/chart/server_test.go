@@ -40,7 +40,8 @@ import (
 // else is as rendered. It checks each component got what it needs: the Lease,
 // the webhook registration with the chart's CA, a Slurm submission (namespace,
 // job id counter, PodGroup) placed by the scheduler (its pod created bound),
-// and no "forbidden" anywhere in the log.
+// a manifest Job grouped, mutated by the webhook and bound, and no
+// "forbidden" anywhere in the log.
 func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructured.Unstructured) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sluice")
@@ -50,8 +51,18 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 		t.Fatalf("go build ./cmd/sluice: %v\n%s", err, out)
 	}
 
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(configText(t, objs)), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	hook := cfg["webhook"].(map[string]any)
+	// webhook.certDir keeps its place relative to stateDir, as in the pod.
 	stateDir := filepath.Join(dir, "state")
-	webhookDir := filepath.Join(stateDir, "webhook")
+	rel, err := filepath.Rel(cfg["stateDir"].(string), hook["certDir"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhookDir := filepath.Join(stateDir, rel)
 	if err := os.MkdirAll(webhookDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +79,11 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	writeKubeconfig(t, kubeconfig, tokenConfig(t, c, ns, "sluice-server"))
 	listen := freeAddr(t)
 
-	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(configText(t, objs)), &cfg); err != nil {
-		t.Fatal(err)
-	}
 	cfg["kubeconfig"], cfg["stateDir"], cfg["listen"] = kubeconfig, stateDir, listen
 	// The rig has no PostgreSQL: the ledger is the SQLite default in stateDir.
-	delete(cfg["accounting"].(map[string]any), "dsn")
+	delete(cfg["accounting"].(map[string]any), "dsnFile")
 	cfg["rest"].(map[string]any)["jwtKeyFile"] = keyFile
-	hook := cfg["webhook"].(map[string]any)
+	hook["certDir"] = webhookDir
 	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"127.0.0.1"}, "", ""
 	cfgData, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -158,6 +165,7 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 		t.Errorf("no job id counter in %s: %v", ns, err)
 	}
 	slurmJobPlaced(t, c)
+	manifestJobPlaced(t, c)
 	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
 		t.Errorf("the server was refused something with the chart's RBAC:\n%s", logs.String())
 	}

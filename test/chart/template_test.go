@@ -71,6 +71,10 @@ func TestLintAndTemplate(t *testing.T) {
 			}
 			find(t, objs, "Service", cfg.Webhook.ServiceName)
 			checkServingCert(t, find(t, objs, "Secret", "sluice-webhook-tls"), cfg.Webhook.Hosts)
+			// Every replica reads the one CA from the Secret, where the config says.
+			if got := secretMountedAt(t, dep, cfg.Webhook.CertDir); got != "sluice-webhook-tls" {
+				t.Errorf("webhook.certDir %s is mounted from Secret %q, want sluice-webhook-tls", cfg.Webhook.CertDir, got)
+			}
 			if !slices.Contains(cfg.Webhook.Hosts, "sluice-webhook."+testNamespace+".svc") {
 				t.Errorf("webhook hosts %v lack the Service's DNS name", cfg.Webhook.Hosts)
 			}
@@ -93,16 +97,21 @@ func TestLintAndTemplate(t *testing.T) {
 					t.Errorf("%d %s rendered, want %d", n[kind], kind, want)
 				}
 			}
-			// The DSN carries a password: the config file is a Secret, not a ConfigMap.
-			if n["ConfigMap"] != 0 {
-				t.Errorf("%d ConfigMaps rendered with a PostgreSQL ledger, want 0", n["ConfigMap"])
+			// The DSN carries a password: it is a file from its own Secret,
+			// never in the ConfigMap.
+			if text := configText(t, objs); strings.Contains(text, "postgres://") {
+				t.Errorf("the ConfigMap holds the DSN:\n%s", text)
 			}
-			if dsn := serverConfig(t, objs).Accounting.DSN; !strings.HasPrefix(dsn, "postgres://sluice:secret@") {
-				t.Errorf("accounting.dsn %q, want the PostgreSQL DSN", dsn)
+			acct := serverConfig(t, objs).Accounting
+			if acct.DSN != "" || acct.DSNFile == "" {
+				t.Errorf("accounting dsn %q dsnFile %q, want only dsnFile", acct.DSN, acct.DSNFile)
 			}
-			vols, _, _ := unstructured.NestedSlice(find(t, objs, "Deployment", "sluice-server").Object, "spec", "template", "spec", "volumes")
-			if !strings.Contains(toJSON(t, vols), `"secretName":"sluice-server"`) {
-				t.Errorf("the server does not mount its config from the Secret: %v", vols)
+			dsnSecret := find(t, objs, "Secret", "sluice-ledger-dsn")
+			if dsn, _, _ := unstructured.NestedString(dsnSecret.Object, "stringData", "dsn"); !strings.HasPrefix(dsn, "postgres://sluice:secret@") {
+				t.Errorf("Secret sluice-ledger-dsn holds %q, want the PostgreSQL DSN", dsn)
+			}
+			if got := secretMountedAt(t, find(t, objs, "Deployment", "sluice-server"), filepath.Dir(acct.DSNFile)); got != "sluice-ledger-dsn" {
+				t.Errorf("accounting.dsnFile %s is mounted from Secret %q, want sluice-ledger-dsn", acct.DSNFile, got)
 			}
 			args, _, _ := unstructured.NestedStringSlice(container(t, find(t, objs, "DaemonSet", "sluice-agent")), "args")
 			for _, want := range []string{"--ib-rate=A100=200,H100=400", "--ib-ports=8", "--expected-gpus=8", "--poll=5s"} {
@@ -140,6 +149,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"config: {leaderElection: {leaseDuration: 15 seconds}}", "at '/config/leaderElection/leaseDuration': '15 seconds' does not match"},
 		{"config: {remediation: {breakerShare: 2}}", "at '/config/remediation/breakerShare': maximum: got 2, want 1"},
 		{"ledger: {type: postgres}", "at '/ledger/postgres/dsn': minLength: got 0, want 1"},
+		{"ledger: {type: postgres, postgres: {dsn: 'postgres://db', existingSecret: db}}", "at '/ledger/postgres/existingSecret': maxLength: got 2, want 0"},
+		{"ledger: {postgres: {existingSecretKey: 'a b'}}", "at '/ledger/postgres/existingSecretKey': 'a b' does not match"},
 		{"ledger: {postgres: {dsn: 'mysql://db'}}", "at '/ledger/postgres/dsn': 'mysql://db' does not match"},
 		{"ledger: {sqlite: {persistence: {accessMode: ReadWriteMany}}}", "at '/ledger/sqlite/persistence/accessMode'"},
 		{"agent: {ibRates: {H100: -1}}", "at '/agent/ibRates/H100': exclusiveMinimum: got -1, want 0"},
@@ -170,13 +181,15 @@ type renderedConfig struct {
 		LeaseName string `yaml:"leaseName"`
 	} `yaml:"leaderElection"`
 	Accounting struct {
-		DSN string `yaml:"dsn"`
+		DSN     string `yaml:"dsn"`
+		DSNFile string `yaml:"dsnFile"`
 	} `yaml:"accounting"`
 	REST struct {
 		JWTKeyFile  string `yaml:"jwtKeyFile"`
 		ClusterName string `yaml:"clusterName"`
 	} `yaml:"rest"`
 	Webhook struct {
+		CertDir             string   `yaml:"certDir"`
 		Hosts               []string `yaml:"hosts"`
 		ServiceName         string   `yaml:"serviceName"`
 		ServiceNamespace    string   `yaml:"serviceNamespace"`
@@ -194,25 +207,14 @@ func serverConfig(t testing.TB, objs []*unstructured.Unstructured) renderedConfi
 	return cfg
 }
 
-// configText is config.yaml from the server's ConfigMap, or from its Secret
-// when the config holds a PostgreSQL DSN.
+// configText is config.yaml from the server's ConfigMap.
 func configText(t testing.TB, objs []*unstructured.Unstructured) string {
 	t.Helper()
-	for _, o := range objs {
-		if o.GetName() != "sluice-server" {
-			continue
-		}
-		switch o.GetKind() {
-		case "ConfigMap":
-			text, _, _ := unstructured.NestedString(o.Object, "data", "config.yaml")
-			return text
-		case "Secret":
-			text, _, _ := unstructured.NestedString(o.Object, "stringData", "config.yaml")
-			return text
-		}
+	text, _, _ := unstructured.NestedString(find(t, objs, "ConfigMap", "sluice-server").Object, "data", "config.yaml")
+	if text == "" {
+		t.Fatal("ConfigMap sluice-server has no config.yaml")
 	}
-	t.Fatal("no ConfigMap or Secret sluice-server with the server's config.yaml")
-	return ""
+	return text
 }
 
 func container(t testing.TB, workload *unstructured.Unstructured) map[string]any {
@@ -222,6 +224,36 @@ func container(t testing.TB, workload *unstructured.Unstructured) map[string]any
 		t.Fatalf("%s %s has %d containers, want 1", workload.GetKind(), workload.GetName(), len(cs))
 	}
 	return cs[0].(map[string]any)
+}
+
+// secretMountedAt is the Secret whose volume the workload's container
+// mounts at dir ("" when none is).
+func secretMountedAt(t testing.TB, workload *unstructured.Unstructured, dir string) string {
+	t.Helper()
+	spec, _, _ := unstructured.NestedMap(workload.Object, "spec", "template", "spec")
+	return podSecretMountedAt(spec, dir)
+}
+
+// podSecretMountedAt is secretMountedAt for a pod spec (its first container).
+func podSecretMountedAt(podSpec map[string]any, dir string) string {
+	cs, _, _ := unstructured.NestedSlice(podSpec, "containers")
+	if len(cs) == 0 {
+		return ""
+	}
+	mounts, _, _ := unstructured.NestedSlice(cs[0].(map[string]any), "volumeMounts")
+	vols, _, _ := unstructured.NestedSlice(podSpec, "volumes")
+	for _, m := range mounts {
+		if m.(map[string]any)["mountPath"] != dir {
+			continue
+		}
+		for _, v := range vols {
+			if v.(map[string]any)["name"] == m.(map[string]any)["name"] {
+				name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 func mounted(c map[string]any, dir string) bool {

@@ -1,7 +1,7 @@
 {{/*
 The server's config.yaml (docs/configuration.md). Paths and names come from
-the chart; the rest from .Values.config. With a PostgreSQL ledger it carries
-the DSN (and so a password), which is why it then lives in a Secret.
+the chart; the rest from .Values.config. It holds no secret: the PostgreSQL
+DSN is a file from its own Secret (accounting.dsnFile).
 */}}
 {{- define "sluice.serverConfig" -}}
 {{- $c := .Values.config -}}
@@ -24,7 +24,7 @@ scheduler:
   {{- toYaml $c.scheduler | nindent 2 }}
 accounting:
   {{- if eq .Values.ledger.type "postgres" }}
-  dsn: {{ .Values.ledger.postgres.dsn | quote }}
+  dsnFile: {{ include "sluice.ledgerDSNFile" . }}
   {{- end }}
   {{- toYaml $c.accounting | nindent 2 }}
 slurm:
@@ -32,6 +32,7 @@ slurm:
 webhook:
   enabled: {{ .Values.webhook.enabled }}
   {{- if .Values.webhook.enabled }}
+  certDir: {{ include "sluice.webhookCertDir" . }}
   addr: ":{{ .Values.webhook.port }}"
   hosts: {{ include "sluice.webhookHosts" . }}
   serviceName: {{ include "sluice.webhookService" . }}

@@ -18,6 +18,8 @@
 {{- define "sluice.webhookService" -}}{{ include "sluice.fullname" . | trunc 55 | trimSuffix "-" }}-webhook{{- end -}}
 {{- define "sluice.jwtSecret" -}}{{ default (printf "%s-jwt" (include "sluice.fullname" .)) .Values.jwt.existingSecret }}{{- end -}}
 {{- define "sluice.webhookSecret" -}}{{ default (printf "%s-webhook-tls" (include "sluice.fullname" .)) .Values.webhook.tls.existingSecret }}{{- end -}}
+{{- define "sluice.ledgerDSNSecret" -}}{{ default (printf "%s-ledger-dsn" (include "sluice.fullname" .)) .Values.ledger.postgres.existingSecret }}{{- end -}}
+{{- define "sluice.ledgerDSNKey" -}}{{ if .Values.ledger.postgres.existingSecret }}{{ .Values.ledger.postgres.existingSecretKey }}{{ else }}dsn{{ end }}{{- end -}}
 {{- define "sluice.ledgerClaim" -}}{{ default (printf "%s-ledger" (include "sluice.fullname" .)) .Values.ledger.sqlite.persistence.existingClaim }}{{- end -}}
 
 {{- define "sluice.labels" -}}
@@ -52,6 +54,13 @@ app.kubernetes.io/component: {{ .component }}
 {{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) | toJson -}}
 {{- end -}}
 
-{{/* Where the server keeps its state; the webhook certificates are mounted under it. */}}
+{{/* Where the server keeps its state, and where each mounted Secret lands. */}}
 {{- define "sluice.stateDir" -}}/var/lib/sluice/state{{- end -}}
 {{- define "sluice.jwtKeyFile" -}}/etc/sluice/jwt/jwt.key{{- end -}}
+{{- define "sluice.ledgerDSNFile" -}}/etc/sluice/ledger/dsn{{- end -}}
+{{/*
+webhook.certDir: the webhook Secret's mount. It is stateDir/webhook, the
+directory a server that does not read webhook.certDir uses too, so every
+server version serves the Secret's CA and never makes its own.
+*/}}
+{{- define "sluice.webhookCertDir" -}}{{ include "sluice.stateDir" . }}/webhook{{- end -}}

@@ -1,0 +1,107 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/webhook"
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// manifestJobPlaced: a batch/v1 Job applied the Kubernetes way (schedulerName
+// sluice, a queue label, 1 GPU per pod, parallelism 2) is run by the server
+// holding only the chart's RBAC: the API server sends its pods through the
+// webhook served with the chart's certificate, the pod grouper gives them one
+// PodGroup of two, and the scheduler binds both.
+func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	ns := e2e.Namespace(t, c)
+	job := gpuJob("train", 2)
+	if _, err := c.Client().BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Job %s/%s: %v", ns, job.Name, err)
+	}
+	var pods []corev1.Pod
+	e2e.WaitFor(t, "the Job's 2 pods grouped and bound", time.Minute, func(ctx context.Context) (bool, error) {
+		list, err := c.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+		if err != nil {
+			return false, err
+		}
+		pods = list.Items
+		if len(pods) != 2 {
+			return false, fmt.Errorf("%d pods", len(pods))
+		}
+		for _, p := range pods {
+			if p.Annotations[v1alpha1.PodGroupAnnotation] == "" || p.Spec.NodeName == "" {
+				return false, fmt.Errorf("pod %s: PodGroup %q, node %q", p.Name, p.Annotations[v1alpha1.PodGroupAnnotation], p.Spec.NodeName)
+			}
+		}
+		return true, nil
+	})
+	group := pods[0].Annotations[v1alpha1.PodGroupAnnotation]
+	if other := pods[1].Annotations[v1alpha1.PodGroupAnnotation]; other != group {
+		t.Errorf("the Job's pods are in PodGroups %q and %q, want one", group, other)
+	}
+	pgs := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "podgroups"}
+	pg, err := dynamic.NewForConfigOrDie(c.RESTConfig()).Resource(pgs).Namespace(ns).Get(ctx, group, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Job's PodGroup %s/%s: %v", ns, group, err)
+	}
+	minMember, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember")
+	queue, _, _ := unstructured.NestedString(pg.Object, "spec", "queue")
+	if minMember != 2 || queue != "nlp" {
+		t.Errorf("PodGroup %s: minMember %d queue %q, want 2 and nlp", group, minMember, queue)
+	}
+	// The webhook (served with the chart's CA, so the API server trusted it)
+	// wired each container to the GPUs the binder assigns.
+	for _, p := range pods {
+		if !hasEnv(p.Spec.Containers[0], webhook.VisibleDevicesEnv) {
+			t.Errorf("pod %s has no %s: the webhook did not mutate it", p.Name, webhook.VisibleDevicesEnv)
+		}
+	}
+}
+
+// gpuJob is a Job of n parallel 1-GPU pods for Sluice in queue nlp.
+func gpuJob(name string, n int32) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: batchv1.JobSpec{
+			Parallelism:  &n,
+			Completions:  &n,
+			BackoffLimit: new(int32(0)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.QueueLabel: "nlp"}},
+				Spec: corev1.PodSpec{
+					SchedulerName: v1alpha1.DefaultSchedulerName,
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name:      "main",
+						Image:     "registry.example/train:latest",
+						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{cluster.ResourceGPU: resource.MustParse("1")}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func hasEnv(c corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
