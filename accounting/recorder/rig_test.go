@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +27,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
 )
@@ -228,8 +233,114 @@ func gpuSeconds(t *testing.T, db accounting.Store, ids ...int64) (float64, int) 
 	return total, n
 }
 
-// A Slurm job and a manifest Job run on kwok; the ledger shows both with their states,
-// times, exit codes and GPUs, and GPU-seconds equal to what the pods held.
+// sacctRow is what sacct should print for a finished job.
+type sacctRow struct {
+	name, account, state, exitCode string
+	start, end                     time.Time
+	gpus                           int
+}
+
+// sacctShows renders sacct as a user reads it (text, these fields) and checks each job's
+// line: name, account, state, exit code, start, end and elapsed to the second, and the
+// GPUs in AllocTRES.
+func sacctShows(t *testing.T, db accounting.Store, want map[int64]sacctRow) {
+	t.Helper()
+	var ids []int64
+	for id := range want {
+		ids = append(ids, id)
+	}
+	jobs, err := report.Sacct(context.Background(), db, report.SacctQuery{Filter: accounting.JobFilter{JobIDs: ids}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := report.SacctTable(jobs, "JobIDRaw%20,JobName%20,Account,State,ExitCode,Start,End,Elapsed,AllocTRES%60", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := table.WriteText(&out, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2+len(want) {
+		t.Fatalf("sacct printed %d lines, want a header, dashes and %d jobs:\n%s", len(lines), len(want), out.String())
+	}
+	for _, line := range lines[2:] {
+		f := strings.Fields(line)
+		id, _ := strconv.ParseInt(f[0], 10, 64)
+		w, ok := want[id]
+		if !ok || len(f) != 9 {
+			t.Errorf("sacct line %q: not one of %v with 9 fields", line, ids)
+			continue
+		}
+		stamp := func(at time.Time) string { return at.UTC().Format("2006-01-02T15:04:05") }
+		secs := int64(w.end.Sub(w.start).Seconds())
+		elapsed := fmt.Sprintf("%02d:%02d:%02d", secs/3600, secs%3600/60, secs%60)
+		if got, exp := f[1:8], []string{w.name, w.account, w.state, w.exitCode, stamp(w.start), stamp(w.end), elapsed}; !slices.Equal(got, exp) {
+			t.Errorf("sacct shows job %d as %v, want %v", id, got, exp)
+		}
+		if !slices.Contains(strings.Split(f[8], ","), fmt.Sprintf("gres/gpu=%d", w.gpus)) {
+			t.Errorf("sacct shows job %d with AllocTRES %s, want gres/gpu=%d", id, f[8], w.gpus)
+		}
+	}
+}
+
+// slurmdbShows reads a finished job over the REST API's slurmdb/job/{id}, served from the
+// ledger as the server wires it, and checks its state, times and GPUs.
+func slurmdbShows(t *testing.T, db accounting.Store, id int64, start, end time.Time, gpus float64) {
+	t.Helper()
+	key := []byte("recorder-rig-test-key-of-32-byte")
+	api, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: key}}, slurmapi.WithLedger(nil, accounting.Ledger{Store: db}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	token, err := slurmapi.MintToken(key, "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/slurmdb/v0.0.44/job/%d", srv.URL, id), nil)
+	req.Header.Set("X-SLURM-USER-TOKEN", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Jobs []struct {
+			State struct {
+				Current []string `json:"current"`
+			} `json:"state"`
+			Time struct {
+				Start, End int64
+			} `json:"time"`
+			TRES struct {
+				Allocated []struct {
+					Type, Name string
+					Count      float64
+				} `json:"allocated"`
+			} `json:"tres"`
+		} `json:"jobs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK || len(body.Jobs) != 1 {
+		t.Fatalf("slurmdb/job/%d: %d, %v, %+v", id, resp.StatusCode, err, body)
+	}
+	j := body.Jobs[0]
+	held := -1.0
+	for _, tres := range j.TRES.Allocated {
+		if tres.Type == "gres" && tres.Name == "gpu" {
+			held = tres.Count
+		}
+	}
+	if !slices.Equal(j.State.Current, []string{"COMPLETED"}) || j.Time.Start != start.Unix() || j.Time.End != end.Unix() || held != gpus {
+		t.Errorf("slurmdb/job/%d: %+v, want COMPLETED from %d to %d on %v GPUs", id, j, start.Unix(), end.Unix(), gpus)
+	}
+}
+
+// A Slurm job and a manifest Job run on kwok; the ledger, and sacct's report of it, show
+// both with their states, times, exit codes and GPUs, and sreport's allocated
+// GPU-seconds equal what the pods held.
 func TestRecordsSlurmAndManifestJobs(t *testing.T) {
 	e := newRigEnv(t)
 	e.startRecorder(t)
@@ -253,6 +364,11 @@ func TestRecordsSlurmAndManifestJobs(t *testing.T) {
 		manifest.Name != "eval" || manifest.Allocated.GPUs != 1 || !manifest.Start.Equal(mstart) || !manifest.End.Equal(mend) {
 		t.Errorf("manifest job %+v: want eval FAILED with exit code 3 in vision on 1 GPU from %s to %s", manifest, mstart, mend)
 	}
+	sacctShows(t, e.db, map[int64]sacctRow{
+		9001:       {"train-9001", "nlp", "COMPLETED", "0:0", start, end, 2},
+		manifestID: {"eval", "vision", "FAILED", "3:0", mstart, mend, 1},
+	})
+	slurmdbShows(t, e.db, 9001, start, end, 2)
 	got, _ := gpuSeconds(t, e.db, 9001, manifestID)
 	want := 2*end.Sub(start).Seconds() + mend.Sub(mstart).Seconds()
 	if got != want {
