@@ -115,23 +115,23 @@ func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queue
 	var tried [maxVictimNodes]int32
 	ntried, scanned := 0, 0
 	for _, vq := range queues {
-		for _, v := range c.inEvictionOrder(vq) {
+		for k, v := range c.inEvictionOrder(vq) {
 			if scanned++; scanned > maxVictimScan {
 				return false
 			}
 			if vj := &c.jobs[v]; vj.evicted || v == ji || vj.grew || !allowed(v) {
 				continue
 			}
+			// Neither evicted nor grown, it holds exactly what it held when its queue was
+			// sorted: the copy in vq.held.
 			from := len(pairs)
-			for _, pi := range c.jobs[v].places {
-				if pl := &c.places[pi]; pl.live {
-					if !c.gained[pl.node] {
-						c.gained[pl.node] = true
-						touched = append(touched, pl.node)
-					}
-					c.gain[pl.node].add(pl.use)
-					pairs = append(pairs, nodeVictim{pl.node, v})
+			for _, h := range vq.held[vq.heldAt[k]:vq.heldAt[k+1]] {
+				if !c.gained[h.node] {
+					c.gained[h.node] = true
+					touched = append(touched, h.node)
 				}
+				c.gain[h.node].add(h.use)
+				pairs = append(pairs, nodeVictim{h.node, v})
 			}
 			for _, p := range pairs[from:] {
 				n := p.node

@@ -39,6 +39,7 @@ type cycle struct {
 	// for sorting one queue's victims.
 	giving     []*victimQueue
 	victimKeys []victimKey
+	holds      []victimHold // backing store for every victimQueue.held
 	// jobsByID is set when the snapshot lists its jobs in id order: a job's position then
 	// orders it by id.
 	jobsByID bool
@@ -77,12 +78,16 @@ type buffers struct {
 	nodes   []nodeState
 	gpus    []gpuState
 	nodeIdx map[string]int32
+	holds   []victimHold
 }
 
 // keep takes back the cycle's arrays (they may have grown) for the next cycle.
 func (b *buffers) keep(c *cycle) {
 	b.jobs, b.groups, b.places, b.gpuRefs = c.jobs, c.groups, c.places, c.gpuRefs
 	b.nodes, b.gpus, b.nodeIdx = c.nodes, c.gpus, c.nodeIdx
+	if cap(c.holds) > cap(b.holds) {
+		b.holds = c.holds
+	}
 }
 
 // reuse returns a zeroed slice of length n, in buf's array when it is large enough.

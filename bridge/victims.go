@@ -13,6 +13,16 @@ type victimQueue struct {
 	queue  int32
 	jobs   []int32
 	sorted bool
+	// held copies, once sorted, the placements of jobs[k] to held[heldAt[k]:heldAt[k+1]],
+	// so that the walk for a one-task job reads one array, not 100k scattered placements.
+	held   []victimHold
+	heldAt []int32
+}
+
+// victimHold is what one placement of a victim holds, and where.
+type victimHold struct {
+	node int32
+	use  vec
 }
 
 // victimKey is what eviction order compares, copied out of the job so that the sort reads
@@ -90,6 +100,17 @@ func (c *cycle) inEvictionOrder(vq *victimQueue) []int32 {
 		vq.jobs[i] = k.job
 	}
 	c.victimKeys = keys
+	// Appended to one arena kept across cycles; a list cut before the arena grew keeps the
+	// old array, which nothing writes again.
+	start := len(c.holds)
+	vq.heldAt = make([]int32, len(vq.jobs)+1)
+	for i, v := range vq.jobs {
+		for _, pi := range c.jobs[v].places {
+			c.holds = append(c.holds, victimHold{c.places[pi].node, c.places[pi].use})
+		}
+		vq.heldAt[i+1] = int32(len(c.holds) - start)
+	}
+	vq.held = c.holds[start:len(c.holds):len(c.holds)]
 	vq.sorted = true
 	return vq.jobs
 }
