@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,6 +82,19 @@ func (e *APIError) Error() string {
 		parts = append(parts, msg)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// IsNotFound reports whether err is the server saying that the job, node or
+// partition asked for does not exist.
+func IsNotFound(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// IsForbidden reports whether err is the server refusing the caller access.
+func IsForbidden(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusForbidden
 }
 
 // do sends one request and decodes a 2xx body into out (when not nil).

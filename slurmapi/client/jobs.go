@@ -38,6 +38,26 @@ type Job struct {
 	RestartCount int64    `json:"restart_cnt"`
 	Comment      string   `json:"comment"`
 	ExitCode     ExitCode `json:"exit_code"`
+
+	// What scontrol show job adds to squeue's view.
+	Cluster          string `json:"cluster"`
+	EligibleTime     NoVal  `json:"eligible_time"`
+	Dependency       string `json:"dependency"`
+	Hold             bool   `json:"hold"`
+	BatchFlag        bool   `json:"batch_flag"`
+	MaxNodes         NoVal  `json:"max_nodes"`
+	CPUsPerTask      NoVal  `json:"cpus_per_task"`
+	TasksPerNode     NoVal  `json:"tasks_per_node"`
+	MemoryPerNode    NoVal  `json:"memory_per_node"`
+	MemoryPerCPU     NoVal  `json:"memory_per_cpu"`
+	TRESPerNode      string `json:"tres_per_node"`
+	TRESPerTask      string `json:"tres_per_task"`
+	TRESPerJob       string `json:"tres_per_job"`
+	Container        string `json:"container"`
+	StdIn            string `json:"standard_input"`
+	ArrayTaskString  string `json:"array_task_string"`
+	ArrayMaxTasks    NoVal  `json:"array_max_tasks"`
+	StateDescription string `json:"state_description"`
 }
 
 // ExitCode is v0.0.44's process_exit_code_verbose.
@@ -102,7 +122,18 @@ func (c *Client) Cancel(ctx context.Context, id uint32, signal string) error {
 	return c.do(ctx, "DELETE", "/slurm/"+Version+"/job/"+strconv.FormatUint(uint64(id), 10), q, nil, nil)
 }
 
-// Update changes a held job's fields (hold/release, time limit, priority).
+// Update changes a job's fields (hold, time_limit, priority, comment, name):
+// the body of POST job/{job_id} is a job_desc_msg.
 func (c *Client) Update(ctx context.Context, id uint32, fields map[string]any) error {
 	return c.do(ctx, "POST", "/slurm/"+Version+"/job/"+strconv.FormatUint(uint64(id), 10), nil, fields, nil)
+}
+
+// Requeue returns a job to PENDING (held when hold is true, like scontrol
+// requeuehold). Only data_parser v0.0.45 has the endpoint.
+func (c *Client) Requeue(ctx context.Context, id uint32, hold bool) error {
+	q := url.Values{}
+	if hold {
+		q.Set("Hold", "true")
+	}
+	return c.do(ctx, "GET", "/slurm/v0.0.45/job/"+strconv.FormatUint(uint64(id), 10)+"/requeue", q, nil, nil)
 }

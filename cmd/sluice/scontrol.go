@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+func init() {
+	register(command{name: "scontrol", summary: "show and change jobs, nodes and partitions (like Slurm's scontrol)", run: runScontrol})
+}
+
+const scontrolUsage = `Usage: sluice scontrol [flags] COMMAND [ARGS]
+
+Commands:
+  show job [JOBID]              a job (or every job you may see), Key=Value
+  show node [NAME]              a node (or every node)
+  show partition [NAME]         a partition (or every partition)
+  hold JOBID...                 keep pending jobs from starting
+  release JOBID...              let held jobs start
+  requeue JOBID...              return jobs to PENDING (run again later)
+  requeuehold JOBID...          requeue and hold
+  update JobId=N KEY=VALUE...   change a job: TimeLimit, Priority, Comment, JobName
+
+Flags:
+`
+
+func runScontrol(args []string) error {
+	fs := flag.NewFlagSet("scontrol", flag.ContinueOnError)
+	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
+	oneLine := fs.Bool("o", false, "one line per record; also --oneliner")
+	fs.BoolVar(oneLine, "oneliner", false, "one line per record")
+	asJSON := fs.Bool("json", false, "show: print the records as JSON (the REST API's shape)")
+	fs.Usage = func() {
+		io.WriteString(fs.Output(), scontrolUsage)
+		fs.PrintDefaults()
+	}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return usageError{"no command given (show, hold, release, requeue, requeuehold, update)"}
+	}
+	verb, rest := strings.ToLower(rest[0]), rest[1:]
+	var act func(ctx context.Context, c *client.Client) error
+	switch verb {
+	case "show":
+		if len(rest) == 0 {
+			return usageError{"show what? job, node or partition"}
+		}
+		what, name := strings.ToLower(rest[0]), ""
+		if len(rest) > 1 {
+			name = rest[1]
+		}
+		if len(rest) > 2 {
+			return usageError{fmt.Sprintf("show %s takes one name, got %q", what, rest[1:])}
+		}
+		show := showOptions{oneLine: *oneLine, json: *asJSON, now: time.Now()}
+		act = func(ctx context.Context, c *client.Client) error { return scontrolShow(ctx, c, os.Stdout, what, name, show) }
+	case "hold", "release", "requeue", "requeuehold":
+		ids, err := scontrolJobIDs(rest)
+		if err != nil {
+			return err
+		}
+		act = func(ctx context.Context, c *client.Client) error { return scontrolJobAction(ctx, c, verb, ids) }
+	case "update":
+		id, fields, err := parseJobUpdate(rest)
+		if err != nil {
+			return err
+		}
+		act = func(ctx context.Context, c *client.Client) error {
+			if err := c.Update(ctx, id, fields); err != nil {
+				return jobError(id, err)
+			}
+			return nil
+		}
+	default:
+		return usageError{fmt.Sprintf("unknown command %q", verb)}
+	}
+	c, err := client.FromEnv(*token)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return act(ctx, c)
+}
+
+// showOptions are how `show` prints.
+type showOptions struct {
+	oneLine, json bool
+	now           time.Time
+}
+
+// scontrolShow prints one or every job, node or partition. Unknown names
+// fail with scontrol's own messages.
+func scontrolShow(ctx context.Context, c *client.Client, w io.Writer, what, name string, o showOptions) error {
+	var records []record
+	var value any
+	var noun string // what "No ... in the system" names
+	switch {
+	case strings.HasPrefix("jobs", what) && what != "":
+		jobs, err := showJobs(ctx, c, name)
+		if err != nil {
+			return err
+		}
+		value, noun = map[string]any{"jobs": jobs}, "jobs"
+		for _, j := range jobs {
+			records = append(records, jobRecord(j, o.now))
+		}
+	case strings.HasPrefix("nodes", what) && what != "":
+		nodes, err := c.Nodes(ctx)
+		if name != "" {
+			var n client.Node
+			n, err = c.Node(ctx, name)
+			nodes = []client.Node{n}
+		}
+		if client.IsNotFound(err) {
+			return fmt.Errorf("Node %s not found", name)
+		} else if err != nil {
+			return err
+		}
+		value, noun = map[string]any{"nodes": nodes}, "nodes"
+		for _, n := range nodes {
+			records = append(records, nodeRecord(n))
+		}
+	case strings.HasPrefix("partitions", what) && what != "":
+		parts, err := c.Partitions(ctx)
+		if name != "" {
+			var p client.Partition
+			p, err = c.Partition(ctx, name)
+			parts = []client.Partition{p}
+		}
+		if client.IsNotFound(err) {
+			return fmt.Errorf("Partition %s not found", name)
+		} else if err != nil {
+			return err
+		}
+		value, noun = map[string]any{"partitions": parts}, "partitions"
+		for _, p := range parts {
+			records = append(records, partitionRecord(p))
+		}
+	default:
+		return usageError{fmt.Sprintf("show %q: want job, node or partition", what)}
+	}
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(value)
+	}
+	if len(records) == 0 {
+		fmt.Fprintf(w, "No %s in the system\n", noun)
+		return nil
+	}
+	for _, r := range records {
+		r.write(w, o.oneLine)
+	}
+	return nil
+}
+
+// errInvalidJobID is scontrol's answer for a job that does not exist (or
+// has left the cluster).
+var errInvalidJobID = errors.New("slurm_load_jobs error: Invalid job id specified")
+
+// showJobs reads one job (JOBID, or an array task JOBID_TASK) or all the
+// caller may see.
+func showJobs(ctx context.Context, c *client.Client, name string) ([]client.Job, error) {
+	if name == "" {
+		return c.Jobs(ctx)
+	}
+	base, task, isTask := strings.Cut(name, "_")
+	id, err := strconv.ParseUint(base, 10, 32)
+	if err != nil || id == 0 {
+		return nil, errInvalidJobID
+	}
+	if isTask {
+		// A started array task is a job of its own; find it by its array
+		// job id and task id.
+		all, err := c.Jobs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range all {
+			if jobIDString(j) == base+"_"+task {
+				return []client.Job{j}, nil
+			}
+		}
+		return nil, errInvalidJobID
+	}
+	j, err := c.Job(ctx, uint32(id))
+	switch {
+	case client.IsNotFound(err):
+		return nil, errInvalidJobID
+	case client.IsForbidden(err):
+		return nil, errors.New("slurm_load_jobs error: Access/permission denied")
+	case err != nil:
+		return nil, err
+	}
+	return []client.Job{j}, nil
+}
+
+// scontrolJobIDs reads hold/release/requeue arguments: job ids, also
+// comma-separated as scontrol takes them.
+func scontrolJobIDs(args []string) ([]uint32, error) {
+	var ids []uint32
+	for _, a := range args {
+		for _, s := range strings.Split(a, ",") {
+			if s == "" {
+				continue
+			}
+			id, err := strconv.ParseUint(s, 10, 32)
+			if err != nil || id == 0 {
+				return nil, usageError{fmt.Sprintf("invalid job id %q", s)}
+			}
+			ids = append(ids, uint32(id))
+		}
+	}
+	if len(ids) == 0 {
+		return nil, usageError{"no job id given"}
+	}
+	return ids, nil
+}
+
+// scontrolJobAction holds, releases or requeues each job, reporting each
+// failure and failing if any did.
+func scontrolJobAction(ctx context.Context, c *client.Client, verb string, ids []uint32) error {
+	failed := 0
+	for _, id := range ids {
+		var err error
+		switch verb {
+		case "hold":
+			err = c.Update(ctx, id, map[string]any{"hold": true})
+		case "release":
+			err = c.Update(ctx, id, map[string]any{"hold": false})
+		case "requeue", "requeuehold":
+			err = c.Requeue(ctx, id, verb == "requeuehold")
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scontrol: %v\n", jobError(id, err))
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%s failed for %d of %d jobs", verb, failed, len(ids))
+	}
+	return nil
+}
+
+// jobError names the job in a failure, in scontrol's words for a job that
+// does not exist.
+func jobError(id uint32, err error) error {
+	if client.IsNotFound(err) {
+		return fmt.Errorf("Invalid job id specified for job %d", id)
+	}
+	return fmt.Errorf("job %d: %w", id, err)
+}
+
+// parseJobUpdate reads `update JobId=N Key=Value...` into a job_desc_msg
+// for POST job/{job_id}. Keys are case-insensitive, as in scontrol.
+func parseJobUpdate(args []string) (uint32, map[string]any, error) {
+	var id uint32
+	fields := map[string]any{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			return 0, nil, usageError{fmt.Sprintf("update: %q is not KEY=VALUE", a)}
+		}
+		switch strings.ToLower(k) {
+		case "jobid":
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil || n == 0 {
+				return 0, nil, usageError{fmt.Sprintf("update: invalid JobId %q", v)}
+			}
+			id = uint32(n)
+		case "timelimit":
+			d, err := sbatch.ParseTimeLimit(v)
+			if err != nil {
+				return 0, nil, usageError{"update: " + err.Error()}
+			}
+			if d == sbatch.Unlimited {
+				fields["time_limit"] = client.NoVal{Set: true, Infinite: true}
+			} else {
+				fields["time_limit"] = client.Set(int64(d / time.Minute))
+			}
+		case "priority":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return 0, nil, usageError{fmt.Sprintf("update: invalid Priority %q", v)}
+			}
+			fields["priority"] = client.Set(n)
+		case "comment":
+			fields["comment"] = v
+		case "jobname", "name":
+			fields["name"] = v
+		default:
+			return 0, nil, usageError{fmt.Sprintf("update: %s cannot be changed here (TimeLimit, Priority, Comment, JobName can)", k)}
+		}
+	}
+	if id == 0 {
+		return 0, nil, usageError{"update: name the job with JobId=N"}
+	}
+	if len(fields) == 0 {
+		return 0, nil, usageError{"update: nothing to change (TimeLimit=, Priority=, Comment=, JobName=)"}
+	}
+	return id, fields, nil
+}
