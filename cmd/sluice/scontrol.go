@@ -67,7 +67,9 @@ func runScontrol(args []string) error {
 			return usageError{fmt.Sprintf("show %s takes one name, got %q", what, rest[1:])}
 		}
 		show := showOptions{oneLine: *oneLine, json: *asJSON, now: time.Now()}
-		act = func(ctx context.Context, c *client.Client) error { return scontrolShow(ctx, c, os.Stdout, what, name, show) }
+		act = func(ctx context.Context, c *client.Client) error {
+			return scontrolShow(ctx, c, os.Stdout, what, name, show)
+		}
 	case "hold", "release", "requeue", "requeuehold":
 		ids, err := scontrolJobIDs(rest)
 		if err != nil {
