@@ -20,6 +20,7 @@ const testNamespace = "sluice-system"
 // both lint cleanly and render what a user would expect of them.
 func TestLintAndTemplate(t *testing.T) {
 	allOn := filepath.Join("testdata", "all-on.yaml")
+	ownDSNSecret := writeValues(t, "ledger: {type: postgres, postgres: {existingSecret: sluice-db, existingSecretKey: url}}")
 	tests := []struct {
 		name   string
 		values []string
@@ -122,6 +123,28 @@ func TestLintAndTemplate(t *testing.T) {
 			cfg := serverConfig(t, objs)
 			if !slices.Equal(cfg.Webhook.ExtraSchedulerNames, []string{"kai-scheduler"}) || cfg.REST.ClusterName != "gpu-east" {
 				t.Errorf("config did not take the values: %+v", cfg)
+			}
+		}},
+		{"PostgreSQL DSN from the user's Secret", []string{ownDSNSecret}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, o := range objs {
+				if o.GetKind() == "Secret" && o.GetName() == "sluice-ledger-dsn" {
+					t.Error("the chart made a DSN Secret although ledger.postgres.existingSecret names one")
+				}
+			}
+			acct := serverConfig(t, objs).Accounting
+			dep := find(t, objs, "Deployment", "sluice-server")
+			if got := secretMountedAt(t, dep, filepath.Dir(acct.DSNFile)); got != "sluice-db" {
+				t.Errorf("accounting.dsnFile %s is mounted from Secret %q, want sluice-db", acct.DSNFile, got)
+			}
+			// The user's key lands under the file name the config names.
+			want := `[{"key":"url","path":"` + filepath.Base(acct.DSNFile) + `"}]`
+			vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+			for _, v := range vols {
+				if name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); name == "sluice-db" {
+					if items, _, _ := unstructured.NestedSlice(v.(map[string]any), "secret", "items"); toJSON(t, items) != want {
+						t.Errorf("Secret sluice-db is mounted with items %s, want %s", toJSON(t, items), want)
+					}
+				}
 			}
 		}},
 	}
