@@ -23,6 +23,9 @@ type JobBackend interface {
 	Submit(ctx context.Context, job *JobDesc) (SubmitResult, error)
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
 	Job(ctx context.Context, id uint32) (Job, error)
+	// ArrayTask is task index of array job arrayID: the task's own job,
+	// or the array's record while that task is not split off yet.
+	ArrayTask(ctx context.Context, arrayID uint32, index int) (Job, error)
 	UpdateJob(ctx context.Context, id uint32, u JobUpdate) error
 	SignalJob(ctx context.Context, id uint32, req CancelRequest) error
 	// RequeueJob returns a job to PENDING (held if hold is true).

@@ -114,29 +114,55 @@ func parseJobID(s, source string) (uint32, *Error) {
 	return uint32(id), nil
 }
 
-// accessibleJob loads the job in the path and checks the caller's right
-// to it.
-func accessibleJob(s *Server, c *call) (Job, error) {
-	id, e := parseJobID(c.vars["job_id"], "job_id")
-	if e != nil {
-		return Job{}, e
+// parseJobRef reads a job id in a path: "123", or an array task "123_4".
+func parseJobRef(s, source string) (uint32, *int, *Error) {
+	idText, taskText, isTask := strings.Cut(s, "_")
+	id, e := parseJobID(idText, source)
+	if e != nil || !isTask {
+		return id, nil, e
 	}
-	j, err := s.backend.Job(c.ctx, id)
-	if err != nil {
-		return Job{}, err
+	task, err := strconv.Atoi(taskText)
+	if err != nil || task < 0 {
+		return 0, nil, BadRequest(ErrInvalidJobID, source, "%q is not a job id or ARRAYID_TASK", s)
 	}
-	if !c.id.CanAccessJob(j.Desc.User, j.Desc.Account) {
-		return Job{}, Forbidden("job_id", "job %d belongs to %s in account %s; %s may not access it", id, j.Desc.User, j.Desc.Account, c.id.User)
-	}
-	return j, nil
+	return id, &task, nil
 }
 
+// accessibleJob loads the job in the path (an array task resolved to its
+// job, task is its index) and checks the caller's right to it.
+func accessibleJob(s *Server, c *call) (j Job, task *int, err error) {
+	id, task, e := parseJobRef(c.vars["job_id"], "job_id")
+	if e != nil {
+		return Job{}, nil, e
+	}
+	if task != nil {
+		j, err = s.backend.ArrayTask(c.ctx, id, *task)
+	} else {
+		j, err = s.backend.Job(c.ctx, id)
+	}
+	if err != nil {
+		return Job{}, nil, err
+	}
+	if !c.id.CanAccessJob(j.Desc.User, j.Desc.Account) {
+		return Job{}, nil, Forbidden("job_id", "job %s belongs to %s in account %s; %s may not access it", c.vars["job_id"], j.Desc.User, j.Desc.Account, c.id.User)
+	}
+	return j, task, nil
+}
+
+// handleJob answers for one job; an array's id answers for the array's
+// record and all its tasks, as scontrol show job does.
 func handleJob(s *Server, c *call) (map[string]any, error) {
-	j, err := accessibleJob(s, c)
+	j, task, err := accessibleJob(s, c)
 	if err != nil {
 		return nil, err
 	}
-	return renderJobs([]Job{j}, s.cfg.ClusterName, c.now), nil
+	jobs := []Job{j}
+	if task == nil && j.ArrayJobID == j.ID && j.ArrayJobID != 0 {
+		if jobs, err = s.backend.Jobs(c.ctx, JobFilter{IDs: []uint32{j.ID}}); err != nil {
+			return nil, err
+		}
+	}
+	return renderJobs(jobs, s.cfg.ClusterName, c.now), nil
 }
 
 // jobUpdateIn is what POST job/{job_id} reads of a job_desc_msg.
@@ -149,9 +175,13 @@ type jobUpdateIn struct {
 }
 
 func handleUpdateJob(s *Server, c *call) (map[string]any, error) {
-	j, err := accessibleJob(s, c)
+	j, task, err := accessibleJob(s, c)
 	if err != nil {
 		return nil, err
+	}
+	if task != nil && j.ArrayTaskID == nil {
+		return nil, Errorf(http.StatusConflict, ErrNotSupported, "job_id",
+			"task %d of array %d has not been split off the array yet; change the array (%d) instead", *task, j.ID, j.ID)
 	}
 	body, e := readBody(c)
 	if e != nil {
@@ -223,7 +253,7 @@ func killStatus(id uint32, e *Error) map[string]any {
 }
 
 func handleKillJob(s *Server, c *call) (map[string]any, error) {
-	j, err := accessibleJob(s, c)
+	j, task, err := accessibleJob(s, c)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +261,7 @@ func handleKillJob(s *Server, c *call) (map[string]any, error) {
 	if e != nil {
 		return nil, e
 	}
-	if err := s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig}); err != nil {
+	if err := s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig, ArrayTask: task}); err != nil {
 		return nil, err
 	}
 	return map[string]any{"status": []any{killStatus(j.ID, nil)}}, nil
@@ -304,7 +334,7 @@ func (s *Server) asErrorOrNil(err error) *Error {
 }
 
 func handleRequeueJob(s *Server, c *call) (map[string]any, error) {
-	j, err := accessibleJob(s, c)
+	j, _, err := accessibleJob(s, c)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,11 @@ type Job struct {
 	ID          uint32
 	ArrayJobID  uint32 // 0 unless an array task
 	ArrayTaskID *int   // nil unless an array task
-	Desc        JobDesc
+	// ArrayPending is set on an array's record while tasks are not split
+	// off yet: their indices as Slurm shows them ("4-15"); squeue shows
+	// the record as ID_[4-15].
+	ArrayPending string
+	Desc         JobDesc
 
 	// State is Slurm's base state first, then flags: ["PENDING"],
 	// ["RUNNING"], ["COMPLETED"], ["PENDING","REQUEUED"], ...
@@ -131,4 +135,8 @@ type CancelRequest struct {
 	Signal int // 9 (SIGKILL) cancels; others are delivered to the job
 	Batch  bool
 	Full   bool
+	// ArrayTask names the array task the job id was resolved from
+	// (scancel 123_4): only that task is cancelled, not the whole array,
+	// and one not split off yet is dropped from the array's record.
+	ArrayTask *int
 }

@@ -133,7 +133,7 @@ func renderJob(j *Job, cluster string) map[string]any {
 	} else if d.Array != "" {
 		m["array_job_id"] = Num(int64(j.ID)).tree()
 		m["array_task_id"] = NoVal{}.tree()
-		m["array_task_string"] = strings.SplitN(d.Array, "%", 2)[0]
+		m["array_task_string"] = j.ArrayPending // the tasks not split off yet
 		if a, err := sbatch.ParseArray(d.Array); err == nil && a.MaxRunning > 0 {
 			m["array_max_tasks"] = Num(int64(a.MaxRunning)).tree()
 		}

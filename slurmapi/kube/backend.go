@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // Options configure the Kubernetes backend.
@@ -89,7 +91,11 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (slurmapi.Sub
 	if err := b.ensureNamespace(ctx, Namespace(d.Account)); err != nil {
 		return slurmapi.SubmitResult{}, err
 	}
-	id, err := b.ids.Next(ctx)
+	tasks := uint32(1)
+	if a, err := sbatch.ParseArray(d.Array); d.Array != "" && err == nil {
+		tasks = uint32(a.Count()) // the array's id and its tasks' ids
+	}
+	id, err := b.ids.NextN(ctx, tasks)
 	if err != nil {
 		return slurmapi.SubmitResult{}, err
 	}
@@ -121,15 +127,28 @@ func (b *Backend) ensureNamespace(ctx context.Context, name string) error {
 
 // podGroups lists the PodGroups that carry a job id, optionally one id.
 func (b *Backend) podGroups(ctx context.Context, id uint32) ([]v1alpha1.PodGroup, error) {
-	var list v1alpha1.PodGroupList
 	var sel client.ListOption = client.HasLabels{v1alpha1.JobIDLabel}
 	if id != 0 {
 		sel = client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
 	}
-	if err := b.c.List(ctx, &list, sel); err != nil {
+	return b.listGroups(ctx, sel)
+}
+
+func (b *Backend) listGroups(ctx context.Context, opts ...client.ListOption) ([]v1alpha1.PodGroup, error) {
+	var list v1alpha1.PodGroupList
+	if err := b.c.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("list PodGroups: %w", err)
 	}
 	return list.Items, nil
+}
+
+// withArray adds, when pgs is one array's record, the array's tasks: job
+// id A names the whole array, as in Slurm.
+func (b *Backend) withArray(ctx context.Context, pgs []v1alpha1.PodGroup) ([]v1alpha1.PodGroup, error) {
+	if len(pgs) != 1 || pgs[0].Labels[ArrayJobLabel] == "" || pgs[0].Labels[ArrayJobLabel] != pgs[0].Labels[v1alpha1.JobIDLabel] {
+		return pgs, nil
+	}
+	return b.listGroups(ctx, client.InNamespace(pgs[0].Namespace), client.MatchingLabels{ArrayJobLabel: pgs[0].Labels[ArrayJobLabel]})
 }
 
 // Jobs lists Slurm-submitted and manifest workloads alike.
@@ -139,6 +158,9 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 		id = f.IDs[0]
 	}
 	pgs, err := b.podGroups(ctx, id)
+	if err == nil && id != 0 {
+		pgs, err = b.withArray(ctx, pgs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,13 +172,14 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 		}
 		out = append(out, j)
 	}
+	markArrayTaskLimits(out)
 	slices.SortFunc(out, func(a, b slurmapi.Job) int { return int(a.ID) - int(b.ID) })
 	return out, nil
 }
 
 func matches(f slurmapi.JobFilter, j *slurmapi.Job) bool {
 	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
-	return (len(f.IDs) == 0 || slices.Contains(f.IDs, j.ID)) && in(f.Users, j.Desc.User) &&
+	return (len(f.IDs) == 0 || slices.Contains(f.IDs, j.ID) || slices.Contains(f.IDs, j.ArrayJobID)) && in(f.Users, j.Desc.User) &&
 		in(f.Accounts, j.Desc.Account) && in(f.Partitions, j.Desc.Partition) && in(f.States, j.State[0])
 }
 
@@ -265,16 +288,69 @@ func (b *Backend) SignalJob(ctx context.Context, id uint32, req slurmapi.CancelR
 		return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, "signal",
 			"only cancelling (KILL, TERM, INT) is supported; signal %d is not delivered to pods", req.Signal)
 	}
-	return onceMoreOnConflict(func() error { return b.cancel(ctx, id) })
+	return onceMoreOnConflict(func() error { return b.cancel(ctx, id, req.ArrayTask) })
 }
 
-func (b *Backend) cancel(ctx context.Context, id uint32) error {
+// cancel ends job id; the id of an array cancels every task of it not
+// ended yet (the record first, so no more are split off); with a task
+// index only that task (dropped from the record if not split off yet).
+func (b *Backend) cancel(ctx context.Context, id uint32, task *int) error {
 	pg, err := b.slurmGroup(ctx, id)
 	if err != nil {
 		return err
 	}
+	switch {
+	case task != nil && arrayRecord(pg):
+		return b.cancelPendingTask(ctx, pg, *task)
+	case task != nil || pg.Labels[ArrayJobLabel] == "" || pg.Labels[ArrayJobLabel] != pg.Labels[v1alpha1.JobIDLabel]:
+		return b.cancelGroup(ctx, pg)
+	}
+	all, err := b.withArray(ctx, []v1alpha1.PodGroup{*pg})
+	if err != nil {
+		return err
+	}
+	// The record (no task label) sorts first: cancelled, it splits no more.
+	slices.SortFunc(all, func(a, b v1alpha1.PodGroup) int {
+		return strings.Compare(a.Labels[ArrayTaskLabel], b.Labels[ArrayTaskLabel])
+	})
+	cancelled := 0
+	for i := range all {
+		if finished(all[i].Status.Phase) {
+			continue
+		}
+		if err := b.cancelGroup(ctx, &all[i]); err != nil {
+			return err
+		}
+		cancelled++
+	}
+	if cancelled == 0 {
+		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "job_id", "every task of array %d already ended", id)
+	}
+	return nil
+}
+
+// cancelPendingTask drops index from the array record's tasks still to
+// split; the last one left cancels the record, which stands for it.
+func (b *Backend) cancelPendingTask(ctx context.Context, pg *v1alpha1.PodGroup, index int) error {
+	pending, err := pendingIndices(pg)
+	if err != nil {
+		return err
+	}
+	k := slices.Index(pending, index)
+	switch {
+	case k < 0:
+		return slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "array %s has no pending task %d", pg.Labels[ArrayJobLabel], index)
+	case len(pending) == 1:
+		return b.cancelGroup(ctx, pg)
+	}
+	pg.Annotations[ArrayPendingAnnotation] = sbatch.FormatIndices(slices.Delete(pending, k, k+1))
+	return b.update(ctx, pg)
+}
+
+func (b *Backend) cancelGroup(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	id := pg.Labels[v1alpha1.JobIDLabel]
 	if finished(pg.Status.Phase) {
-		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "job_id", "job %d already ended (%s)", id, pg.Status.Phase)
+		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "job_id", "job %s already ended (%s)", id, pg.Status.Phase)
 	}
 	now := metav1.Now()
 	pg.Status.Phase, pg.Status.EndTime = v1alpha1.PodGroupCancelled, &now

@@ -35,31 +35,37 @@ func NewJobIDs(c client.Client, namespace, name string, block uint32) *JobIDs {
 }
 
 // Next returns a fresh job id.
-func (j *JobIDs) Next(ctx context.Context) (uint32, error) {
+func (j *JobIDs) Next(ctx context.Context) (uint32, error) { return j.NextN(ctx, 1) }
+
+// NextN returns the first of n consecutive fresh job ids: an array job's
+// id and its tasks' ids, reserved in one go so the tasks can be given
+// theirs later without another counter write.
+func (j *JobIDs) NextN(ctx context.Context, n uint32) (uint32, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.next == j.end {
-		start, err := j.reserve(ctx)
+	if j.end-j.next < n {
+		size := max(j.block, n)
+		start, err := j.reserve(ctx, size)
 		if err != nil {
 			return 0, err
 		}
-		j.next, j.end = start, start+j.block
+		j.next, j.end = start, start+size
 	}
 	id := j.next
-	j.next++
+	j.next += n
 	return id, nil
 }
 
-// reserve moves the stored counter one block on and returns the block's
-// first id, retrying when another server moved it first.
-func (j *JobIDs) reserve(ctx context.Context) (uint32, error) {
+// reserve moves the stored counter size ids on and returns the first of
+// them, retrying when another server moved it first.
+func (j *JobIDs) reserve(ctx context.Context, size uint32) (uint32, error) {
 	for attempt := 0; attempt < 20; attempt++ {
 		var cm corev1.ConfigMap
 		err := j.c.Get(ctx, j.key, &cm)
 		if apierrors.IsNotFound(err) {
 			cm = corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: j.key.Namespace, Name: j.key.Name},
-				Data:       map[string]string{counterKey: strconv.FormatUint(uint64(1+j.block), 10)},
+				Data:       map[string]string{counterKey: strconv.FormatUint(uint64(1+size), 10)},
 			}
 			if err := j.c.Create(ctx, &cm); err == nil {
 				return 1, nil
@@ -72,10 +78,10 @@ func (j *JobIDs) reserve(ctx context.Context) (uint32, error) {
 			return 0, fmt.Errorf("read job id counter: %w", err)
 		}
 		start, err := strconv.ParseUint(cm.Data[counterKey], 10, 32)
-		if err != nil || start == 0 || start+uint64(j.block) > 1<<32-1 {
+		if err != nil || start == 0 || start+uint64(size) > 1<<32-1 {
 			return 0, fmt.Errorf("job id counter %s holds %q, not a usable id", j.key, cm.Data[counterKey])
 		}
-		cm.Data[counterKey] = strconv.FormatUint(start+uint64(j.block), 10)
+		cm.Data[counterKey] = strconv.FormatUint(start+uint64(size), 10)
 		err = j.c.Update(ctx, &cm) // carries resourceVersion: fails if moved meanwhile
 		if err == nil {
 			return uint32(start), nil

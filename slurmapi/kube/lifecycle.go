@@ -137,6 +137,9 @@ func jobEnded(old, cur any) bool {
 func (l *Lifecycle) groupChanged(obj any) {
 	if pg, ok := obj.(*v1alpha1.PodGroup); ok && pg.Spec.Slurm != nil {
 		l.queue.Add(client.ObjectKeyFromObject(pg))
+		if record, ok := arrayRecordOf(pg); ok {
+			l.queue.Add(record)
+		}
 	}
 }
 
@@ -197,6 +200,9 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 	}
 	if pg.Spec.Slurm == nil {
 		return 0, nil
+	}
+	if arrayRecord(&pg) {
+		return 0, l.splitArray(ctx, &pg)
 	}
 	var list corev1.PodList
 	if err := l.cache.List(ctx, &list, client.InNamespace(pg.Namespace),

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // Namespace is where jobs charged to account run, unless the site maps
@@ -47,7 +48,7 @@ func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
 	if d.GPUs.Fraction > 0 {
 		member.GPUSharing = &v1alpha1.GPUSharing{Fraction: fraction(d.GPUs.Fraction), Devices: 1}
 	}
-	return &v1alpha1.PodGroup{
+	pg := &v1alpha1.PodGroup{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup"},
 		ObjectMeta: metav1.ObjectMeta{Name: PodGroupName(id), Namespace: Namespace(d.Account), Labels: labels},
 		Spec: v1alpha1.PodGroupSpec{
@@ -59,6 +60,10 @@ func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
 			Slurm:     slurmJob(d),
 		},
 	}
+	if a, err := sbatch.ParseArray(d.Array); d.Array != "" && err == nil {
+		asArrayRecord(pg, a) // d was validated: the array parses
+	}
+	return pg
 }
 
 // tasksPerNode is the tasks each node runs: as asked, or spread evenly
@@ -168,6 +173,9 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 	if c := pg.Status.ExitCode; c != nil {
 		j.ExitCode = int(*c)
 	}
+	if arrayRecord(pg) {
+		j.ArrayJobID, j.ArrayPending = j.ID, pg.Annotations[ArrayPendingAnnotation]
+	}
 	if s := pg.Spec.Slurm; s != nil && s.ArrayJobID != nil && s.ArrayTaskID != nil {
 		j.ArrayJobID = uint32(*s.ArrayJobID)
 		task := int(*s.ArrayTaskID)
@@ -185,8 +193,8 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 		Name: pg.Namespace + "/" + pg.Name, Account: pg.Spec.Queue, Partition: pg.Spec.Partition,
 		QOS: pg.Spec.QOS, Nodes: int(pg.Spec.MinMember), Tasks: int(pg.Spec.MinMember), CPUsPerTask: 1,
 	}
-	if len(pg.Spec.Members) > 0 {
-		m := pg.Spec.Members[0]
+	if members := taskMembers(pg); len(members) > 0 {
+		m := members[0]
 		if g, ok := m.Resources[v1alpha1.GPUResource]; ok {
 			d.GPUs.PerNode = int(g.Value())
 		}
@@ -260,7 +268,7 @@ func jobState(pg *v1alpha1.PodGroup) ([]string, string) {
 func tres(pg *v1alpha1.PodGroup) (int, string) {
 	nodes := int64(pg.Spec.MinMember)
 	var cpus, memMiB, gpus int64
-	for _, m := range pg.Spec.Members {
+	for _, m := range taskMembers(pg) {
 		n := int64(m.Count)
 		if c, ok := m.Resources[corev1.ResourceCPU]; ok {
 			cpus += n * c.Value()

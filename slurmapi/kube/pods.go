@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // Names a Slurm job's pods carry and are found by.
@@ -203,8 +205,7 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 		{"SLURM_JOB_QOS", pg.Spec.QOS},
 	}
 	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
-		slurm = append(slurm, [2]string{"SLURM_ARRAY_JOB_ID", strconv.FormatInt(*s.ArrayJobID, 10)},
-			[2]string{"SLURM_ARRAY_TASK_ID", strconv.Itoa(int(*s.ArrayTaskID))})
+		slurm = append(slurm, arrayEnv(s)...)
 	}
 	slurm = append(slurm, gpuEnv(b)...)
 	env := make([]corev1.EnvVar, 0, len(slurm)+len(s.Environment)+1)
@@ -252,4 +253,23 @@ func gpuEnv(b *bridge.Bind) [][2]string {
 		env = append(env, [2]string{"SLUICE_GPU_PORTION", strconv.FormatFloat(float64(b.GPUMilli)/1000, 'f', -1, 64)})
 	}
 	return env
+}
+
+// arrayEnv is an array task's SLURM_ARRAY_* variables; count, min, max
+// and step describe the whole array as submitted.
+func arrayEnv(s *v1alpha1.SlurmJob) [][2]string {
+	env := [][2]string{
+		{"SLURM_ARRAY_JOB_ID", strconv.FormatInt(*s.ArrayJobID, 10)},
+		{"SLURM_ARRAY_TASK_ID", strconv.Itoa(int(*s.ArrayTaskID))},
+	}
+	a, err := sbatch.ParseArray(s.Array)
+	if err != nil {
+		return env // a task made by hand without the array's spec
+	}
+	idx := a.Indices()
+	return append(env,
+		[2]string{"SLURM_ARRAY_TASK_COUNT", strconv.Itoa(len(idx))},
+		[2]string{"SLURM_ARRAY_TASK_MIN", strconv.Itoa(slices.Min(idx))},
+		[2]string{"SLURM_ARRAY_TASK_MAX", strconv.Itoa(slices.Max(idx))},
+		[2]string{"SLURM_ARRAY_TASK_STEP", strconv.Itoa(a.Step())})
 }

@@ -102,3 +102,35 @@ func index(s string) (int, error) {
 	}
 	return n, nil
 }
+
+// FormatIndices writes sorted task indices as Slurm shows a set of array
+// tasks: runs of consecutive indices as "a-b", others alone, comma
+// separated ("4-15", "1,3,5"). ParseArray reads it back.
+func FormatIndices(indices []int) string {
+	var b strings.Builder
+	for i := 0; i < len(indices); {
+		j := i
+		for j+1 < len(indices) && indices[j+1] == indices[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(indices[i]))
+		if j > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(indices[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// Step is SLURM_ARRAY_TASK_STEP: the step of an array given as one
+// stepped range, else 1.
+func (a Array) Step() int {
+	if len(a.Ranges) == 1 {
+		return a.Ranges[0].Step
+	}
+	return 1
+}

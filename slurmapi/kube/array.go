@@ -1,0 +1,282 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+// Job arrays, the Slurm way: a pending array is one object. sbatch --array
+// creates one PodGroup, the array's record, with the array job id and no
+// members, so the scheduler has nothing to place; what one task needs is
+// kept in an annotation and the indices still to run in another. The
+// lifecycle controller splits tasks off that record as they may start:
+// each becomes its own PodGroup (its own job id, array_job_id and
+// array_task_id), which the scheduler places like any job, and the last
+// index turns the record itself into its task, as Slurm reuses the array
+// job's record for the last task. Tasks are split while fewer than
+// arraySplitAhead split tasks wait to start and, with %max, while fewer
+// than max tasks are running or waiting: so %max caps what runs at once
+// and a pending array costs at most a few objects beyond its record.
+//
+// Ids are reserved at submit time in one run: the record has id A, the
+// task at position k of the index list (all but the last) has A+1+k, so a
+// split can be retried without handing out new ids.
+const (
+	// ArrayJobLabel carries the array job id on the record and every task.
+	ArrayJobLabel = "sluice.dev/array-job-id"
+	// ArrayTaskLabel carries the task index on a split task.
+	ArrayTaskLabel = "sluice.dev/array-task-id"
+	// ArrayPendingAnnotation lists, on the record, the indices not split
+	// off yet, as Slurm shows them ("4-15").
+	ArrayPendingAnnotation = "sluice.dev/array-pending"
+	// ArrayMembersAnnotation keeps, on the record, the members of one
+	// task (JSON), which the record itself must not state.
+	ArrayMembersAnnotation = "sluice.dev/array-task-members"
+	// arraySplitAhead is how many split tasks may wait to start at once.
+	arraySplitAhead = 4
+)
+
+// arrayRecord reports whether pg is an array's record with tasks not
+// split off yet.
+func arrayRecord(pg *v1alpha1.PodGroup) bool {
+	return pg.Spec.Slurm != nil && pg.Spec.Slurm.ArrayTaskID == nil && pg.Annotations[ArrayPendingAnnotation] != ""
+}
+
+// taskMembers is what one pod set of the job needs: the group's members,
+// or for an array's record the members each task will have.
+func taskMembers(pg *v1alpha1.PodGroup) []v1alpha1.MemberSet {
+	if len(pg.Spec.Members) > 0 || pg.Annotations[ArrayMembersAnnotation] == "" {
+		return pg.Spec.Members
+	}
+	var m []v1alpha1.MemberSet
+	if err := json.Unmarshal([]byte(pg.Annotations[ArrayMembersAnnotation]), &m); err != nil {
+		return nil
+	}
+	return m
+}
+
+// asArrayRecord turns a job's PodGroup into the record of array a.
+func asArrayRecord(pg *v1alpha1.PodGroup, a sbatch.Array) {
+	members, _ := json.Marshal(pg.Spec.Members) // plain structs: cannot fail
+	pg.Annotations = map[string]string{
+		ArrayPendingAnnotation: sbatch.FormatIndices(a.Indices()),
+		ArrayMembersAnnotation: string(members),
+	}
+	pg.Labels[ArrayJobLabel] = pg.Labels[v1alpha1.JobIDLabel]
+	pg.Spec.Members = nil
+}
+
+// pendingIndices reads the record's indices not split off yet.
+func pendingIndices(pg *v1alpha1.PodGroup) ([]int, error) {
+	a, err := sbatch.ParseArray(pg.Annotations[ArrayPendingAnnotation])
+	if err != nil {
+		return nil, fmt.Errorf("PodGroup %s/%s: %s: %w", pg.Namespace, pg.Name, ArrayPendingAnnotation, err)
+	}
+	return a.Indices(), nil
+}
+
+// taskID is the job id of the task with index of the array whose record
+// is pg: A+1+k for position k, the record's own id for the last index.
+func taskID(pg *v1alpha1.PodGroup, index int) (uint32, error) {
+	a, err := sbatch.ParseArray(pg.Spec.Slurm.Array)
+	if err != nil {
+		return 0, err
+	}
+	arrayID, err := strconv.ParseUint(pg.Labels[ArrayJobLabel], 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("PodGroup %s/%s has no valid %s label", pg.Namespace, pg.Name, ArrayJobLabel)
+	}
+	all := a.Indices()
+	k := slices.Index(all, index)
+	switch {
+	case k < 0:
+		return 0, fmt.Errorf("index %d is not in array %s", index, pg.Spec.Slurm.Array)
+	case k == len(all)-1:
+		return uint32(arrayID), nil
+	}
+	return uint32(arrayID) + 1 + uint32(k), nil
+}
+
+// asTask makes pg (a copy of the record) the task with index and id.
+func asTask(pg *v1alpha1.PodGroup, index int, id uint32) {
+	arrayID, _ := strconv.ParseInt(pg.Labels[ArrayJobLabel], 10, 64)
+	task := int32(index)
+	pg.Spec.Members = taskMembers(pg)
+	s := pg.Spec.Slurm
+	s.ArrayJobID, s.ArrayTaskID = &arrayID, &task
+	s.Dependency = "" // the record's dependency was met before any split
+	delete(pg.Annotations, ArrayPendingAnnotation)
+	delete(pg.Annotations, ArrayMembersAnnotation)
+	pg.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
+	pg.Labels[ArrayTaskLabel] = strconv.Itoa(index)
+}
+
+// newTask is the PodGroup of a task split off the record.
+func newTask(record *v1alpha1.PodGroup, index int, id uint32) *v1alpha1.PodGroup {
+	t := &v1alpha1.PodGroup{TypeMeta: record.TypeMeta, Spec: *record.Spec.DeepCopy()}
+	t.Name, t.Namespace = PodGroupName(id), record.Namespace
+	t.Labels = make(map[string]string, len(record.Labels)+1)
+	for k, v := range record.Labels {
+		t.Labels[k] = v
+	}
+	t.Annotations = map[string]string{ArrayMembersAnnotation: record.Annotations[ArrayMembersAnnotation]}
+	asTask(t, index, id)
+	return t
+}
+
+// arrayTasks lists the split tasks of the array whose record is pg.
+func arrayTasks(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) ([]v1alpha1.PodGroup, error) {
+	var list v1alpha1.PodGroupList
+	if err := r.List(ctx, &list, client.InNamespace(pg.Namespace), client.MatchingLabels{ArrayJobLabel: pg.Labels[ArrayJobLabel]}); err != nil {
+		return nil, fmt.Errorf("list tasks of array %s: %w", pg.Labels[ArrayJobLabel], err)
+	}
+	tasks := list.Items[:0]
+	for _, t := range list.Items {
+		if t.Name != pg.Name {
+			tasks = append(tasks, t)
+		}
+	}
+	return tasks, nil
+}
+
+// splitBudget is how many tasks may be split off now: the room under
+// arraySplitAhead waiting tasks and under the %max limit.
+func splitBudget(pg *v1alpha1.PodGroup, tasks []v1alpha1.PodGroup) int {
+	live, waiting := 0, 0
+	for i := range tasks {
+		switch p := tasks[i].Status.Phase; {
+		case p == "" || p == v1alpha1.PodGroupPending:
+			live++
+			waiting++
+		case !finished(p):
+			live++
+		}
+	}
+	budget := arraySplitAhead - waiting
+	if a, err := sbatch.ParseArray(pg.Spec.Slurm.Array); err == nil && a.MaxRunning > 0 {
+		budget = min(budget, a.MaxRunning-live)
+	}
+	return budget
+}
+
+// splitArray splits off the tasks of the array record pg that may start
+// now. A held record, one whose dependency is not met and a cancelled one
+// split nothing.
+func (l *Lifecycle) splitArray(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	if pg.Spec.Slurm.Hold || finished(pg.Status.Phase) {
+		return nil
+	}
+	if pg.Spec.Slurm.Dependency != "" {
+		if err := l.markEligibility(ctx, pg); err != nil {
+			return err
+		}
+		if err := Eligible(ctx, l.cache, pg); err != nil {
+			return nil // judged again when a job it depends on ends
+		}
+	}
+	pending, err := pendingIndices(pg)
+	if err != nil {
+		return err
+	}
+	tasks, err := arrayTasks(ctx, l.cache, pg)
+	if err != nil {
+		return err
+	}
+	n := min(splitBudget(pg, tasks), len(pending))
+	if n <= 0 {
+		return nil
+	}
+	last := n == len(pending)
+	if last {
+		n-- // the last index becomes the record itself, below
+	}
+	for _, index := range pending[:n] {
+		id, err := taskID(pg, index)
+		if err != nil {
+			return err
+		}
+		// A split retried after a crash finds its task already there.
+		if err := l.client.Create(ctx, newTask(pg, index, id)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("split task %d off array %s: %w", index, pg.Labels[ArrayJobLabel], err)
+		}
+	}
+	next := pg.DeepCopy()
+	if last {
+		id, err := taskID(pg, pending[n])
+		if err != nil {
+			return err
+		}
+		asTask(next, pending[n], id)
+	} else {
+		next.Annotations[ArrayPendingAnnotation] = sbatch.FormatIndices(pending[n:])
+	}
+	// Guarded by the version read: a concurrent scancel or hold wins.
+	if err := l.client.Update(ctx, next); err != nil {
+		return fmt.Errorf("record the split of array %s: %w", pg.Labels[ArrayJobLabel], err)
+	}
+	return nil
+}
+
+// arrayRecordOf is the key of the record of the array task pg belongs to,
+// so a task's start or end lets the record split more.
+func arrayRecordOf(pg *v1alpha1.PodGroup) (client.ObjectKey, bool) {
+	arrayID, err := strconv.ParseUint(pg.Labels[ArrayJobLabel], 10, 32)
+	if err != nil || pg.Labels[ArrayJobLabel] == pg.Labels[v1alpha1.JobIDLabel] {
+		return client.ObjectKey{}, false
+	}
+	return client.ObjectKey{Namespace: pg.Namespace, Name: PodGroupName(uint32(arrayID))}, true
+}
+
+// markArrayTaskLimits gives an array record that waits only because %max
+// tasks already run Slurm's reason, JobArrayTaskLimit. jobs holds the
+// record's tasks when they were listed with it.
+func markArrayTaskLimits(jobs []slurmapi.Job) {
+	live := map[uint32]int{}
+	for i := range jobs {
+		if j := &jobs[i]; j.ArrayTaskID != nil && (j.State[0] == "PENDING" || j.State[0] == "RUNNING") {
+			live[j.ArrayJobID]++
+		}
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.ArrayPending == "" || j.State[0] != "PENDING" || j.Reason != "None" {
+			continue
+		}
+		if a, err := sbatch.ParseArray(j.Desc.Array); err == nil && a.MaxRunning > 0 && live[j.ID] >= a.MaxRunning {
+			j.Reason = "JobArrayTaskLimit"
+		}
+	}
+}
+
+// ArrayTask is task index of array arrayID: its own PodGroup once split
+// off, before that the array's record; 404 when the array has no such task.
+func (b *Backend) ArrayTask(ctx context.Context, arrayID uint32, index int) (slurmapi.Job, error) {
+	idText := strconv.FormatUint(uint64(arrayID), 10)
+	pgs, err := b.listGroups(ctx, client.MatchingLabels{ArrayJobLabel: idText, ArrayTaskLabel: strconv.Itoa(index)})
+	if err != nil {
+		return slurmapi.Job{}, err
+	}
+	if len(pgs) > 0 {
+		return JobFromPodGroup(&pgs[0])
+	}
+	record, err := b.podGroup(ctx, arrayID)
+	if err != nil {
+		return slurmapi.Job{}, err
+	}
+	if arrayRecord(record) {
+		if pending, err := pendingIndices(record); err == nil && slices.Contains(pending, index) {
+			return JobFromPodGroup(record)
+		}
+	}
+	return slurmapi.Job{}, slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d_%d does not exist", arrayID, index)
+}

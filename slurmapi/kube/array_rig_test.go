@@ -1,0 +1,218 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// runSite starts what `sluice server` runs beside the REST API: the Sluice
+// scheduler with the Slurm pod factory and the job lifecycle controller.
+// They stop, and the jobs of account nlp are removed, when the test ends.
+func runSite(t *testing.T, b *Backend) {
+	t.Helper()
+	cfg := e2e.Rig(t).RESTConfig()
+	factory, err := NewPodFactory(cfg, PodOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.Config{}, cfg, prometheus.NewRegistry(), factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	life, err := NewLifecycle(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run} {
+		wg.Go(func() {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		_ = b.c.DeleteAllOf(context.Background(), &v1alpha1.PodGroup{}, client.InNamespace(Namespace("nlp")), client.HasLabels{v1alpha1.JobIDLabel})
+	})
+}
+
+// arrayJobs reads job/{id} of an array as the REST API answers it.
+func arrayJobs(t *testing.T, ts *httptest.Server, id uint32) []map[string]any {
+	t.Helper()
+	status, doc := call(t, ts, "alice", "GET", fmt.Sprintf("/slurm/v0.0.44/job/%d", id), "")
+	if status != http.StatusOK {
+		t.Fatalf("job %d: %d %v", id, status, doc)
+	}
+	var out []map[string]any
+	for _, j := range doc["jobs"].([]any) {
+		out = append(out, j.(map[string]any))
+	}
+	return out
+}
+
+// number reads a no-value struct's number.
+func number(v any) int {
+	n, _ := v.(map[string]any)["number"].(float64)
+	return int(n)
+}
+
+// TestArrayHonoursMaxOnRig: sbatch --array=0-3%2 of 1-GPU jobs is one
+// PodGroup until the lifecycle splits tasks off; no more than 2 tasks ever
+// run at once; all 4 end COMPLETED with their own job ids, array_job_id and
+// array_task_id, and Slurm's SLURM_ARRAY_* environment.
+func TestArrayHonoursMaxOnRig(t *testing.T) {
+	ts, b := rigServer(t)
+	ctx := context.Background()
+	script := `{"script":"#!/bin/bash\n#SBATCH -p h100 --gres=gpu:1 --array=0-3%2\necho $SLURM_ARRAY_TASK_ID\n","job":{"account":"nlp","environment":["PATH=/bin","SLUICE_SIM_DURATION=2s"]}}`
+	status, doc := call(t, ts, "alice", "POST", "/slurm/v0.0.45/job/submit", script)
+	if status != http.StatusOK {
+		t.Fatalf("submit: %d %v", status, doc)
+	}
+	id := uint32(doc["job_id"].(float64))
+
+	// Before the lifecycle runs: one object, shown as ID_[0-3].
+	var groups v1alpha1.PodGroupList
+	if err := b.c.List(ctx, &groups, client.MatchingLabels{ArrayJobLabel: strconv.Itoa(int(id))}); err != nil {
+		t.Fatal(err)
+	}
+	if len(groups.Items) != 1 || len(groups.Items[0].Spec.Members) != 0 {
+		t.Fatalf("a pending array is %d PodGroups (members %v), want one record with no members", len(groups.Items), groups.Items)
+	}
+	jobs := arrayJobs(t, ts, id)
+	if len(jobs) != 1 || jobs[0]["array_task_string"] != "0-3" || number(jobs[0]["array_job_id"]) != int(id) ||
+		number(jobs[0]["array_max_tasks"]) != 2 || jobs[0]["tres_req_str"] != "cpu=1,node=1,billing=1,gres/gpu=1" {
+		t.Fatalf("the pending array as squeue sees it: %v", jobs)
+	}
+
+	runSite(t, b)
+	taskIDs := map[string]bool{fmt.Sprint(id): true, fmt.Sprint(id + 1): true, fmt.Sprint(id + 2): true, fmt.Sprint(id + 3): true}
+	envSeen := map[string]map[string]string{} // task id -> SLURM_ARRAY_* of its pod
+	most := 0
+	e2e.WaitFor(t, "all 4 tasks COMPLETED", 120*time.Second, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := b.c.List(ctx, &pods, client.InNamespace(Namespace("nlp")), client.MatchingLabels{SlurmPodLabel: "true"}); err != nil {
+			return false, err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if !taskIDs[p.Labels[v1alpha1.JobIDLabel]] {
+				continue
+			}
+			env := map[string]string{}
+			for _, e := range p.Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			envSeen[env["SLURM_ARRAY_TASK_ID"]] = env
+			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running++
+			}
+		}
+		most = max(most, running)
+		if running > 2 {
+			t.Errorf("%d tasks of array 0-3%%2 run at once", running)
+		}
+		jobs := arrayJobs(t, ts, id)
+		done := 0
+		for _, j := range jobs {
+			if j["job_state"].([]any)[0] == "COMPLETED" {
+				done++
+			}
+		}
+		return done == 4 && len(jobs) == 4, fmt.Errorf("%d of %d records COMPLETED, %d running", done, len(jobs), running)
+	})
+	if most == 0 {
+		t.Error("no task was ever seen running")
+	}
+
+	var tasks []int
+	for _, j := range arrayJobs(t, ts, id) {
+		task := number(j["array_task_id"])
+		tasks = append(tasks, task)
+		wantID := int(id) + 1 + task // tasks 0-2 take the ids after the array's
+		if task == 3 {
+			wantID = int(id) // the last task is the array's own record, as in Slurm
+		}
+		if number(j["array_job_id"]) != int(id) || int(j["job_id"].(float64)) != wantID || j["exit_code"] == nil {
+			t.Errorf("task %d: job_id %v array_job_id %v, want %d and %d", task, j["job_id"], j["array_job_id"], wantID, id)
+		}
+	}
+	slices.Sort(tasks)
+	if !slices.Equal(tasks, []int{0, 1, 2, 3}) {
+		t.Errorf("array tasks %v, want 0-3", tasks)
+	}
+	for task, env := range envSeen {
+		want := map[string]string{"SLURM_ARRAY_JOB_ID": fmt.Sprint(id), "SLURM_ARRAY_TASK_COUNT": "4",
+			"SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3", "SLURM_ARRAY_TASK_STEP": "1"}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("task %s: %s=%q, want %q", task, k, env[k], v)
+			}
+		}
+	}
+	if len(envSeen) == 0 {
+		t.Error("no task's pod was seen")
+	}
+}
+
+// TestArrayCancelOnRig: scancel of one task ends only it; scancel of the
+// array id ends the record and every task, split off or not.
+func TestArrayCancelOnRig(t *testing.T) {
+	ts, b := rigServer(t)
+	script := `{"script":"#!/bin/bash\n#SBATCH -p h100 --gres=gpu:1 --array=0-5%1\nsleep 600\n","job":{"account":"nlp","environment":["PATH=/bin"]}}`
+	status, doc := call(t, ts, "alice", "POST", "/slurm/v0.0.45/job/submit", script)
+	if status != http.StatusOK {
+		t.Fatalf("submit: %d %v", status, doc)
+	}
+	id := uint32(doc["job_id"].(float64))
+	runSite(t, b)
+	e2e.WaitFor(t, "task 0 RUNNING", 60*time.Second, func(ctx context.Context) (bool, error) {
+		status, doc := call(t, ts, "alice", "GET", fmt.Sprintf("/slurm/v0.0.44/job/%d_0", id), "")
+		if status != http.StatusOK {
+			return false, fmt.Errorf("%d %v", status, doc)
+		}
+		j := doc["jobs"].([]any)[0].(map[string]any)
+		return j["job_state"].([]any)[0] == "RUNNING", fmt.Errorf("task 0 is %v", j["job_state"])
+	})
+	jobs := arrayJobs(t, ts, id)
+	if len(jobs) != 2 {
+		t.Fatalf("with %%1 and task 0 running, job %d shows %d records, want task 0 and the record", id, len(jobs))
+	}
+	for _, j := range jobs {
+		if j["job_state"].([]any)[0] == "PENDING" && (j["state_reason"] != "JobArrayTaskLimit" || j["array_task_string"] != "1-5") {
+			t.Errorf("the record waits as %v with tasks %v, want JobArrayTaskLimit and 1-5", j["state_reason"], j["array_task_string"])
+		}
+	}
+	// scancel ID_4 drops a task not split off yet.
+	if status, doc := call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d_4", id), ""); status != http.StatusOK {
+		t.Fatalf("scancel %d_4: %d %v", id, status, doc)
+	}
+	if status, _ := call(t, ts, "alice", "GET", fmt.Sprintf("/slurm/v0.0.44/job/%d_4", id), ""); status != http.StatusNotFound {
+		t.Errorf("task 4 after its scancel: %d, want 404", status)
+	}
+	if status, doc := call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d", id), ""); status != http.StatusOK {
+		t.Fatalf("scancel %d: %d %v", id, status, doc)
+	}
+	for _, j := range arrayJobs(t, ts, id) {
+		if s := j["job_state"].([]any)[0]; s != "CANCELLED" {
+			t.Errorf("after scancel of the array, job %v (task %v) is %v", j["job_id"], j["array_task_id"], s)
+		}
+	}
+}
