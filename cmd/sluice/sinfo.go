@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -29,42 +30,71 @@ var sinfoHeaders = map[byte]string{
 	'N': "NODELIST", 'G': "GRES", 'E': "REASON", 'u': "USER", 'H': "TIMESTAMP", 'c': "CPUS",
 }
 
-// sinfoRow is one line of sinfo: nodes of one partition in one state.
+// sinfoRow is one line of sinfo: nodes of one partition in one state
+// (and, for sinfo -R, with one reason set by one user at one time).
 type sinfoRow struct {
-	partition, avail, limit, state, gres, reason string
-	nodes                                        []string
+	partition, avail, limit, state, longState, gres string
+	reason, reasonUser, reasonTime                  string
+	nodes                                           []string
 }
 
-// nodeStateName maps a node's state flags to sinfo's compact name.
-func nodeStateName(states []string) string {
+// nodeState maps a node's state flags to sinfo's long state name (%T):
+// the DRAIN flag wins over the base state, as in Slurm, and reads
+// "draining" while jobs still run on the node, "drained" once it is empty.
+func nodeState(states []string) string {
 	has := func(s string) bool { return slices.Contains(states, s) }
-	base := "unk"
+	base := "unknown"
 	switch {
 	case has("DOWN"):
 		base = "down"
 	case has("ALLOCATED"):
-		base = "alloc"
+		base = "allocated"
 	case has("MIXED"):
-		base = "mix"
+		base = "mixed"
 	case has("IDLE"):
 		base = "idle"
 	}
 	if has("DRAIN") {
-		// Slurm: drng while jobs still run on a draining node, drain once empty.
-		if base == "alloc" || base == "mix" {
-			return "drng"
+		if base == "allocated" || base == "mixed" {
+			return "draining"
 		}
-		return "drain"
+		return "drained"
 	}
 	return base
 }
 
-func sinfoRows(parts []client.Partition, nodes []client.Node, byNode bool) []sinfoRow {
+// compactStates are sinfo's short state names (%t).
+var compactStates = map[string]string{
+	"down": "down", "allocated": "alloc", "mixed": "mix", "idle": "idle",
+	"draining": "drng", "drained": "drain", "unknown": "unk",
+}
+
+// nodeStateName is a node's short state name (%t).
+func nodeStateName(states []string) string { return compactStates[nodeState(states)] }
+
+// unavailable reports whether sinfo -R lists the node: down or draining/drained.
+func unavailable(states []string) bool {
+	switch nodeState(states) {
+	case "down", "draining", "drained":
+		return true
+	}
+	return false
+}
+
+// sinfoRows groups nodes into sinfo's lines: by partition and state; one
+// node a line with byNode; by reason with byReason (sinfo -R, which has no
+// partition column). A partition shows with a "*" when it is the default.
+func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason bool) []sinfoRow {
 	limits := map[string]string{}
 	avail := map[string]string{}
+	label := map[string]string{}
 	var order []string
 	for _, p := range parts {
 		order = append(order, p.Name)
+		label[p.Name] = p.Name
+		if p.IsDefault() {
+			label[p.Name] = p.Name + "*"
+		}
 		v, ok := p.Maximums.Time.Value()
 		limits[p.Name] = slurmTimeLimit(v, ok)
 		avail[p.Name] = "up"
@@ -72,22 +102,30 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode bool) []sin
 			avail[p.Name] = "down"
 		}
 	}
-	type key struct{ part, state, reason string }
+	type key struct{ part, state, node, reason, user, time string }
 	groups := map[key]*sinfoRow{}
 	var keys []key
 	for _, n := range nodes {
 		ps := n.Partitions
-		if len(ps) == 0 {
+		if len(ps) == 0 || byReason {
 			ps = []string{""}
 		}
 		for _, p := range ps {
 			k := key{part: p, state: nodeStateName(n.State)}
 			if byNode {
-				k.reason = n.Name
+				k.node = n.Name
+			}
+			if byReason {
+				k.reason, k.user, k.time = n.Reason, n.ReasonSetUser, slurmTimestamp(n.ReasonChangedAt)
 			}
 			g, ok := groups[k]
 			if !ok {
-				g = &sinfoRow{partition: p, avail: avail[p], limit: limits[p], state: k.state, gres: n.GRES, reason: n.Reason}
+				label := label[p]
+				if label == "" {
+					label = p
+				}
+				g = &sinfoRow{partition: label, avail: avail[p], limit: limits[p], state: k.state, longState: nodeState(n.State),
+					gres: n.GRES, reason: n.Reason, reasonUser: n.ReasonSetUser, reasonTime: k.time}
 				groups[k] = g
 				keys = append(keys, k)
 			}
@@ -107,7 +145,8 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode bool) []sin
 		if c := strings.Compare(a.state, b.state); c != 0 {
 			return c
 		}
-		return strings.Compare(a.reason, b.reason)
+		return cmp.Or(strings.Compare(a.node, b.node), strings.Compare(a.reason, b.reason),
+			strings.Compare(a.user, b.user), strings.Compare(a.time, b.time))
 	})
 	rows := make([]sinfoRow, 0, len(keys))
 	for _, k := range keys {
@@ -155,10 +194,7 @@ func runSinfo(args []string) error {
 		parts = slices.DeleteFunc(parts, func(p client.Partition) bool { return p.Name != *partition })
 	}
 	if *reasons {
-		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool {
-			s := nodeStateName(n.State)
-			return s != "down" && s != "drain" && s != "drng"
-		})
+		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !unavailable(n.State) })
 	}
 	f := *format
 	switch {
@@ -170,30 +206,46 @@ func runSinfo(args []string) error {
 	default:
 		f = sinfoDefaultFormat
 	}
-	rows := sinfoRows(parts, nodes, *byNode || *reasons)
+	rows := sinfoRows(parts, nodes, *byNode, *reasons)
 	return writeTable(os.Stdout, f, sinfoHeaders, *noHeader, len(rows), func(r int, l byte) string {
-		row := rows[r]
-		switch l {
-		case 'P':
-			return row.partition
-		case 'a':
-			return row.avail
-		case 'l':
-			return row.limit
-		case 'D':
-			return strconv.Itoa(len(row.nodes))
-		case 't', 'T':
-			return row.state
-		case 'N':
-			return slurmapi.HostList(row.nodes)
-		case 'G':
-			return row.gres
-		case 'E':
-			if row.reason == "" {
-				return "none"
-			}
-			return row.reason
-		}
-		return ""
+		return sinfoValue(rows[r], l)
 	})
+}
+
+// sinfoValue is one row's value for one format letter.
+func sinfoValue(row sinfoRow, letter byte) string {
+	switch letter {
+	case 'P':
+		return row.partition
+	case 'a':
+		return row.avail
+	case 'l':
+		return row.limit
+	case 'D':
+		return strconv.Itoa(len(row.nodes))
+	case 't':
+		return row.state
+	case 'T':
+		return row.longState
+	case 'N':
+		return slurmapi.HostList(row.nodes)
+	case 'G':
+		return row.gres
+	case 'E':
+		if row.reason == "" {
+			return "none"
+		}
+		return row.reason
+	case 'u':
+		if row.reasonUser == "" {
+			return "Unknown"
+		}
+		return row.reasonUser
+	case 'H':
+		if row.reasonTime == "N/A" {
+			return "Unknown"
+		}
+		return row.reasonTime
+	}
+	return ""
 }

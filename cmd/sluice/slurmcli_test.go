@@ -142,7 +142,7 @@ func TestExportedEnv(t *testing.T) {
 }
 
 func TestSinfoGroupsNodesByPartitionAndState(t *testing.T) {
-	parts := []client.Partition{{Name: "h100"}, {Name: "a100"}}
+	parts := []client.Partition{{Name: "h100", Flags: []string{"DEFAULT"}}, {Name: "a100"}}
 	nodes := []client.Node{
 		{Name: "h100-0", State: []string{"IDLE"}, Partitions: []string{"h100"}},
 		{Name: "h100-1", State: []string{"IDLE"}, Partitions: []string{"h100"}},
@@ -152,13 +152,13 @@ func TestSinfoGroupsNodesByPartitionAndState(t *testing.T) {
 	}
 	type row struct{ part, state, nodes string }
 	var got []row
-	for _, r := range sinfoRows(parts, nodes, false) {
+	for _, r := range sinfoRows(parts, nodes, false, false) {
 		got = append(got, row{r.partition, r.state, slurmapi.HostList(r.nodes)})
 	}
 	want := []row{
-		{"h100", "drain", "h100-3"},
-		{"h100", "idle", "h100-[0-1]"},
-		{"h100", "mix", "h100-2"},
+		{"h100*", "drain", "h100-3"},
+		{"h100*", "idle", "h100-[0-1]"},
+		{"h100*", "mix", "h100-2"},
 		{"a100", "alloc", "a100-0"},
 	}
 	if len(got) != len(want) {
@@ -168,5 +168,69 @@ func TestSinfoGroupsNodesByPartitionAndState(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("row %d = %v, want %v", i, got[i], want[i])
 		}
+	}
+}
+
+func TestSinfoNoDefaultPartitionNoStar(t *testing.T) {
+	parts := []client.Partition{{Name: "h100"}, {Name: "a100", Flags: []string{"ROOT_ONLY"}}}
+	nodes := []client.Node{{Name: "h100-0", State: []string{"IDLE"}, Partitions: []string{"h100"}},
+		{Name: "a100-0", State: []string{"IDLE"}, Partitions: []string{"a100"}}}
+	for _, r := range sinfoRows(parts, nodes, false, false) {
+		if strings.Contains(r.partition, "*") {
+			t.Errorf("partition %q starred although none is the default", r.partition)
+		}
+	}
+}
+
+func TestNodeStates(t *testing.T) {
+	tests := []struct {
+		flags              []string
+		long, short        string
+		listedBySinfoDashR bool
+	}{
+		{[]string{"IDLE"}, "idle", "idle", false},
+		{[]string{"MIXED"}, "mixed", "mix", false},
+		{[]string{"ALLOCATED"}, "allocated", "alloc", false},
+		{[]string{"IDLE", "DRAIN"}, "drained", "drain", true},
+		{[]string{"MIXED", "DRAIN"}, "draining", "drng", true},
+		{[]string{"ALLOCATED", "DRAIN"}, "draining", "drng", true},
+		{[]string{"DOWN"}, "down", "down", true},
+		{[]string{"DOWN", "DRAIN"}, "drained", "drain", true},
+		{nil, "unknown", "unk", false},
+	}
+	for _, tt := range tests {
+		if got := nodeState(tt.flags); got != tt.long {
+			t.Errorf("%v: %%T %q, want %q", tt.flags, got, tt.long)
+		}
+		if got := nodeStateName(tt.flags); got != tt.short {
+			t.Errorf("%v: %%t %q, want %q", tt.flags, got, tt.short)
+		}
+		if got := unavailable(tt.flags); got != tt.listedBySinfoDashR {
+			t.Errorf("%v: listed by sinfo -R = %v, want %v", tt.flags, got, tt.listedBySinfoDashR)
+		}
+	}
+}
+
+func TestSinfoReasonsLayout(t *testing.T) {
+	at := time.Unix(1_700_000_000, 0)
+	nodes := []client.Node{
+		{Name: "h100-3", State: []string{"IDLE", "DRAIN"}, Partitions: []string{"h100"}, Reason: "GPUXidError: XID 79",
+			ReasonSetUser: "remediation", ReasonChangedAt: client.Set(at.Unix())},
+		{Name: "h100-4", State: []string{"IDLE", "DRAIN"}, Partitions: []string{"h100", "all"}, Reason: "GPUXidError: XID 79",
+			ReasonSetUser: "remediation", ReasonChangedAt: client.Set(at.Unix())},
+		{Name: "a100-1", State: []string{"DOWN"}, Partitions: []string{"a100"}, Reason: "NodeNotReady"},
+	}
+	rows := sinfoRows(nil, nodes, false, true)
+	var b strings.Builder
+	if err := writeTable(&b, sinfoReasonFormat, sinfoHeaders, false, len(rows), func(r int, l byte) string {
+		return sinfoValue(rows[r], l)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := "REASON               USER      TIMESTAMP           NODELIST\n" +
+		"NodeNotReady         Unknown   Unknown             a100-1\n" +
+		"GPUXidError: XID 79  remediati " + at.Format("2006-01-02T15:04:05") + " h100-[3-4]\n"
+	if b.String() != want {
+		t.Errorf("sinfo -R:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
