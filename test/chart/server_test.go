@@ -80,8 +80,12 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	listen := freeAddr(t)
 
 	cfg["kubeconfig"], cfg["stateDir"], cfg["listen"] = kubeconfig, stateDir, listen
-	// The rig has no PostgreSQL: the ledger is the SQLite default in stateDir.
-	delete(cfg["accounting"].(map[string]any), "dsnFile")
+	// The rig has no PostgreSQL: the DSN file (the chart's Secret in a pod)
+	// names a SQLite file instead, which the server must open.
+	ledgerFile := filepath.Join(dir, "ledger-from-dsn-file.db")
+	dsnFile := filepath.Join(dir, "dsn")
+	writeFile(t, dsnFile, []byte(ledgerFile+"\n"))
+	cfg["accounting"].(map[string]any)["dsnFile"] = dsnFile
 	cfg["rest"].(map[string]any)["jwtKeyFile"] = keyFile
 	hook["certDir"] = webhookDir
 	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"127.0.0.1"}, "", ""
@@ -166,6 +170,9 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	}
 	slurmJobPlaced(t, c)
 	manifestJobPlaced(t, c)
+	if _, err := os.Stat(ledgerFile); err != nil {
+		t.Errorf("the ledger named by accounting.dsnFile: %v", err)
+	}
 	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
 		t.Errorf("the server was refused something with the chart's RBAC:\n%s", logs.String())
 	}
