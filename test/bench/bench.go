@@ -1,6 +1,8 @@
 // Package bench measures schedulers on the rig at scale (issue 4's benchmark): for each
 // contender a fresh rig, (a) pods created at full speed while the scheduler runs and (b)
-// the same pods as a backlog with the scheduler started afterwards.
+// the same pods as a backlog with the scheduler started afterwards; for Sluice also the
+// time to reclaim one GPU for an under-quota queue from a cluster full of another
+// queue's preemptible pods.
 package bench
 
 import (
@@ -44,7 +46,7 @@ type Options struct {
 // Result is one contender in one mode.
 type Result struct {
 	Contender string
-	Mode      string // "stream" (a) or "backlog" (b)
+	Mode      string // "stream" (a), "backlog" (b) or "reclaim" (see measureReclaim)
 	Pods      int
 	ToBound   time.Duration // first create (a) or scheduler start (b) to all bound
 	ToRunning time.Duration // the same to all Running
@@ -84,7 +86,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Run benchmarks each chosen contender on its own fresh rig and returns two results per
-// contender, stream then backlog.
+// contender, stream then backlog, and for Sluice a third, reclaim.
 func Run(ctx context.Context, opts Options) ([]Result, error) {
 	opts = opts.withDefaults()
 	// controller-runtime prints a stack trace to stderr when a client is made before a
@@ -134,6 +136,13 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 		r, err := h.measure(ctx, mode)
 		if err != nil {
 			return results, fmt.Errorf("%s: %w", mode, err)
+		}
+		results = append(results, r)
+	}
+	if name == Sluice {
+		r, err := h.measureReclaim(ctx)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", modeReclaim, err)
 		}
 		results = append(results, r)
 	}

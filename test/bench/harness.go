@@ -62,6 +62,9 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 		if err := h.sluiceSite(context.Background()); err != nil {
 			return nil, err
 		}
+		if err := h.reclaimSite(context.Background()); err != nil {
+			return nil, err
+		}
 	case Bare:
 		h.sched = &bareBinder{rc: rc}
 	case KubeScheduler:
@@ -86,15 +89,8 @@ func (h *harness) sluiceSite(ctx context.Context) error {
 // the next mode finds the cluster empty.
 func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 	ns := "bench-" + mode
-	if _, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if err := h.namespace(ctx, ns); err != nil {
 		return Result{}, err
-	}
-	// Pods are refused until the namespace's default ServiceAccount exists.
-	if err := poll(ctx, func() bool {
-		_, err := h.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		return Result{}, fmt.Errorf("namespace %s never got its ServiceAccount: %w", ns, err)
 	}
 	w, err := watchPods(ctx, h.kube, ns, h.opts.Pods)
 	if err != nil {
@@ -119,7 +115,7 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 			return r, err
 		}
 		began = time.Now()
-		if err := h.createPods(ctx, ns); err != nil {
+		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
 			h.sched.stop()
 			return r, err
 		}
@@ -127,7 +123,7 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 		if before, err = scrapeWrites(ctx, h.kube); err != nil {
 			return r, err
 		}
-		if err := h.createPods(ctx, ns); err != nil {
+		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
 			return r, err
 		}
 		if err := w.waitSeen(ctx); err != nil {
@@ -152,7 +148,23 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 	}
 	r.Writes = after.minus(before).schedulerWrites()
 	fmt.Fprintf(h.opts.Log, "bench: %s %s: %.0f pods/s bound, writes %v\n", h.name, mode, r.BoundPerSecond(), r.Writes)
-	return r, h.clear(ctx, ns)
+	return r, h.clear(ctx, ns, h.opts.Pods)
+}
+
+// namespace makes sure namespace ns exists and can take pods: they are refused until its
+// default ServiceAccount exists.
+func (h *harness) namespace(ctx context.Context, ns string) error {
+	_, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := poll(ctx, func() bool {
+		_, err := h.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("namespace %s never got its ServiceAccount: %w", ns, err)
+	}
+	return nil
 }
 
 // readyNamespace holds the pod that tells a started scheduler is ready.
@@ -162,18 +174,11 @@ const readyNamespace = "bench-ready"
 // run's watch does not count it), then removes that pod and waits until it is gone, so
 // the run finds every GPU free.
 func (h *harness) awaitReady(ctx context.Context, mode string) error {
-	_, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: readyNamespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := h.namespace(ctx, readyNamespace); err != nil {
 		return err
 	}
-	if err := poll(ctx, func() bool {
-		_, err := h.kube.CoreV1().ServiceAccounts(readyNamespace).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		return fmt.Errorf("namespace %s never got its ServiceAccount: %w", readyNamespace, err)
-	}
 	name := "ready-" + mode
-	if err := h.createPod(ctx, readyNamespace, name); err != nil {
+	if err := h.createPod(ctx, readyNamespace, name, benchQueue); err != nil {
 		return err
 	}
 	if err := poll(ctx, func() bool {
@@ -192,10 +197,10 @@ func (h *harness) awaitReady(ctx context.Context, mode string) error {
 	})
 }
 
-// createPods creates the pods (and for Sluice one PodGroup per pod, named on the pod as
-// an admission webhook would) from Options.Creators goroutines.
-func (h *harness) createPods(ctx context.Context, ns string) error {
-	return h.parallel(ctx, h.opts.Pods, func(i int) error { return h.createPod(ctx, ns, "p"+strconv.Itoa(i)) })
+// createPods creates n pods named p0..p(n-1) (and for Sluice one PodGroup per pod, named
+// on the pod as an admission webhook would) from Options.Creators goroutines.
+func (h *harness) createPods(ctx context.Context, ns string, n int) error {
+	return h.parallel(ctx, n, func(i int) error { return h.createPod(ctx, ns, "p"+strconv.Itoa(i), benchQueue) })
 }
 
 // parallel calls fn for 0..n-1 from Options.Creators goroutines and returns the first
@@ -223,7 +228,7 @@ func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) err
 	return <-errs // nil when the channel is empty
 }
 
-func (h *harness) createPod(ctx context.Context, ns, name string) error {
+func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{SchedulerName: h.sched.schedulerName(), Containers: []corev1.Container{{Name: "main", Image: "busybox",
 			Resources: corev1.ResourceRequirements{
@@ -231,7 +236,7 @@ func (h *harness) createPod(ctx context.Context, ns, name string) error {
 				Limits:   corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}}}}
 	if h.name == Sluice {
 		pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: benchQueue, Partition: poolName}}
+			Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: queue, Partition: poolName}}
 		if err := h.crs.Create(ctx, pg); err != nil {
 			return fmt.Errorf("create PodGroup %s: %w", name, err)
 		}
@@ -243,12 +248,12 @@ func (h *harness) createPod(ctx context.Context, ns, name string) error {
 	return nil
 }
 
-// clear force-deletes the mode's pods, one request each from many goroutines (a
+// clear force-deletes the mode's n pods, one request each from many goroutines (a
 // DeleteCollection of thousands of pods outlives the API server's request timeout),
 // and waits until they are gone.
-func (h *harness) clear(ctx context.Context, ns string) error {
+func (h *harness) clear(ctx context.Context, ns string, n int) error {
 	zero := int64(0)
-	err := h.parallel(ctx, h.opts.Pods, func(i int) error {
+	err := h.parallel(ctx, n, func(i int) error {
 		err := h.kube.CoreV1().Pods(ns).Delete(ctx, "p"+strconv.Itoa(i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete pod: %w", err)

@@ -116,6 +116,16 @@ func (w *podWatch) await(ctx context.Context, done chan struct{}, limit time.Dur
 	}
 }
 
+// awaitBound waits until at least n pods have been seen bound. It checks as often as
+// poll does; the times recorded come from the watch events, not from this loop.
+func (w *podWatch) awaitBound(ctx context.Context, n int) error {
+	return poll(ctx, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.bound) >= n
+	})
+}
+
 func (w *podWatch) stop() { w.cancel() }
 
 // bindLatency is the median and the slowest time from a pod's creation (as the watch saw
