@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/accounting"
-	"github.com/sluicehq/sluice/accounting/dashboard"
 )
 
 func handleDBDiag(s *Server, c *call) (map[string]any, error) {
@@ -48,7 +47,7 @@ func dbJobFilter(c *call) (accounting.JobFilter, *Error) {
 		into  *time.Time
 	}{{"start_time", &f.Start}, {"end_time", &f.End}} {
 		if v := q.Get(bound.param); v != "" {
-			t, err := dashboard.ParseTime(v)
+			t, err := accounting.ParseTime(v)
 			if err != nil {
 				return f, BadRequest(ErrRestInvalidQuery, bound.param, "%s: %v", bound.param, err)
 			}

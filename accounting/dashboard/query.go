@@ -18,27 +18,13 @@ func badRequest(source, format string, args ...any) error {
 	return &apiError{status: http.StatusBadRequest, source: source, msg: fmt.Sprintf(format, args...)}
 }
 
-// ParseTime reads a time parameter: UNIX seconds, RFC 3339, or Slurm's
-// YYYY-MM-DD[THH:MM[:SS]] in UTC.
-func ParseTime(s string) (time.Time, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Unix(n, 0).UTC(), nil
-	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("time %q: want UNIX seconds, RFC 3339 or YYYY-MM-DD[THH:MM[:SS]]", s)
-}
-
 // optTime reads an optional time parameter; zero when absent.
 func optTime(q url.Values, name string) (time.Time, error) {
 	v := q.Get(name)
 	if v == "" {
 		return time.Time{}, nil
 	}
-	t, err := ParseTime(v)
+	t, err := accounting.ParseTime(v)
 	if err != nil {
 		return t, badRequest(name, "%s: %v", name, err)
 	}
