@@ -130,22 +130,47 @@ func (c *cycle) emitEviction(pi int32, kind EvictionKind, forJob, reason string)
 		Node: c.nodes[pl.node].name, Kind: kind, ForJob: forJob, Reason: reason})
 }
 
+// bindRef is a committed placement, to be reported as a bind when the cycle ends. A committed
+// placement never changes again (its job grew, so it is nobody's victim), and writing the
+// binds at the end sizes their arrays once.
+type bindRef struct {
+	place int32
+	after bool
+}
+
 func (c *cycle) emitBind(pi int32, after bool) {
-	pl := &c.places[pi]
-	start := len(c.bound)
-	for _, r := range c.gpuRefs[pl.g0:pl.gn] {
-		c.bound = append(c.bound, BoundGPU{Index: c.gpus[r].index, UUID: c.gpus[r].uuid})
+	c.binds = append(c.binds, bindRef{pi, after})
+}
+
+// reportBinds writes the binds committed this cycle, in the order they were.
+func (c *cycle) reportBinds() {
+	if len(c.binds) == 0 {
+		return
 	}
-	b := Bind{Job: c.jobs[pl.job].job.ID, Group: c.groups[pl.group].name, Task: pl.task,
-		Node: c.nodes[pl.node].name, Action: pl.action, AfterEvictions: after}
-	if pl.gn > pl.g0 {
-		b.GPUs = c.bound[start:len(c.bound):len(c.bound)]
-		b.GPUMilli, b.GPUMemoryMiB = pl.milli, pl.mem
-		if pl.whole {
-			b.GPUMemoryMiB = c.gpus[c.gpuRefs[pl.g0]].mem
+	gpus := 0
+	for _, br := range c.binds {
+		pl := &c.places[br.place]
+		gpus += int(pl.gn - pl.g0)
+	}
+	bound := make([]BoundGPU, 0, gpus)
+	c.d.Binds = make([]Bind, len(c.binds))
+	for i, br := range c.binds {
+		pl := &c.places[br.place]
+		b := &c.d.Binds[i]
+		*b = Bind{Job: c.jobs[pl.job].job.ID, Group: c.groups[pl.group].name, Task: pl.task,
+			Node: c.nodes[pl.node].name, Action: pl.action, AfterEvictions: br.after}
+		if pl.gn > pl.g0 {
+			start := len(bound)
+			for _, r := range c.gpuRefs[pl.g0:pl.gn] {
+				bound = append(bound, BoundGPU{Index: c.gpus[r].index, UUID: c.gpus[r].uuid})
+			}
+			b.GPUs = bound[start:len(bound):len(bound)]
+			b.GPUMilli, b.GPUMemoryMiB = pl.milli, pl.mem
+			if pl.whole {
+				b.GPUMemoryMiB = c.gpus[c.gpuRefs[pl.g0]].mem
+			}
 		}
 	}
-	c.d.Binds = append(c.d.Binds, b)
 }
 
 // reserve holds nodes for a blocked whole-GPU gang of more than one GPU (a single GPU

@@ -52,7 +52,20 @@ func (c *cycle) consolidate(ji int32) bool {
 }
 
 func (c *cycle) indexPlacements() {
+	// Counted first, then every node's list cut from one array.
+	count := make([]int32, len(c.nodes))
+	total := 0
+	for pi := range c.places {
+		if pl := &c.places[pi]; pl.live {
+			count[pl.node]++
+			total++
+		}
+	}
+	all := make([]int32, total)
 	c.onNode = make([][]int32, len(c.nodes))
+	for n, k := range count {
+		c.onNode[n], all = all[:0:k], all[k:]
+	}
 	for pi := range c.places {
 		if pl := &c.places[pi]; pl.live {
 			c.onNode[pl.node] = append(c.onNode[pl.node], int32(pi))

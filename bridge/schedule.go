@@ -29,6 +29,7 @@ func (sc *Scheduler) Schedule(s *Snapshot) *Decisions {
 		c.allocate(int32(p))
 	}
 	c.rescue()
+	c.reportBinds()
 	c.reportPending()
 	c.reportShares()
 	return c.d
@@ -38,6 +39,15 @@ func (sc *Scheduler) Schedule(s *Snapshot) *Decisions {
 // in the order they were, then those that could not be considered at all, by id. (A running
 // gang that could not grow is running, not pending.)
 func (c *cycle) reportPending() {
+	n := 0 // every job listed below, so that the list is allocated once
+	for ji := range c.jobs {
+		if js := &c.jobs[ji]; js.code != "" && js.running == 0 && (js.listed || js.pending > 0) {
+			n++
+		}
+	}
+	if n > 0 {
+		c.d.Pending = make([]Pending, 0, n)
+	}
 	for _, ji := range c.order {
 		js := &c.jobs[ji]
 		if js.code != "" && js.running == 0 {

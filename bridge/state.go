@@ -40,6 +40,7 @@ type cycle struct {
 	giving     []*victimQueue
 	victimKeys []victimKey
 	holds      []victimHold // backing store for every victimQueue.held
+	holdsAt    []int32      // and for every victimQueue.heldAt
 	// jobsByID is set when the snapshot lists its jobs in id order: a job's position then
 	// orders it by id.
 	jobsByID bool
@@ -64,7 +65,7 @@ type cycle struct {
 	// building is set while the snapshot's running work is applied: bucket order then must
 	// not depend on the order jobs were listed in.
 	building bool
-	bound    []BoundGPU // backing store for Bind.GPUs
+	binds    []bindRef // committed placements to report as binds
 }
 
 // buffers are the big per-cycle arrays, kept by a Scheduler from one cycle to the next so
@@ -79,15 +80,15 @@ type buffers struct {
 	gpus    []gpuState
 	nodeIdx map[string]int32
 	holds   []victimHold
+	holdsAt []int32
+	binds   []bindRef
 }
 
 // keep takes back the cycle's arrays (they may have grown) for the next cycle.
 func (b *buffers) keep(c *cycle) {
 	b.jobs, b.groups, b.places, b.gpuRefs = c.jobs, c.groups, c.places, c.gpuRefs
 	b.nodes, b.gpus, b.nodeIdx = c.nodes, c.gpus, c.nodeIdx
-	if cap(c.holds) > cap(b.holds) {
-		b.holds = c.holds
-	}
+	b.holds, b.holdsAt, b.binds = c.holds, c.holdsAt, c.binds
 }
 
 // reuse returns a zeroed slice of length n, in buf's array when it is large enough.

@@ -100,17 +100,18 @@ func (c *cycle) inEvictionOrder(vq *victimQueue) []int32 {
 		vq.jobs[i] = k.job
 	}
 	c.victimKeys = keys
-	// Appended to one arena kept across cycles; a list cut before the arena grew keeps the
-	// old array, which nothing writes again.
-	start := len(c.holds)
-	vq.heldAt = make([]int32, len(vq.jobs)+1)
-	for i, v := range vq.jobs {
+	// Appended to arenas kept across cycles; a list cut before an arena grew keeps the old
+	// array, which nothing writes again.
+	start, startAt := len(c.holds), len(c.holdsAt)
+	c.holdsAt = append(c.holdsAt, 0)
+	for _, v := range vq.jobs {
 		for _, pi := range c.jobs[v].places {
 			c.holds = append(c.holds, victimHold{c.places[pi].node, c.places[pi].use})
 		}
-		vq.heldAt[i+1] = int32(len(c.holds) - start)
+		c.holdsAt = append(c.holdsAt, int32(len(c.holds)-start))
 	}
 	vq.held = c.holds[start:len(c.holds):len(c.holds)]
+	vq.heldAt = c.holdsAt[startAt:len(c.holdsAt):len(c.holdsAt)]
 	vq.sorted = true
 	return vq.jobs
 }
