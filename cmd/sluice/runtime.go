@@ -49,10 +49,13 @@ type Server struct {
 	identity   string
 	ledger     accounting.Store // set by addAccounting
 
+	// leader is 1 while this replica runs the leader-only components, so
+	// operators (and the hand-over test) see which replica schedules.
+	leader prometheus.Gauge
+
 	mu         sync.Mutex
 	components []component
 	ready      map[string]func() error
-	isLeader   bool
 	addr       net.Addr // set once listening
 	listening  chan struct{}
 }
@@ -85,8 +88,10 @@ func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
 		identity:   fmt.Sprintf("%s_%d", host, os.Getpid()),
 		ready:      map[string]func() error{},
 		listening:  make(chan struct{}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_server_leader",
+			Help: "1 while this replica holds the leader Lease and runs the scheduler and remediation, else 0."}),
 	}
-	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), s.leader)
 	s.router.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.router.HandleFunc("/readyz", s.serveReadyz)
 	s.router.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
@@ -321,16 +326,11 @@ func (s *Server) runAsLeader(ctx context.Context, start func(context.Context)) e
 }
 
 func (s *Server) setLeader(v bool) {
-	s.mu.Lock()
-	s.isLeader = v
-	s.mu.Unlock()
-}
-
-// IsLeader reports whether this replica currently runs the leader-only components.
-func (s *Server) IsLeader() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.isLeader
+	if v {
+		s.leader.Set(1)
+	} else {
+		s.leader.Set(0)
+	}
 }
 
 func (s *Server) ensureNamespace(ctx context.Context, name string) error {

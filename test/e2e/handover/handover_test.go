@@ -34,6 +34,7 @@ const (
 	podsBound   = "sluice_scheduler_pods_bound_total"
 	bindsFailed = "sluice_scheduler_binds_failed_total"
 	cycles      = "sluice_scheduler_cycle_duration_seconds_count"
+	leads       = "sluice_server_leader"
 	// handoverDeadline is the bound, from the kill to the other
 	// replica having bound what was submitted meanwhile.
 	handoverDeadline = 15 * time.Second
@@ -58,7 +59,10 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	if got := leader.mustMetric(t, podsBound); got != float64(len(boundBefore)) {
 		t.Errorf("leader %s bound %v pods, want %d", leader.name, got, len(boundBefore))
 	}
-	for _, name := range []string{podsBound, bindsFailed, cycles} {
+	if got := leader.mustMetric(t, leads); got != 1 {
+		t.Errorf("leader %s: %s = %v, want 1", leader.name, leads, got)
+	}
+	for _, name := range []string{leads, podsBound, bindsFailed, cycles} {
 		if got := follower.mustMetric(t, name); got != 0 {
 			t.Errorf("follower %s: %s = %v, want 0 (only the leader schedules)", follower.name, name, got)
 		}
@@ -96,6 +100,9 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 		if pods := jobPods(t, rig, id); len(pods) != 1 {
 			t.Errorf("Slurm job %d has %d pods after the hand-over, want 1: %v", id, len(pods), podKeys(pods))
 		}
+	}
+	if got := follower.mustMetric(t, leads); got != 1 {
+		t.Errorf("new leader %s: %s = %v, want 1", follower.name, leads, got)
 	}
 	newWork := float64(len(boundAll) - len(boundBefore))
 	if got := follower.mustMetric(t, podsBound); got != newWork {
@@ -138,6 +145,9 @@ func TestLeaderReleasesLeaseOnSIGTERM(t *testing.T) {
 	}
 	t.Logf("hand-over after SIGTERM: Lease taken by %s after %s, new pods bound after %s",
 		p.follower.name, l.Spec.AcquireTime.Sub(terminated).Round(time.Millisecond), bound.Round(time.Millisecond))
+	if got := p.follower.mustMetric(t, leads); got != 1 {
+		t.Errorf("new leader %s: %s = %v, want 1", p.follower.name, leads, got)
+	}
 	if got := p.follower.mustMetric(t, podsBound); got != float64(len(pods)) {
 		t.Errorf("new leader %s bound %v pods, want %d", p.follower.name, got, len(pods))
 	}
