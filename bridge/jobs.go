@@ -5,17 +5,23 @@ import (
 )
 
 func (c *cycle) buildJobs() {
-	// Size the arenas once: growing them job by job would copy them over and over.
+	// Size the arenas once: growing them job by job would copy them over and over. Each
+	// job's count of well-formed tasks is kept for the second pass.
+	counts := reuse(c.buf.taskCounts, len(c.s.Jobs))
+	c.buf.taskCounts = counts
 	groups, tasks, refs := 0, 0, 0
 	for i := range c.s.Jobs {
 		j := &c.s.Jobs[i]
 		groups += len(j.Groups)
-		for _, g := range j.Groups {
-			if checkGroup(&g) == "" {
-				tasks += int(g.Count)
+		n := 0
+		for k := range j.Groups {
+			if g := &j.Groups[k]; checkGroup(g) == "" {
+				n += int(g.Count)
 				refs += int(g.Count) * int(max(g.GPU.Devices, 1))
 			}
 		}
+		counts[i] = int32(n)
+		tasks += n
 	}
 	c.groups = reuse(c.buf.groups, groups)[:0]
 	c.places = reuse(c.buf.places, tasks+tasks/8)[:0]
@@ -25,13 +31,7 @@ func (c *cycle) buildJobs() {
 	// Every job's list of placements is cut from one array, room for all its tasks.
 	c.buf.lists = reuse(c.buf.lists, tasks)
 	lists := c.buf.lists
-	for i := range c.s.Jobs {
-		n := 0
-		for _, g := range c.s.Jobs[i].Groups {
-			if checkGroup(&g) == "" {
-				n += int(g.Count)
-			}
-		}
+	for i, n := range counts {
 		c.jobs[i].places, lists = lists[:0:n], lists[n:]
 		c.buildJob(int32(i))
 	}
@@ -167,6 +167,7 @@ func (c *cycle) buildGroups(js *jobState) {
 		}
 		if msg := checkGroup(tg); msg != "" {
 			js.block(ReasonBadConstraints, "group "+tg.Name+": "+msg)
+			g.malformed = true
 		}
 		c.groups = append(c.groups, g)
 	}

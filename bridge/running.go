@@ -32,7 +32,7 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 	nd := &c.nodes[n]
 	pl := placement{job: ji, group: gi, node: n, task: rt.Name, start: nanos(rt.Start), g0: int32(len(c.gpuRefs))}
 	kind := g.gpu.Kind
-	if checkGroup(&js.job.Groups[gi-js.g0]) != "" {
+	if g.malformed {
 		kind = GPUNone // a malformed GPU ask takes no devices; the job is reported
 	}
 	if kind != GPUNone {

@@ -35,12 +35,10 @@ type cycle struct {
 	// onNode lists, per node, the placements running at the start of rescue.
 	victims [][]victimQueue
 	onNode  [][]int32
-	// giving is scratch for the victim queues one reclaim or preemption walks; victimKeys
-	// for sorting one queue's victims.
-	giving     []*victimQueue
-	victimKeys []victimKey
-	holds      []victimHold // backing store for every victimQueue.held
-	holdsAt    []int32      // and for every victimQueue.heldAt
+	// giving is scratch for the victim queues one reclaim or preemption walks.
+	giving  []*victimQueue
+	holds   []victimHold // backing store for every victimQueue.held
+	holdsAt []int32      // and for every victimQueue.heldAt
 	// jobsByID is set when the snapshot lists its jobs in id order: a job's position then
 	// orders it by id.
 	jobsByID bool
@@ -76,12 +74,17 @@ type buffers struct {
 	places  []placement
 	gpuRefs []int32
 	lists   []int32
-	nodes   []nodeState
-	gpus    []gpuState
-	nodeIdx map[string]int32
-	holds   []victimHold
-	holdsAt []int32
-	binds   []bindRef
+	// taskCounts is scratch for buildJobs: each job's well-formed tasks.
+	taskCounts []int32
+	nodes      []nodeState
+	gpus       []gpuState
+	nodeIdx    map[string]int32
+	holds      []victimHold
+	holdsAt    []int32
+	binds      []bindRef
+	// victimKeys and pendingKeys are scratch for sorting one queue's victims or pending jobs.
+	victimKeys  []victimKey
+	pendingKeys []pendingKey
 }
 
 // keep takes back the cycle's arrays (they may have grown) for the next cycle.
@@ -256,7 +259,9 @@ type groupReq struct {
 	count   int32
 	running int32
 	bound   int32 // tasks placed this cycle
-	names   []string
+	// malformed is set when checkGroup finds fault with it: its tasks take no devices.
+	malformed bool
+	names     []string
 }
 
 type extAmount struct {

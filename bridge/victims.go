@@ -83,7 +83,7 @@ func (c *cycle) inEvictionOrder(vq *victimQueue) []int32 {
 	if vq.sorted {
 		return vq.jobs
 	}
-	keys := c.victimKeys[:0]
+	keys := c.buf.victimKeys[:0]
 	for _, v := range vq.jobs {
 		keys = append(keys, victimKey{c.jobs[v].prio, c.jobs[v].start, v})
 	}
@@ -99,7 +99,7 @@ func (c *cycle) inEvictionOrder(vq *victimQueue) []int32 {
 	for i, k := range keys {
 		vq.jobs[i] = k.job
 	}
-	c.victimKeys = keys
+	c.buf.victimKeys = keys
 	// Appended to arenas kept across cycles; a list cut before an arena grew keeps the old
 	// array, which nothing writes again.
 	start, startAt := len(c.holds), len(c.holdsAt)
