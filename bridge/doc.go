@@ -60,5 +60,8 @@
 // are remembered per gang shape (a larger ask of the same shape fails too), a failed rescue is
 // not retried for the same queue and GPU ask, one attempt evicts at most 64 jobs and looks at
 // most at 512 running jobs and 8 nodes, and at most Config.MaxConsolidations gangs try
-// consolidation per partition. A Scheduler reuses its large arrays from cycle to cycle.
+// consolidation per partition. Running preemptible jobs are indexed per queue, and a queue's
+// are put in eviction order (with a copy of what each holds where) only when a rescue first
+// walks them. Sorts read keys copied out of the jobs; when the snapshot lists its jobs by id,
+// a job's position stands for its id. A Scheduler reuses its large arrays from cycle to cycle.
 package bridge
