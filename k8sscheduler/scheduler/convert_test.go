@@ -179,10 +179,10 @@ func TestAssignmentAnnotations(t *testing.T) {
 				t.Fatal("assignmentOf reported no GPUs")
 			}
 			ann := a.annotations()
-			if ann[VisibleDevicesAnnotation] != tt.visible || ann[GPUPortionAnnotation] != tt.portion {
+			if ann[v1alpha1.VisibleDevicesAnnotation] != tt.visible || ann[v1alpha1.GPUPortionAnnotation] != tt.portion {
 				t.Errorf("annotations = %v, want visible %q portion %q", ann, tt.visible, tt.portion)
 			}
-			back, err := ParseAssignment(ann[AssignmentAnnotation])
+			back, err := ParseAssignment(ann[v1alpha1.GPUAssignmentAnnotation])
 			if err != nil || len(back.GPUs) != len(tt.bind.GPUs) || back.GPUMemoryMiB != tt.bind.GPUMemoryMiB {
 				t.Errorf("ParseAssignment = %+v, %v", back, err)
 			}

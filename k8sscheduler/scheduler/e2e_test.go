@@ -57,7 +57,7 @@ func TestGangWaitsForAllMembers(t *testing.T) {
 		t.Errorf("gang nodes %v, want four distinct nodes", nodes)
 	}
 	for _, n := range pods {
-		a, err := ParseAssignment(e.pod(n).Annotations[AssignmentAnnotation])
+		a, err := ParseAssignment(e.pod(n).Annotations[v1alpha1.GPUAssignmentAnnotation])
 		if err != nil || len(a.GPUs) != 8 || a.Portion != 1 {
 			t.Errorf("pod %s assignment %+v, %v; want 8 whole GPUs", n, a, err)
 		}
@@ -78,11 +78,11 @@ func TestFractionsShareOneGPU(t *testing.T) {
 	var devices []string
 	for i, n := range pods {
 		p := e.pod(n)
-		devices = append(devices, p.Annotations[VisibleDevicesAnnotation])
+		devices = append(devices, p.Annotations[v1alpha1.VisibleDevicesAnnotation])
 		if nodes[i] != nodes[0] {
 			t.Errorf("pod %s on %s, want all on %s", n, nodes[i], nodes[0])
 		}
-		if got := p.Annotations[GPUPortionAnnotation]; got != "0.25" {
+		if got := p.Annotations[v1alpha1.GPUPortionAnnotation]; got != "0.25" {
 			t.Errorf("pod %s portion %q, want 0.25", n, got)
 		}
 	}
@@ -135,7 +135,7 @@ func TestReclaimForUnderQuotaQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range pg.Status.Conditions {
-			if c.Type == ConditionEvicted && c.Reason == conditionReason(string(bridge.EvictReclaim)) {
+			if c.Type == v1alpha1.PodGroupConditionEvicted && c.Reason == conditionReason(string(bridge.EvictReclaim)) {
 				evicted++
 			}
 		}

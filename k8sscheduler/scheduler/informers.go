@@ -25,8 +25,8 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 		},
 		Status: corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime},
 	}
-	if a, ok := p.Annotations[AssignmentAnnotation]; ok {
-		out.Annotations = map[string]string{AssignmentAnnotation: a}
+	if a, ok := p.Annotations[v1alpha1.GPUAssignmentAnnotation]; ok {
+		out.Annotations = map[string]string{v1alpha1.GPUAssignmentAnnotation: a}
 	}
 	if p.Spec.SchedulerName == schedulerName {
 		out.Labels, out.Annotations = p.Labels, p.Annotations

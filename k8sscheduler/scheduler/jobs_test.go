@@ -115,7 +115,7 @@ func TestBuildFromMembers(t *testing.T) {
 				Status: v1alpha1.PodGroupStatus{Phase: tt.phase}}
 			c.setPodGroup(pg)
 			for i := range tt.bound {
-				p := testPod(string(rune('a'+i)), "4", map[string]string{TaskGroupAnnotation: "node"}, "n1")
+				p := testPod(string(rune('a'+i)), "4", map[string]string{v1alpha1.TaskGroupAnnotation: "node"}, "n1")
 				c.setPod(podKey("ns", p.Name), convertPod(p, "sluice"))
 			}
 			g := c.groups["ns/pg"]

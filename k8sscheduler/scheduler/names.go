@@ -10,24 +10,6 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// Annotations the binder writes on a pod through its Binding (kube-apiserver copies a
-// Binding's annotations onto the pod in the same write). The webhook points container
-// environment variables at them with fieldRef, so a real kubelet resolves them at start.
-const (
-	// AssignmentAnnotation holds the whole assignment as JSON (see Assignment).
-	AssignmentAnnotation = v1alpha1.GPUAssignmentAnnotation
-	// VisibleDevicesAnnotation is the comma-separated GPU UUIDs (indices where a node
-	// publishes no UUIDs), ready for NVIDIA_VISIBLE_DEVICES.
-	VisibleDevicesAnnotation = "sluice.dev/visible-devices"
-	// GPUPortionAnnotation is the portion of each device the pod may use, "0.25", or "1"
-	// for whole devices.
-	GPUPortionAnnotation = "sluice.dev/gpu-portion"
-)
-
-// ConditionEvicted is set on a PodGroup (False is never written) when the scheduler
-// evicted one of its pods; the reason is the eviction kind, the message says for whom.
-const ConditionEvicted = "Evicted"
-
 // ReasonWaitingForPods is the Scheduled condition's reason while a PodGroup has fewer pods
 // than its minMember, so the gang cannot be considered yet.
 const ReasonWaitingForPods = "WaitingForPods"
@@ -36,11 +18,11 @@ const ReasonWaitingForPods = "WaitingForPods"
 // the scheduler was built without a PodFactory.
 const ReasonNoPodFactory = "NoPodFactory"
 
-// ReasonPodCreateFailed is the Scheduled condition's reason of a Slurm PodGroup whose pods
-// could not be made or created; the scheduler retries on the next cycle.
-const ReasonPodCreateFailed = "PodCreateFailed"
-
-// Assignment is the JSON of AssignmentAnnotation.
+// Assignment is the JSON of v1alpha1.GPUAssignmentAnnotation. The binder writes it, with
+// v1alpha1.VisibleDevicesAnnotation and v1alpha1.GPUPortionAnnotation, on a pod through its
+// Binding (kube-apiserver copies a Binding's annotations onto the pod in the same write);
+// the webhook points container environment variables at the latter two with fieldRef, so
+// a real kubelet resolves them at start.
 type Assignment struct {
 	GPUs []AssignedGPU `json:"gpus"`
 	// Portion is the share of each device, 1 for whole devices.
@@ -81,20 +63,20 @@ func (a Assignment) annotations() map[string]string {
 		}
 	}
 	return map[string]string{
-		AssignmentAnnotation:     string(raw),
-		VisibleDevicesAnnotation: strings.Join(ids, ","),
-		GPUPortionAnnotation:     strconv.FormatFloat(a.Portion, 'f', -1, 64),
+		v1alpha1.GPUAssignmentAnnotation:  string(raw),
+		v1alpha1.VisibleDevicesAnnotation: strings.Join(ids, ","),
+		v1alpha1.GPUPortionAnnotation:     strconv.FormatFloat(a.Portion, 'f', -1, 64),
 	}
 }
 
-// ParseAssignment reads AssignmentAnnotation back.
+// ParseAssignment reads v1alpha1.GPUAssignmentAnnotation back.
 func ParseAssignment(s string) (Assignment, error) {
 	var a Assignment
 	if err := json.Unmarshal([]byte(s), &a); err != nil {
-		return a, fmt.Errorf("%s: %w", AssignmentAnnotation, err)
+		return a, fmt.Errorf("%s: %w", v1alpha1.GPUAssignmentAnnotation, err)
 	}
 	if a.Portion < 0 || a.Portion > 1 {
-		return a, fmt.Errorf("%s: portion %v is not in [0,1]", AssignmentAnnotation, a.Portion)
+		return a, fmt.Errorf("%s: portion %v is not in [0,1]", v1alpha1.GPUAssignmentAnnotation, a.Portion)
 	}
 	return a, nil
 }

@@ -13,10 +13,6 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// migStrategyLabel is the GPU Operator's MIG strategy; single or mixed means the node's
-// nvidia.com/gpu devices are MIG slices, handed out only whole.
-const migStrategyLabel = "nvidia.com/mig.strategy"
-
 // nodeGPU is one entry of the v1alpha1.NodeGPUsAnnotation.
 type nodeGPU struct {
 	Index     int32  `json:"index"`
@@ -40,7 +36,7 @@ func convertNode(n *corev1.Node, tolerated []string) (bridge.Node, error) {
 	if mem, err := strconv.ParseInt(n.Labels[v1alpha1.GPUMemoryLabel], 10, 64); err == nil && mem > 0 {
 		out.Allocatable.GPUMemoryMiB = mem * gpus
 	}
-	mig := n.Labels[migStrategyLabel] == "single" || n.Labels[migStrategyLabel] == "mixed"
+	mig := n.Labels[v1alpha1.MIGStrategyLabel] == "single" || n.Labels[v1alpha1.MIGStrategyLabel] == "mixed"
 	raw, ok := n.Annotations[v1alpha1.NodeGPUsAnnotation]
 	if !ok {
 		if mig && gpus > 0 {

@@ -14,10 +14,6 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// TaskGroupAnnotation names the PodGroup member set a pod created for a Slurm job belongs
-// to, so its running task is matched back to the right group.
-const TaskGroupAnnotation = "sluice.dev/task-group"
-
 // podEntry is what the cache keeps of one pod: converted once per pod event.
 type podEntry struct {
 	name, namespace string
@@ -53,7 +49,7 @@ func convertPod(pod *corev1.Pod, schedulerName string) *podEntry {
 	} else {
 		e.start = pod.CreationTimestamp.Time
 	}
-	if raw, ok := pod.Annotations[AssignmentAnnotation]; ok {
+	if raw, ok := pod.Annotations[v1alpha1.GPUAssignmentAnnotation]; ok {
 		if a, err := ParseAssignment(raw); err == nil {
 			e.assignment = &a
 		}
@@ -64,7 +60,7 @@ func convertPod(pod *corev1.Pod, schedulerName string) *podEntry {
 	if g := pod.Annotations[v1alpha1.PodGroupAnnotation]; g != "" {
 		e.group = pod.Namespace + "/" + g
 	}
-	e.taskGroup = pod.Annotations[TaskGroupAnnotation]
+	e.taskGroup = pod.Annotations[v1alpha1.TaskGroupAnnotation]
 	e.selector = pod.Spec.NodeSelector
 	if pod.Spec.Priority != nil {
 		e.priority = *pod.Spec.Priority

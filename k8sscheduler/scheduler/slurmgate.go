@@ -9,11 +9,6 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// ConditionEligible is the PodGroup condition the Slurm lifecycle controller writes on a
-// pending job with a --dependency: True once the dependency is met. It is the same string
-// as slurmapi/kube.ConditionEligible; the scheduler may not import slurmapi.
-const ConditionEligible = "Eligible"
-
 // Reasons a pending Slurm job is kept out of placement, as Slurm's squeue names them.
 const (
 	// ReasonJobHeld: spec.slurm.hold is set (sbatch -H, scontrol hold).
@@ -37,7 +32,7 @@ func slurmGate(pg *v1alpha1.PodGroup) (code, message string, ok bool) {
 	if s.Dependency == "" {
 		return "", "", true
 	}
-	c := meta.FindStatusCondition(pg.Status.Conditions, ConditionEligible)
+	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionEligible)
 	switch {
 	case c == nil || c.ObservedGeneration != pg.Generation:
 		return ReasonDependency, "waiting for the dependency " + s.Dependency + " to be judged", false
@@ -54,7 +49,7 @@ func slurmGate(pg *v1alpha1.PodGroup) (code, message string, ok bool) {
 // eligibility is the part of the Eligible condition the gate reads, to notice a change
 // that arrives as a status-only update.
 func eligibility(pg *v1alpha1.PodGroup) metav1.Condition {
-	c := meta.FindStatusCondition(pg.Status.Conditions, ConditionEligible)
+	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionEligible)
 	if c == nil {
 		return metav1.Condition{}
 	}

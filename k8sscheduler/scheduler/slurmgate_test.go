@@ -19,7 +19,7 @@ func slurmGroup(slurm v1alpha1.SlurmJob, phase v1alpha1.PodGroupPhase, conds ...
 }
 
 func eligible(status metav1.ConditionStatus, reason string, gen int64) metav1.Condition {
-	return metav1.Condition{Type: ConditionEligible, Status: status, Reason: reason, Message: "judged " + reason, ObservedGeneration: gen}
+	return metav1.Condition{Type: v1alpha1.PodGroupConditionEligible, Status: status, Reason: reason, Message: "judged " + reason, ObservedGeneration: gen}
 }
 
 // Held jobs and jobs whose dependency is not met stay pending with Slurm's reason; a
@@ -58,7 +58,7 @@ func TestSlurmJobsHeldOrWaitingAreNotPlaced(t *testing.T) {
 			c.slurmPods = true
 			c.setPodGroup(tt.pg)
 			for i := range tt.boundPods {
-				p := testPod(string(rune('a'+i)), "1", map[string]string{TaskGroupAnnotation: "node"}, "n1")
+				p := testPod(string(rune('a'+i)), "1", map[string]string{v1alpha1.TaskGroupAnnotation: "node"}, "n1")
 				c.setPod(podKey("ns", p.Name), convertPod(p, "sluice"))
 			}
 			snap, blocked := c.snapshot(metav1.Now().Time)
@@ -145,7 +145,7 @@ func TestRequeuedSlurmJobIsPlacedAgain(t *testing.T) {
 				next := pg.DeepCopy()
 				next.Status.Phase, next.Status.Requeues = st.phase, st.requeues
 				c.setPodGroup(next)
-				p := testPod("pg-0", "1", map[string]string{TaskGroupAnnotation: "node"}, "n1")
+				p := testPod("pg-0", "1", map[string]string{v1alpha1.TaskGroupAnnotation: "node"}, "n1")
 				switch st.pod {
 				case "bound":
 					c.setPod("ns/pg-0", convertPod(p, "sluice"))

@@ -42,7 +42,7 @@ func currentKey(pg *v1alpha1.PodGroup) statusKey {
 	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil {
 		k.sched, k.reason, k.message = c.Status, c.Reason, c.Message
 	}
-	if c := meta.FindStatusCondition(pg.Status.Conditions, ConditionEvicted); c != nil {
+	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionEvicted); c != nil {
 		k.evicted = c.Reason + ": " + c.Message
 	}
 	return k
@@ -61,7 +61,7 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 		return nil
 	}
 	if g.status.createErr != "" && waits {
-		p = bridge.Pending{Job: g.key, Code: ReasonPodCreateFailed, Reason: g.status.createErr}
+		p = bridge.Pending{Job: g.key, Code: v1alpha1.ReasonPodCreateFailed, Reason: g.status.createErr}
 	}
 	want := currentKey(pg)
 	if g.status.written != (statusKey{}) {
@@ -118,9 +118,9 @@ func (s *Scheduler) groupStatusWork(pg *v1alpha1.PodGroup, want, prev statusKey,
 		}
 		if want.evicted != "" {
 			reason, msg, _ := cutReason(want.evicted)
-			meta.SetStatusCondition(&conds, metav1.Condition{Type: ConditionEvicted, Status: metav1.ConditionTrue,
+			meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.PodGroupConditionEvicted, Status: metav1.ConditionTrue,
 				Reason: conditionReason(reason), Message: msg, ObservedGeneration: pg.Generation})
-			if c := meta.FindStatusCondition(conds, ConditionEvicted); c != nil && want.evicted != prev.evicted {
+			if c := meta.FindStatusCondition(conds, v1alpha1.PodGroupConditionEvicted); c != nil && want.evicted != prev.evicted {
 				c.LastTransitionTime = metav1.Now() // a new eviction, even of the same kind
 			}
 		}

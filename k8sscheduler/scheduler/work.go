@@ -77,7 +77,7 @@ func prepareSlurmPod(pod *corev1.Pod, pg *v1alpha1.PodGroup, b *bridge.Bind, sch
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[v1alpha1.PodGroupAnnotation] = pg.Name
-	pod.Annotations[TaskGroupAnnotation] = b.Group
+	pod.Annotations[v1alpha1.TaskGroupAnnotation] = b.Group
 	if a, ok := assignmentOf(b); ok {
 		for k, v := range a.annotations() {
 			pod.Annotations[k] = v
@@ -115,7 +115,7 @@ func (s *Scheduler) createFailed(g *groupEntry, pg *v1alpha1.PodGroup, binds []b
 	g.created, g.assumed, g.dirty = false, nil, true
 	g.status.createErr = err.Error()
 	c.mu.Unlock()
-	s.events.Eventf(pg, corev1.EventTypeWarning, ReasonPodCreateFailed, "creating the job's pods failed: %v", err)
+	s.events.Eventf(pg, corev1.EventTypeWarning, v1alpha1.ReasonPodCreateFailed, "creating the job's pods failed: %v", err)
 	c.poke()
 }
 

@@ -22,25 +22,9 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// Annotations the scheduler writes on the pod in the same request as the
-// binding (the API server copies a Binding's annotations onto the pod), and
-// the container environment variables they reach through the downward API.
-// They are not in apis/scheduling/v1alpha1 yet; they live here until the
-// scheduler needs them too.
-const (
-	// VisibleDevicesAnnotation holds the comma-separated UUIDs of the GPUs
-	// the pod was bound to.
-	VisibleDevicesAnnotation = "sluice.dev/visible-devices"
-	// GPUPortionAnnotation holds the portion of each of those GPUs the pod
-	// was given: "1" for whole GPUs, e.g. "0.25" for a fraction.
-	GPUPortionAnnotation = "sluice.dev/gpu-portion"
-
-	// VisibleDevicesEnv is read by the NVIDIA container runtime to choose
-	// the GPUs a container sees.
-	VisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
-	// GPUPortionEnv tells the workload which portion of each GPU it may use.
-	GPUPortionEnv = "SLUICE_GPU_PORTION"
-)
+// VisibleDevicesEnv is v1alpha1.VisibleDevicesEnv under its old name, kept while
+// test/chart still reads it from here.
+const VisibleDevicesEnv = v1alpha1.VisibleDevicesEnv
 
 // MutatePath is the URL path the webhook serves AdmissionReviews on.
 const MutatePath = "/mutate-pods"

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
 )
@@ -178,7 +179,7 @@ func TestWebhookOnRig(t *testing.T) {
 		// Binding's annotations onto the pod, where the env above reads them.
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: fractional.Name, Annotations: map[string]string{
-				VisibleDevicesAnnotation: "GPU-5f0a4e6c-0000-4000-8000-000000000001", GPUPortionAnnotation: "0.25",
+				v1alpha1.VisibleDevicesAnnotation: "GPU-5f0a4e6c-0000-4000-8000-000000000001", v1alpha1.GPUPortionAnnotation: "0.25",
 			}},
 			Target: corev1.ObjectReference{Kind: "Node", Name: cluster.NodeName("h100", 0)},
 		}
@@ -189,8 +190,8 @@ func TestWebhookOnRig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pod.Spec.NodeName == "" || pod.Annotations[VisibleDevicesAnnotation] != binding.Annotations[VisibleDevicesAnnotation] ||
-			pod.Annotations[GPUPortionAnnotation] != "0.25" {
+		if pod.Spec.NodeName == "" || pod.Annotations[v1alpha1.VisibleDevicesAnnotation] != binding.Annotations[v1alpha1.VisibleDevicesAnnotation] ||
+			pod.Annotations[v1alpha1.GPUPortionAnnotation] != "0.25" {
 			t.Fatalf("bound to %q with annotations %v", pod.Spec.NodeName, pod.Annotations)
 		}
 	})

@@ -56,8 +56,8 @@ func queuePatch(pod *corev1.Pod, queue string) []patchOp {
 // thread share. Setting it would promise compute isolation that Sluice's
 // fractions (a scheduling share, as in KAI) do not give.
 var gpuEnv = []corev1.EnvVar{
-	annotationEnv(VisibleDevicesEnv, VisibleDevicesAnnotation),
-	annotationEnv(GPUPortionEnv, GPUPortionAnnotation),
+	annotationEnv(v1alpha1.VisibleDevicesEnv, v1alpha1.VisibleDevicesAnnotation),
+	annotationEnv(v1alpha1.GPUPortionEnv, v1alpha1.GPUPortionAnnotation),
 }
 
 func annotationEnv(name, annotation string) corev1.EnvVar {

@@ -28,6 +28,37 @@ const (
 	// GPUAssignmentAnnotation is written at bind time: the GPUs (indices
 	// and UUIDs) and the portion of each the pod was given.
 	GPUAssignmentAnnotation = "sluice.dev/gpu-assignment"
+	// VisibleDevicesAnnotation is written at bind time with the assignment:
+	// the comma-separated GPU UUIDs (indices where a node publishes no
+	// UUIDs), ready for VisibleDevicesEnv.
+	VisibleDevicesAnnotation = "sluice.dev/visible-devices"
+	// GPUPortionAnnotation is written at bind time with the assignment: the
+	// portion of each GPU the pod may use, "1" for whole GPUs, e.g. "0.25".
+	GPUPortionAnnotation = "sluice.dev/gpu-portion"
+	// TaskGroupAnnotation names the PodGroup member set a pod created for a
+	// Slurm job belongs to, so its running task is matched back to it.
+	TaskGroupAnnotation = "sluice.dev/task-group"
+
+	// VisibleDevicesEnv is read by the NVIDIA container runtime to choose
+	// the GPUs a container sees; the webhook points it at
+	// VisibleDevicesAnnotation.
+	VisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
+	// GPUPortionEnv tells the workload which portion of each GPU it may
+	// use; the webhook points it at GPUPortionAnnotation.
+	GPUPortionEnv = "SLUICE_GPU_PORTION"
+
+	// PodGroupConditionEvicted is set True on a PodGroup when the scheduler
+	// evicted one of its pods; the reason is the eviction kind, the message
+	// says for whom.
+	PodGroupConditionEvicted = "Evicted"
+	// PodGroupConditionEligible is written by the Slurm lifecycle on a
+	// pending job with a --dependency: True once the dependency is met. The
+	// scheduler keeps a job whose condition is False out of placement.
+	PodGroupConditionEligible = "Eligible"
+	// ReasonPodCreateFailed is the Scheduled condition's reason of a Slurm
+	// PodGroup whose pods could not be made or created; the scheduler
+	// retries on the next cycle.
+	ReasonPodCreateFailed = "PodCreateFailed"
 
 	// GPUFractionAnnotation asks for a fraction of a GPU, in (0,1) (KAI).
 	GPUFractionAnnotation = "gpu-fraction"
@@ -51,4 +82,7 @@ const (
 	GPUProductLabel = "nvidia.com/gpu.product"
 	GPUMemoryLabel  = "nvidia.com/gpu.memory"
 	GPUCountLabel   = "nvidia.com/gpu.count"
+	// MIGStrategyLabel is the GPU Operator's MIG strategy; single or mixed
+	// means the node's nvidia.com/gpu devices are MIG slices.
+	MIGStrategyLabel = "nvidia.com/mig.strategy"
 )
