@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -61,8 +62,9 @@ func start(t *testing.T) *env {
 // that change partitions or nodes do so before, so the scheduler's first view has them.
 func (e *env) run() { e.runWith(nil) }
 
-// runWith is run with a PodFactory for pod-less (Slurm) PodGroups.
-func (e *env) runWith(factory PodFactory) {
+// runWith is run with a PodFactory for pod-less (Slurm) PodGroups; it returns the running
+// scheduler.
+func (e *env) runWith(factory PodFactory) *Scheduler {
 	e.t.Helper()
 	s, err := New(Config{Period: 200 * time.Millisecond, PendingStatusDelay: 300 * time.Millisecond, QueueStatusPeriod: 500 * time.Millisecond},
 		e.rig.RESTConfig(), nil, factory)
@@ -78,6 +80,7 @@ func (e *env) runWith(factory PodFactory) {
 			e.t.Errorf("scheduler Run: %v", err)
 		}
 	})
+	return s
 }
 
 func (e *env) create(obj client.Object) {
@@ -183,4 +186,13 @@ func (e *env) condition(group, typ string, status metav1.ConditionStatus, timeou
 		return true, nil
 	})
 	return got
+}
+
+// cycles is how many scheduling cycles s has run.
+func cycles(s *Scheduler) uint64 {
+	var m dto.Metric
+	if err := s.metrics.cycle.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetHistogram().GetSampleCount()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/test/e2e"
 )
 
 // memberPods makes one pod per bind from the PodGroup's member sets, the way the Slurm
@@ -43,7 +43,7 @@ func TestSlurmJobPodsCreatedBound(t *testing.T) {
 	e := setup(t)
 	e.queue("slurm-q", "slurm", 0)
 	factory := &memberPods{}
-	e.runWith(factory)
+	s := e.runWith(factory)
 	gpus := corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("2")}
 	e.create(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-7", Namespace: e.ns},
 		Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "slurm-q", Partition: "slurm",
@@ -53,7 +53,7 @@ func TestSlurmJobPodsCreatedBound(t *testing.T) {
 	nodes := e.waitBound([]string{"job-7-0", "job-7-1"}, waitLong)
 	for i, name := range []string{"job-7-0", "job-7-1"} {
 		p := e.pod(name)
-		a, err := ParseAssignment(p.Annotations[AssignmentAnnotation])
+		a, err := ParseAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation])
 		if err != nil || len(a.GPUs) != 4 || p.Annotations[v1alpha1.PodGroupAnnotation] != "job-7" || nodes[i] == "" {
 			t.Errorf("pod %s on %q: assignment %+v (%v), annotations %v", name, nodes[i], a, err, p.Annotations)
 		}
@@ -65,8 +65,13 @@ func TestSlurmJobPodsCreatedBound(t *testing.T) {
 	if pg.Status.Phase != v1alpha1.PodGroupRunning || pg.Status.StartTime == nil {
 		t.Errorf("PodGroup phase %q start %v, want Running with a start time", pg.Status.Phase, pg.Status.StartTime)
 	}
-	// The job is placed once: a later cycle neither calls the factory nor makes pods.
-	time.Sleep(time.Second) // several cycles at the test's 200ms period
+	// The job is placed once: the cycles after it started neither call the factory nor
+	// make pods.
+	since := cycles(s)
+	e2e.WaitFor(t, "three more scheduling cycles", waitLong, func(context.Context) (bool, error) {
+		n := cycles(s) - since
+		return n >= 3, fmt.Errorf("%d cycles", n)
+	})
 	pods, err := e.rig.Client().CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
