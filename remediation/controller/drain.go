@@ -14,8 +14,9 @@ import (
 	"github.com/sluicehq/sluice/remediation/health"
 )
 
-// validationLabel marks validation pods (value: the node), which a drain leaves alone.
-const validationLabel = "sluice.dev/validation"
+// ValidationLabel marks validation pods (value: the node they validate); a drain leaves
+// them alone.
+const ValidationLabel = "sluice.dev/validation"
 
 // drain evicts the node's pods (only those on the given GPUs when gpus is non-empty)
 // through the Eviction API, so PodDisruptionBudgets are respected. Each pod is first
@@ -85,7 +86,7 @@ func mustLeave(pod *corev1.Pod, gpus []health.GPUInfo) bool {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	if _, ok := pod.Labels[validationLabel]; ok {
+	if _, ok := pod.Labels[ValidationLabel]; ok {
 		return false
 	}
 	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {

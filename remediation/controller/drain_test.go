@@ -34,7 +34,7 @@ func TestMustLeave(t *testing.T) {
 		{"finished pod", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false, false},
 		{"DaemonSet pod", pod(func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet"}} }), false, false},
 		{"static pod", pod(func(p *corev1.Pod) { p.Annotations[corev1.MirrorPodAnnotationKey] = "x" }), false, false},
-		{"validation pod", pod(func(p *corev1.Pod) { p.Labels[validationLabel] = "n" }), false, false},
+		{"validation pod", pod(func(p *corev1.Pod) { p.Labels[ValidationLabel] = "n" }), false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

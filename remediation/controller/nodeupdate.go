@@ -2,6 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +34,9 @@ func quarantineTaint() corev1.Taint {
 	return corev1.Taint{Key: health.QuarantineTaint, Effect: corev1.TaintEffectNoSchedule}
 }
 
-func addTaint(n *corev1.Node) {
+// addTaint quarantines the node; the taint's value is the reason the Slurm nodes view
+// (sinfo) shows next to DRAIN.
+func addTaint(n *corev1.Node, reason string) {
 	t := quarantineTaint()
 	for _, have := range n.Spec.Taints {
 		if have.MatchTaint(&t) {
@@ -39,8 +44,30 @@ func addTaint(n *corev1.Node) {
 		}
 	}
 	now := metav1.Now()
-	t.TimeAdded = &now
+	t.Value, t.TimeAdded = reason, &now
 	n.Spec.Taints = append(n.Spec.Taints, t)
+}
+
+// taintReason names the faults in what a taint value may hold (a label value: at most
+// 63 of [A-Za-z0-9._-], alphanumeric at both ends), e.g. GPUXidError-XID79; the full
+// messages are in the node's conditions and remediation annotation.
+func taintReason(faults []activeFault) string {
+	parts := make([]string, 0, len(faults))
+	for _, f := range faults {
+		p := f.Type
+		for _, x := range f.XIDs {
+			p += fmt.Sprintf("-XID%d", x)
+		}
+		parts = append(parts, p)
+	}
+	sort.Strings(parts)
+	v := []byte(strings.Join(parts, "_"))
+	for i, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			v[i] = '-'
+		}
+	}
+	return strings.Trim(string(v[:min(len(v), 63)]), "._-")
 }
 
 func removeTaint(n *corev1.Node) {

@@ -74,7 +74,7 @@ func (c *controller) quarantine(ctx context.Context, node *corev1.Node, st healt
 	st.Phase, st.Since, st.Action, st.Reason = health.PhaseDraining, now, action.String(), reasonOf(faults)
 	st.DrainDeadline = now.Add(c.cfg.DrainTimeout)
 	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) {
-		addTaint(n)
+		addTaint(n, taintReason(faults))
 		setAnnotation(n, health.RemediationAnnotation, st.Format())
 	}); err != nil {
 		return 0, err

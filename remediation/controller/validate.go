@@ -15,13 +15,22 @@ import (
 // startValidation runs the validation pod on the repaired node. It is bound to the node
 // directly and tolerates every taint, since the node is still quarantined.
 func (c *controller) startValidation(ctx context.Context, node *corev1.Node, st health.RemediationState) (time.Duration, error) {
+	// The informer may lag our own last write: were the node already Validating, a second
+	// validation pod would be started and never cleaned up.
+	fresh, err := c.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	if cur, err := health.ParseRemediation(fresh.Annotations); err == nil && cur.Phase != health.PhaseAwaitingRepair {
+		return 0, nil
+	}
 	v := c.cfg.Validation
 	now := c.now()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        fmt.Sprintf("sluice-validate-%s-%d", node.Name, now.Unix()),
 			Namespace:   v.Namespace,
-			Labels:      map[string]string{validationLabel: node.Name},
+			Labels:      map[string]string{ValidationLabel: node.Name},
 			Annotations: map[string]string{},
 		},
 		Spec: corev1.PodSpec{
@@ -40,7 +49,8 @@ func (c *controller) startValidation(ctx context.Context, node *corev1.Node, st 
 	for k, val := range v.Annotations {
 		pod.Annotations[k] = val
 	}
-	if _, err := c.client.CoreV1().Pods(v.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	// AlreadyExists: created by this same start, retried after the node update failed.
+	if _, err := c.client.CoreV1().Pods(v.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return 0, fmt.Errorf("create validation pod: %w", err)
 	}
 	st.Phase, st.ValidationPod, st.ValidationAt = health.PhaseValidating, pod.Name, now
