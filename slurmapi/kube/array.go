@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,10 +69,11 @@ func taskMembers(pg *v1alpha1.PodGroup) []v1alpha1.MemberSet {
 // asArrayRecord turns a job's PodGroup into the record of array a.
 func asArrayRecord(pg *v1alpha1.PodGroup, a sbatch.Array) {
 	members, _ := json.Marshal(pg.Spec.Members) // plain structs: cannot fail
-	pg.Annotations = map[string]string{
-		ArrayPendingAnnotation: sbatch.FormatIndices(a.Indices()),
-		ArrayMembersAnnotation: string(members),
+	if pg.Annotations == nil {
+		pg.Annotations = map[string]string{}
 	}
+	pg.Annotations[ArrayPendingAnnotation] = sbatch.FormatIndices(a.Indices())
+	pg.Annotations[ArrayMembersAnnotation] = string(members)
 	pg.Labels[ArrayJobLabel] = pg.Labels[v1alpha1.JobIDLabel]
 	pg.Spec.Members = nil
 }
@@ -129,7 +131,10 @@ func newTask(record *v1alpha1.PodGroup, index int, id uint32) *v1alpha1.PodGroup
 	for k, v := range record.Labels {
 		t.Labels[k] = v
 	}
-	t.Annotations = map[string]string{ArrayMembersAnnotation: record.Annotations[ArrayMembersAnnotation]}
+	t.Annotations = make(map[string]string, len(record.Annotations))
+	for k, v := range record.Annotations {
+		t.Annotations[k] = v
+	}
 	asTask(t, index, id)
 	return t
 }
@@ -170,9 +175,16 @@ func splitBudget(pg *v1alpha1.PodGroup, tasks []v1alpha1.PodGroup) int {
 }
 
 // splitArray splits off the tasks of the array record pg that may start
-// now. A held record, one whose dependency is not met and a cancelled one
-// split nothing.
-func (l *Lifecycle) splitArray(ctx context.Context, pg *v1alpha1.PodGroup) error {
+// now. A held record, one whose dependency is not met or whose begin time
+// is still ahead, and a cancelled one split nothing.
+func (l *Lifecycle) splitArray(ctx context.Context, pg *v1alpha1.PodGroup) (time.Duration, error) {
+	if wait := time.Until(beginTime(pg)); wait > 0 {
+		return wait, nil // --begin: looked at again then
+	}
+	return 0, l.splitReady(ctx, pg)
+}
+
+func (l *Lifecycle) splitReady(ctx context.Context, pg *v1alpha1.PodGroup) error {
 	if pg.Spec.Slurm.Hold || finished(pg.Status.Phase) {
 		return nil
 	}

@@ -216,12 +216,9 @@ func (b *Backend) slurmGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup
 	return pg, nil
 }
 
-// UpdateJob changes hold, time limit, name or comment in spec.slurm.
+// UpdateJob changes hold, time limit, name or comment in spec.slurm, and
+// the priority annotation.
 func (b *Backend) UpdateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate) error {
-	if u.Priority != nil {
-		return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, "priority",
-			"setting a job's priority is not supported; use a QOS")
-	}
 	return onceMoreOnConflict(func() error { return b.updateJob(ctx, id, u) })
 }
 
@@ -237,9 +234,15 @@ func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 		}
 		s.Hold = *u.Hold
 	}
+	if u.Priority != nil {
+		if pg.Annotations == nil {
+			pg.Annotations = map[string]string{}
+		}
+		pg.Annotations[PriorityAnnotation] = strconv.FormatInt(*u.Priority, 10)
+	}
 	if u.TimeLimit != nil {
 		if *u.TimeLimit < 0 {
-			s.TimeLimit = nil
+			s.TimeLimit = &metav1.Duration{} // UNLIMITED
 		} else {
 			s.TimeLimit = &metav1.Duration{Duration: *u.TimeLimit}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,14 +36,14 @@ func eligibilityReason(reason, message string) (string, bool) {
 	}
 	r, _, _ := strings.Cut(message, ": ")
 	switch r {
-	case "JobHeldUser", "Dependency", "DependencyNeverSatisfied":
+	case "JobHeldUser", "BeginTime", "Dependency", "DependencyNeverSatisfied":
 		return r, true
 	}
 	return "", false
 }
 
-// Eligible reports whether the Slurm job pg may start: not held, and its
-// --dependency satisfied. It reads the PodGroups the dependency names.
+// Eligible reports whether the Slurm job pg may start: not held, its
+// --begin time reached, and its --dependency satisfied. It reads the PodGroups the dependency names.
 func Eligible(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error {
 	s := pg.Spec.Slurm
 	if s == nil {
@@ -50,6 +51,9 @@ func Eligible(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error
 	}
 	if s.Hold {
 		return &NotEligible{Reason: "JobHeldUser", Message: "the job is held; release it with scontrol release"}
+	}
+	if begin := beginTime(pg); time.Now().Before(begin) {
+		return &NotEligible{Reason: "BeginTime", Message: "the job may not start before " + begin.Format(time.RFC3339)}
 	}
 	if s.Dependency == "" {
 		return nil

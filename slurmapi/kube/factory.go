@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -72,17 +73,23 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 		run.IDs = &ids
 	}
 	if s.TimeLimit != nil {
-		run.TimeLimit = s.TimeLimit.Duration
+		run.TimeLimit = s.TimeLimit.Duration // 0: UNLIMITED
 	}
-	if pg.Spec.Partition != "" && (run.Image == "" || run.TimeLimit == 0) {
+	if pg.Spec.Partition != "" {
 		var p v1alpha1.Partition
 		if err := f.c.Get(ctx, client.ObjectKey{Name: pg.Spec.Partition}, &p); err != nil {
 			return nil, fmt.Errorf("partition %s of job %s: %w", pg.Spec.Partition, pg.Labels[v1alpha1.JobIDLabel], err)
 		}
+		if v := p.Annotations[SharedVolumeAnnotation]; v != "" {
+			run.SharedVolume = &SharedVolume{}
+			if err := json.Unmarshal([]byte(v), run.SharedVolume); err != nil || run.SharedVolume.MountPath == "" {
+				return nil, fmt.Errorf("partition %s: annotation %s must be a volume source with a mountPath: %v", p.Name, SharedVolumeAnnotation, err)
+			}
+		}
 		if run.Image == "" {
 			run.Image = p.Spec.DefaultImage
 		}
-		if run.TimeLimit == 0 && p.Spec.DefaultTime != nil {
+		if s.TimeLimit == nil && p.Spec.DefaultTime != nil {
 			run.TimeLimit = p.Spec.DefaultTime.Duration
 		}
 	}

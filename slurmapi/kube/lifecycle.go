@@ -202,7 +202,7 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 		return 0, nil
 	}
 	if arrayRecord(&pg) {
-		return 0, l.splitArray(ctx, &pg)
+		return l.splitArray(ctx, &pg)
 	}
 	var list corev1.PodList
 	if err := l.cache.List(ctx, &list, client.InNamespace(pg.Namespace),

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +35,41 @@ func PodGroupName(id uint32) string { return "job-" + strconv.FormatUint(uint64(
 // memberName is the one member set of a Slurm job: its nodes.
 const memberName = "node"
 
+// What a submission asks for beyond what spec.slurm has fields for, kept
+// as annotations on the job's PodGroup so views show it and the lifecycle
+// and pod factory honour it.
+const (
+	// GPUTypeAnnotation is the GPU model of gres/gpu:TYPE:N ("h100").
+	GPUTypeAnnotation = "sluice.dev/gpu-type"
+	// BeginTimeAnnotation (RFC 3339) is --begin: the job may not start
+	// before it (reason BeginTime).
+	BeginTimeAnnotation = "sluice.dev/begin-time"
+	// PriorityAnnotation is a priority an operator set (--priority,
+	// scontrol update priority=N).
+	PriorityAnnotation = "sluice.dev/priority"
+)
+
+// annotations are the job's GPU type, begin time and priority, if any.
+func annotations(d *slurmapi.JobDesc) map[string]string {
+	ann := map[string]string{}
+	if d.GPUs.Type != "" {
+		ann[GPUTypeAnnotation] = d.GPUs.Type
+	}
+	if !d.BeginTime.IsZero() {
+		ann[BeginTimeAnnotation] = d.BeginTime.UTC().Format(time.RFC3339)
+	}
+	if d.Priority > 0 {
+		ann[PriorityAnnotation] = strconv.FormatInt(d.Priority, 10)
+	}
+	return ann
+}
+
+// beginTime is the job's --begin, zero if none (or unreadable).
+func beginTime(pg *v1alpha1.PodGroup) time.Time {
+	t, _ := time.Parse(time.RFC3339, pg.Annotations[BeginTimeAnnotation])
+	return t
+}
+
 // PodGroupFor builds the PodGroup that stores a validated job: MinMember
 // and one member set of Nodes identical pods, each with the job's per-node
 // CPUs, memory and GPUs (or a GPU share), and the job description in
@@ -50,7 +86,7 @@ func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
 	}
 	pg := &v1alpha1.PodGroup{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup"},
-		ObjectMeta: metav1.ObjectMeta{Name: PodGroupName(id), Namespace: Namespace(d.Account), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: PodGroupName(id), Namespace: Namespace(d.Account), Labels: labels, Annotations: annotations(d)},
 		Spec: v1alpha1.PodGroupSpec{
 			MinMember: int32(d.Nodes),
 			Queue:     d.Account,
@@ -128,7 +164,10 @@ func slurmJob(d *slurmapi.JobDesc) *v1alpha1.SlurmJob {
 		tpn := int32(d.TasksPerNode)
 		s.TasksPerNode = &tpn
 	}
-	if d.TimeLimit > 0 {
+	switch {
+	case d.TimeLimit == sbatch.Unlimited:
+		s.TimeLimit = &metav1.Duration{} // "0s": no limit, not the partition's default
+	case d.TimeLimit > 0:
 		s.TimeLimit = &metav1.Duration{Duration: d.TimeLimit}
 	}
 	if mem, ok := perNode(d)[corev1.ResourceMemory]; ok {
@@ -181,6 +220,7 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 		task := int(*s.ArrayTaskID)
 		j.ArrayTaskID = &task
 	}
+	j.Priority, _ = strconv.ParseInt(pg.Annotations[PriorityAnnotation], 10, 64)
 	j.CPUs, j.TRESReq = tres(pg)
 	if len(j.NodeNames) > 0 {
 		j.TRESAlloc = j.TRESReq
@@ -205,6 +245,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 			d.MemoryPerNode = mem.Value() >> 20
 		}
 	}
+	d.GPUs.Type = pg.Annotations[GPUTypeAnnotation]
 	s := pg.Spec.Slurm
 	if s == nil {
 		return d
@@ -214,9 +255,13 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 	if s.TasksPerNode != nil {
 		d.TasksPerNode = int(*s.TasksPerNode)
 	}
-	if s.TimeLimit != nil {
+	switch {
+	case s.TimeLimit != nil && s.TimeLimit.Duration == 0:
+		d.TimeLimit = sbatch.Unlimited
+	case s.TimeLimit != nil:
 		d.TimeLimit = s.TimeLimit.Duration
 	}
+	d.BeginTime = beginTime(pg)
 	d.Array, d.Dependency, d.Requeue, d.Hold = s.Array, s.Dependency, s.Requeue, s.Hold
 	d.Stdout, d.Stderr, d.Stdin = s.StandardOutput, s.StandardError, s.StandardInput
 	d.WorkDir, d.ContainerImage, d.Comment = s.WorkingDirectory, s.Image, s.Comment
@@ -249,6 +294,9 @@ func jobState(pg *v1alpha1.PodGroup) ([]string, string) {
 	}
 	if pg.Spec.Slurm != nil && pg.Spec.Slurm.Hold {
 		return state, "JobHeldUser"
+	}
+	if time.Now().Before(beginTime(pg)) {
+		return state, "BeginTime"
 	}
 	if c := meta.FindStatusCondition(pg.Status.Conditions, ConditionEligible); c != nil && c.Status == metav1.ConditionFalse {
 		return state, c.Reason
@@ -287,6 +335,9 @@ func tres(pg *v1alpha1.PodGroup) (int, string) {
 	s += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
 	if gpus > 0 {
 		s += fmt.Sprintf(",gres/gpu=%d", gpus)
+		if typ := pg.Annotations[GPUTypeAnnotation]; typ != "" {
+			s += fmt.Sprintf(",gres/gpu:%s=%d", typ, gpus)
+		}
 	}
 	return int(cpus), s
 }

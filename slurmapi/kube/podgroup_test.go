@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // siteCatalog is the catalogue of the seed site `sluice dev` applies.
@@ -143,14 +147,12 @@ func TestJobFromPodGroupRoundTrip(t *testing.T) {
 	}
 	want := *d
 	want.Environment = []string{"A=1", "B=2"}
-	// Fields the PodGroup does not carry.
-	want.GPUs = slurmapi.GPURequest{}
-	got := j.Desc
-	got.GPUs = slurmapi.GPURequest{}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("round trip changed the job:\n got %+v\nwant %+v", got, want)
+	// The GPU request comes back per node, with its type.
+	want.GPUs = slurmapi.GPURequest{Type: "h100", PerNode: 8}
+	if !reflect.DeepEqual(j.Desc, want) {
+		t.Errorf("round trip changed the job:\n got %+v\nwant %+v", j.Desc, want)
 	}
-	if j.ID != 42 || j.State[0] != "PENDING" || j.TRESReq != "cpu=2,node=2,billing=2,gres/gpu=16" || !j.SubmitTime.Equal(time.Unix(1000, 0)) {
+	if j.ID != 42 || j.State[0] != "PENDING" || j.TRESReq != "cpu=2,node=2,billing=2,gres/gpu=16,gres/gpu:h100=16" || !j.SubmitTime.Equal(time.Unix(1000, 0)) {
 		t.Errorf("job %+v", j)
 	}
 }
@@ -214,5 +216,63 @@ func TestManifestPodGroupShowsAsJob(t *testing.T) {
 	pg.Labels = nil
 	if _, err := JobFromPodGroup(pg); err == nil {
 		t.Error("a PodGroup without a job id was read as a job")
+	}
+}
+
+// TestStoredSubmissionFields: what sbatch asks for beyond the gang shape
+// (UNLIMITED time, --begin, --priority) survives the PodGroup and is what
+// squeue shows.
+func TestStoredSubmissionFields(t *testing.T) {
+	later := time.Now().Add(time.Hour).Truncate(time.Second)
+	base := slurmapi.JobDesc{User: "alice", Account: "nlp", Partition: "h100", Script: "#!/bin/sh\n", Nodes: 1, Tasks: 1, CPUsPerTask: 1}
+	cases := []struct {
+		name   string
+		change func(d *slurmapi.JobDesc)
+		check  func(pg *v1alpha1.PodGroup, j slurmapi.Job) string
+	}{
+		{"UNLIMITED is no limit, not the partition default", func(d *slurmapi.JobDesc) { d.TimeLimit = sbatch.Unlimited },
+			func(pg *v1alpha1.PodGroup, j slurmapi.Job) string {
+				if pg.Spec.Slurm.TimeLimit == nil || pg.Spec.Slurm.TimeLimit.Duration != 0 || j.Desc.TimeLimit != sbatch.Unlimited {
+					return fmt.Sprintf("stored %v, read back %v", pg.Spec.Slurm.TimeLimit, j.Desc.TimeLimit)
+				}
+				return ""
+			}},
+		{"a begin time ahead keeps the job pending with BeginTime", func(d *slurmapi.JobDesc) { d.BeginTime = later },
+			func(pg *v1alpha1.PodGroup, j slurmapi.Job) string {
+				if !j.Desc.BeginTime.Equal(later) || j.Reason != "BeginTime" {
+					return fmt.Sprintf("begin %v reason %s", j.Desc.BeginTime, j.Reason)
+				}
+				var ne *NotEligible
+				if err := Eligible(context.Background(), nil, pg); !errors.As(err, &ne) || ne.Reason != "BeginTime" {
+					return fmt.Sprintf("eligible before its begin time: %v", err)
+				}
+				return ""
+			}},
+		{"a begin time passed does not hold the job", func(d *slurmapi.JobDesc) { d.BeginTime = time.Now().Add(-time.Minute) },
+			func(pg *v1alpha1.PodGroup, j slurmapi.Job) string {
+				if err := Eligible(context.Background(), nil, pg); err != nil || j.Reason != "None" {
+					return fmt.Sprintf("reason %s, eligible: %v", j.Reason, err)
+				}
+				return ""
+			}},
+		{"priority", func(d *slurmapi.JobDesc) { d.Priority = 5000 },
+			func(pg *v1alpha1.PodGroup, j slurmapi.Job) string {
+				if j.Priority != 5000 {
+					return fmt.Sprintf("priority %d", j.Priority)
+				}
+				return ""
+			}},
+	}
+	for _, tc := range cases {
+		d := base
+		tc.change(&d)
+		pg := PodGroupFor(&d, 9)
+		j, err := JobFromPodGroup(pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problem := tc.check(pg, j); problem != "" {
+			t.Errorf("%s: %s", tc.name, problem)
+		}
 	}
 }

@@ -56,9 +56,29 @@ type UserIDs struct {
 
 // runScript writes the script from the environment into the emptyDir and
 // executes it, so the kernel runs it with its shebang interpreter as
-// slurmd does; "$@" passes the job's arguments.
+// slurmd does; "$@" passes the job's arguments. When the batch host has
+// an output file (SLUICE_STDOUT, and SLUICE_STDERR for a separate
+// --error), the script's output goes through tee: into the file and still
+// to the container's stdout/stderr, so the pod log has it too. The shell
+// then stays to forward SIGTERM to the script and to return its status.
 const runScript = `umask 077; printf '%s' "$SLUICE_SCRIPT" > ` + scriptDir + `/script && chmod 700 ` + scriptDir +
-	`/script && unset SLUICE_SCRIPT && exec ` + scriptDir + `/script "$@"`
+	`/script && unset SLUICE_SCRIPT || exit 1
+[ -z "$SLUICE_STDOUT" ] && exec ` + scriptDir + `/script "$@"
+mkfifo ` + scriptDir + `/out || exit 1
+tee "$SLUICE_STDOUT" < ` + scriptDir + `/out &
+if [ -n "$SLUICE_STDERR" ]; then
+  mkfifo ` + scriptDir + `/err || exit 1
+  tee "$SLUICE_STDERR" < ` + scriptDir + `/err >&2 &
+  ` + scriptDir + `/script "$@" > ` + scriptDir + `/out 2> ` + scriptDir + `/err &
+else
+  ` + scriptDir + `/script "$@" > ` + scriptDir + `/out 2>&1 &
+fi
+job=$!
+trap 'kill -TERM $job 2>/dev/null' TERM INT
+wait $job; rc=$?
+while kill -0 $job 2>/dev/null; do wait $job; rc=$?; done
+wait
+exit $rc`
 
 // PodName names pod index of a job's run: requeued runs get new names, so a
 // new run never collides with the old one's pods still terminating.
@@ -77,7 +97,23 @@ type RunAs struct {
 	IDs *UserIDs
 	// TimeLimit is the job's, else its partition's default; 0 means none.
 	TimeLimit time.Duration
+	// SharedVolume is the partition's shared filesystem, nil if none.
+	SharedVolume *SharedVolume
 }
+
+// SharedVolume is a filesystem all of a partition's nodes share, as /home
+// or /scratch on a Slurm cluster, mounted into every job pod at MountPath:
+// jobs find their working directory and write --output files there. It is
+// the shape proposed for the Partition's spec.sharedVolume; until the CRD
+// has that field a partition states it as JSON in SharedVolumeAnnotation.
+type SharedVolume struct {
+	MountPath           string `json:"mountPath"`
+	corev1.VolumeSource `json:",inline"`
+}
+
+// SharedVolumeAnnotation holds a Partition's SharedVolume as JSON, e.g.
+// {"mountPath":"/home","nfs":{"server":"nfs.example","path":"/home"}}.
+const SharedVolumeAnnotation = "sluice.dev/shared-volume"
 
 // BuildPods makes a Slurm job's pods, one per bind (one per node). The
 // scheduler then sets node, scheduler name and group annotations.
@@ -101,7 +137,52 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 	for i := range binds {
 		pods[i] = buildPod(pg, member, &binds[i], i, hosts, run)
 	}
+	if len(pods) > 0 {
+		// Only the batch host writes the output files, as in Slurm.
+		c := &pods[0].Spec.Containers[0]
+		stdout, stderr := outputFiles(pg, binds[0].Node)
+		if stdout != "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "SLUICE_STDOUT", Value: stdout})
+		}
+		if stderr != "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "SLUICE_STDERR", Value: stderr})
+		}
+	}
 	return pods, nil
+}
+
+// outputFiles are the batch script's --output and --error paths with
+// sbatch's patterns expanded and relative paths under the submit
+// directory; without --output, sbatch's slurm-%j.out there. A job with
+// neither --output nor a working directory writes only to the pod log.
+// No --error (or one equal to --output) leaves stderr with stdout.
+func outputFiles(pg *v1alpha1.PodGroup, node string) (stdout, stderr string) {
+	s := pg.Spec.Slurm
+	id, _ := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
+	f := sbatch.FilenameFields{JobID: uint32(id), Name: s.Name, User: s.User, Node: node}
+	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
+		task := int(*s.ArrayTaskID)
+		f.ArrayJobID, f.ArrayTaskID = uint32(*s.ArrayJobID), &task
+	}
+	path := func(pattern string) string {
+		p := sbatch.ExpandFilename(pattern, f)
+		if !strings.HasPrefix(p, "/") {
+			p = strings.TrimSuffix(s.WorkingDirectory, "/") + "/" + p
+		}
+		return p
+	}
+	out := s.StandardOutput
+	if out == "" {
+		if s.WorkingDirectory == "" {
+			return "", ""
+		}
+		out = sbatch.DefaultOutput(f.ArrayTaskID != nil)
+	}
+	stdout = path(out)
+	if s.StandardError != "" && path(s.StandardError) != stdout {
+		stderr = path(s.StandardError)
+	}
+	return stdout, stderr
 }
 
 func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index int, hosts []string, run RunAs) *corev1.Pod {
@@ -139,14 +220,19 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 	if ids := run.IDs; ids != nil {
 		c.SecurityContext.RunAsUser, c.SecurityContext.RunAsGroup = &ids.UID, &ids.GID
 	}
+	volumes := []corev1.Volume{{Name: "sluice-script", VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}}}
+	if v := run.SharedVolume; v != nil {
+		volumes = append(volumes, corev1.Volume{Name: "sluice-shared", VolumeSource: *v.VolumeSource.DeepCopy()})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "sluice-shared", MountPath: v.MountPath})
+	}
 	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: hosts[index], Namespace: pg.Namespace, Labels: labels, Annotations: ann},
 		Spec: corev1.PodSpec{
 			RestartPolicy: never, Hostname: hosts[index], Subdomain: JobsService,
-			Containers: []corev1.Container{c},
-			Volumes: []corev1.Volume{{Name: "sluice-script", VolumeSource: corev1.VolumeSource{
-				EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}}},
+			Containers:                   []corev1.Container{c},
+			Volumes:                      volumes,
 			AutomountServiceAccountToken: &no,
 			EnableServiceLinks:           &no,
 		},
@@ -216,7 +302,7 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 	}
 	own := make([]string, 0, len(s.Environment))
 	for k := range s.Environment {
-		if !set[k] && k != "SLUICE_SCRIPT" {
+		if !set[k] && k != "SLUICE_SCRIPT" && k != "SLUICE_STDOUT" && k != "SLUICE_STDERR" {
 			own = append(own, k)
 		}
 	}

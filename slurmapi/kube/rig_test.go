@@ -116,7 +116,7 @@ func TestSubmitListCancelOnRig(t *testing.T) {
 
 	_, doc = call(t, ts, "alice", "GET", fmt.Sprintf("/slurm/v0.0.44/job/%d", id), "")
 	job := doc["jobs"].([]any)[0].(map[string]any)
-	if job["job_state"].([]any)[0] != "PENDING" || job["user_name"] != "alice" || job["tres_per_node"] != "gres/gpu:8" { // the GPU type is checked at submit, not stored
+	if job["job_state"].([]any)[0] != "PENDING" || job["user_name"] != "alice" || job["tres_per_node"] != "gres/gpu:h100:8" || job["tres_req_str"] != "cpu=16,node=2,billing=16,gres/gpu=16,gres/gpu:h100=16" {
 		t.Errorf("job as alice sees it: %v", job)
 	}
 	if status, _ := call(t, ts, "bob", "GET", fmt.Sprintf("/slurm/v0.0.44/job/%d", id), ""); status != http.StatusForbidden {
