@@ -36,7 +36,7 @@ type replica struct {
 
 // leaseTimings are short so a hand-over takes seconds, not the defaults'
 // 15 s + retries; still well above what one renewal costs on a loaded rig.
-var leaseTimings = map[string]string{"leaseDuration": "5s", "renewDeadline": "3s", "retryPeriod": "1s"}
+var leaseTimings = map[string]string{"leaseDuration": "5s", "renewDeadline": "4s", "retryPeriod": "1s"}
 
 // replicaConfig is the server's configuration file for one replica. Both
 // replicas share the Lease and the JWT key; the webhook is off because
