@@ -175,41 +175,20 @@ func scontrolShow(ctx context.Context, c *client.Client, w io.Writer, what, name
 // has left the cluster).
 var errInvalidJobID = errors.New("slurm_load_jobs error: Invalid job id specified")
 
-// showJobs reads one job (JOBID, or an array task JOBID_TASK) or all the
-// caller may see.
+// showJobs reads one job (JOBID), an array task (JOBID_TASK), an array
+// with its tasks, or every job the caller may see.
 func showJobs(ctx context.Context, c *client.Client, name string) ([]client.Job, error) {
 	if name == "" {
 		return c.Jobs(ctx)
 	}
-	base, task, isTask := strings.Cut(name, "_")
-	id, err := strconv.ParseUint(base, 10, 32)
-	if err != nil || id == 0 {
-		return nil, errInvalidJobID
-	}
-	if isTask {
-		// A started array task is a job of its own; find it by its array
-		// job id and task id.
-		all, err := c.Jobs(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range all {
-			if jobIDString(j) == base+"_"+task {
-				return []client.Job{j}, nil
-			}
-		}
-		return nil, errInvalidJobID
-	}
-	j, err := c.Job(ctx, uint32(id))
+	jobs, err := c.JobRecords(ctx, name)
 	switch {
-	case client.IsNotFound(err):
+	case client.IsNotFound(err), client.IsBadRequest(err), err == nil && len(jobs) == 0:
 		return nil, errInvalidJobID
 	case client.IsForbidden(err):
 		return nil, errors.New("slurm_load_jobs error: Access/permission denied")
-	case err != nil:
-		return nil, err
 	}
-	return []client.Job{j}, nil
+	return jobs, err
 }
 
 // scontrolJobIDs reads hold/release/requeue arguments: job ids, also

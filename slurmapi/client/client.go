@@ -91,6 +91,13 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
 
+// IsBadRequest reports whether the server refused the request as malformed
+// (a job id that is not one, ...).
+func IsBadRequest(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusBadRequest
+}
+
 // IsForbidden reports whether err is the server refusing the caller access.
 func IsForbidden(err error) bool {
 	var e *APIError
@@ -130,14 +137,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		apiErr := &APIError{Status: resp.StatusCode}
-		var env struct {
-			Errors []ErrorEntry `json:"errors"`
-		}
-		if json.Unmarshal(data, &env) == nil {
-			apiErr.Errors = env.Errors
-		}
-		return apiErr
+		return apiError(resp.StatusCode, data)
 	}
 	if out == nil {
 		return nil
@@ -146,6 +146,18 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("decoding %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// apiError reads a non-2xx answer's errors[] entries.
+func apiError(status int, body []byte) *APIError {
+	e := &APIError{Status: status}
+	var env struct {
+		Errors []ErrorEntry `json:"errors"`
+	}
+	if json.Unmarshal(body, &env) == nil {
+		e.Errors = env.Errors
+	}
+	return e
 }
 
 // NoVal is Slurm's no-value struct; it also accepts a plain number.

@@ -101,6 +101,17 @@ func (c *Client) Job(ctx context.Context, id uint32) (Job, error) {
 	return out.Jobs[0], nil
 }
 
+// JobRecords reads what scontrol show job shows for ref: one job ("12"),
+// one array task ("12_3"), or an array's record with all its tasks (the
+// array's id). IsNotFound(err) when there is no such job.
+func (c *Client) JobRecords(ctx context.Context, ref string) ([]Job, error) {
+	var out struct {
+		Jobs []Job `json:"jobs"`
+	}
+	err := c.do(ctx, "GET", "/slurm/"+Version+"/job/"+url.PathEscape(ref), nil, nil, &out)
+	return out.Jobs, err
+}
+
 // Submit sends a job description (v0.0.44 job_desc_msg fields) and returns
 // the new job id.
 func (c *Client) Submit(ctx context.Context, job map[string]any) (uint32, error) {
