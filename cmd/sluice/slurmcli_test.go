@@ -234,3 +234,18 @@ func TestSinfoReasonsLayout(t *testing.T) {
 		t.Errorf("sinfo -R:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestSlurmToolNamesRunTheirSubcommand: a symlink named after any Slurm
+// tool (ln -s sluice /usr/local/bin/squeue) runs that subcommand.
+func TestSlurmToolNamesRunTheirSubcommand(t *testing.T) {
+	for _, tool := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sshare", "sreport"} {
+		if _, ok := commands[tool]; !ok {
+			t.Errorf("%s is not a subcommand", tool)
+			continue
+		}
+		name, args := pickCommand([]string{"/usr/local/bin/" + tool, "show", "job"})
+		if name != tool || len(args) != 2 {
+			t.Errorf("invoked as %s: runs %q with %q", tool, name, args)
+		}
+	}
+}
