@@ -14,8 +14,9 @@ import (
 )
 
 // benchCache is 500 nodes of 8 GPUs and 4000 single-GPU pods, each its own PodGroup,
-// half of them bound: the benchmark scenario of the design brief.
-func benchCache(b *testing.B) *cache {
+// the first `pending` of them unbound and the rest bound: the benchmark scenario of the
+// design brief.
+func benchCache(b *testing.B, pending int) *cache {
 	c := newCache()
 	c.slurmPods = true
 	for i := range 500 {
@@ -34,7 +35,7 @@ func benchCache(b *testing.B) *cache {
 		name := fmt.Sprintf("p%04d", i)
 		c.setPodGroup(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}})
 		node := ""
-		if i%2 == 0 {
+		if i >= pending {
 			node = fmt.Sprintf("n%03d", i/8)
 		}
 		p := testPod(name, "1", map[string]string{v1alpha1.PodGroupAnnotation: name}, node)
@@ -48,7 +49,7 @@ func benchCache(b *testing.B) *cache {
 //
 //	go test -run '^$' -bench 'Snapshot|Cycle' -benchmem ./k8sscheduler/scheduler/
 func BenchmarkSnapshot(b *testing.B) {
-	c := benchCache(b)
+	c := benchCache(b, 2000)
 	c.snapshot(time.Now())
 	p := testPod("p0001", "1", map[string]string{v1alpha1.PodGroupAnnotation: "p0001"}, "")
 	b.ResetTimer()
@@ -59,14 +60,20 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 }
 
+// BenchmarkCycle is a cycle over the cache as the backlog starts (4000 pods, 4000
+// pending) and in a stream's steady state (a handful pending, the rest bound).
 func BenchmarkCycle(b *testing.B) {
-	c := benchCache(b)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		s, _ := c.snapshot(time.Now())
-		d := bridge.Schedule(s)
-		if len(d.Binds) != 2000 {
-			b.Fatalf("%d binds, want 2000", len(d.Binds))
-		}
+	for _, pending := range []int{4000, 2000, 10} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			c := benchCache(b, pending)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s, _ := c.snapshot(time.Now())
+				d := bridge.Schedule(s)
+				if len(d.Binds) != pending {
+					b.Fatalf("%d binds, want %d", len(d.Binds), pending)
+				}
+			}
+		})
 	}
 }
