@@ -72,7 +72,7 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	leader.kill(t)
 	after := createPods(t, rig, ns, "after", 3)
 	jobs = append(jobs, submitJob(t, follower, p.key))
-	boundAll := waitBound(t, rig, ns, append(before, after...), jobs, handoverDeadline)
+	boundAll := waitBound(t, rig, ns, append(before, after...), jobs, handoverDeadline-time.Since(killed))
 	handover := time.Since(killed)
 	lease, err := p.getLease(context.Background())
 	if err != nil {
@@ -90,10 +90,10 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 		m, err := follower.metrics(ctx)
 		return err == nil && m[cycles] >= settled, err
 	})
-	for key, p := range boundBefore {
+	for key, was := range boundBefore {
 		now := boundAll[key]
-		if now.UID != p.UID || now.Spec.NodeName != p.Spec.NodeName {
-			t.Errorf("%s was %s on %s before the hand-over, %s on %s after", key, p.UID, p.Spec.NodeName, now.UID, now.Spec.NodeName)
+		if now.UID != was.UID || now.Spec.NodeName != was.Spec.NodeName {
+			t.Errorf("%s was %s on %s before the hand-over, %s on %s after", key, was.UID, was.Spec.NodeName, now.UID, now.Spec.NodeName)
 		}
 	}
 	for _, id := range jobs {
@@ -130,7 +130,7 @@ func TestLeaderReleasesLeaseOnSIGTERM(t *testing.T) {
 		t.Errorf("%s exited %d after SIGTERM, want 0", p.leader.name, code)
 	}
 	pods := createPods(t, p.rig, p.ns, "after", 3)
-	waitBound(t, p.rig, p.ns, pods, nil, handoverDeadline)
+	waitBound(t, p.rig, p.ns, pods, nil, handoverDeadline-time.Since(terminated))
 	bound := time.Since(terminated)
 	l, err := p.getLease(context.Background())
 	if err != nil {
