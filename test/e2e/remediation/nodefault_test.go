@@ -35,9 +35,18 @@ func TestNodeFaultRequeuesSlurmJob(t *testing.T) {
 	phases := s.watchPhases(id)
 	pods := s.watchPods(id)
 	s.waitState(id, "RUNNING", 90*time.Second)
-	first := s.jobPods(ctx, id)
-	if len(first) != 2 || first[0].Spec.NodeName == first[1].Spec.NodeName {
-		t.Fatalf("job %d runs as %d pods on %v, want one on each of two nodes", id, len(first), nodesOf(first))
+	// The scheduler marks the job running, then creates its pods, already bound.
+	var first []corev1.Pod
+	e2e.WaitFor(t, fmt.Sprintf("job %d's pods running", id), time.Minute, func(ctx context.Context) (bool, error) {
+		first = s.jobPods(ctx, id)
+		running := len(first) == 2
+		for _, p := range first {
+			running = running && p.Status.Phase == corev1.PodRunning
+		}
+		return running, fmt.Errorf("%d pods on %v", len(first), nodesOf(first))
+	})
+	if first[0].Spec.NodeName == first[1].Spec.NodeName {
+		t.Fatalf("job %d's pods share node %s, want one on each of two nodes", id, first[0].Spec.NodeName)
 	}
 	faulty := first[0].Spec.NodeName
 

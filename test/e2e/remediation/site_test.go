@@ -43,9 +43,14 @@ type site struct {
 	faults map[string]string   // node -> its agent's fault-injection file
 }
 
-// drainTimeout is short so a test never waits minutes on a stuck eviction; no test
-// here sets a PodDisruptionBudget (remediation/controller tests that).
-const drainTimeout = 10 * time.Second
+const (
+	// drainTimeout is short so a test never waits minutes on a stuck eviction; no test
+	// here sets a PodDisruptionBudget (remediation/controller tests that).
+	drainTimeout = 10 * time.Second
+	// breakerWindow is shorter than the default 5 minutes so that the breaker test can
+	// wait out an earlier run's quarantines (go test -count=2) instead of failing on them.
+	breakerWindow = 40 * time.Second
+)
 
 // startSite installs the CRDs and the example site, starts `sluice server` with
 // remediation on and the agents of nodes, and returns once the server listens.
@@ -96,7 +101,7 @@ func startSite(t *testing.T, nodes ...string) *site {
 		"rest":           map[string]any{"jwtKeyFile": keyFile},
 		"slurm":          map[string]any{"users": map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}}},
 		"remediation": map[string]any{"enabled": true, "drainTimeout": drainTimeout.String(),
-			"validationNamespace": s.ns, "validationTimeout": "2m"},
+			"breakerWindow": breakerWindow.String(), "validationNamespace": s.ns, "validationTimeout": "2m"},
 	})
 	s.rest = &slurmclient.Client{URL: "http://" + addr, Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(func() {
