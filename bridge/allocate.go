@@ -120,6 +120,7 @@ func (c *cycle) commit(at *attempt, ji int32, kind EvictionKind, reason string) 
 	}
 	c.jobs[ji].code, c.jobs[ji].reason = "", ""
 	c.jobs[ji].grew = true
+	c.leaveVictims(at, ji)
 	at.unplaced = at.unplaced[:0]
 	at.victims = at.victims[:0]
 }

@@ -257,6 +257,7 @@ func (c *cycle) commitEvictions(at *attempt, ji int32, kind EvictionKind, reason
 	}
 	c.jobs[ji].code, c.jobs[ji].reason = "", ""
 	c.jobs[ji].grew = true
+	c.leaveVictims(at, ji)
 	at.unplaced = at.unplaced[:0]
 	at.victims = at.victims[:0]
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // reclaim lets a queue under its fair share take capacity back from queues over theirs. Only
@@ -100,13 +101,12 @@ func (c *cycle) preempt(ji int32) bool {
 	}
 	allowed := func(v int32) bool { return c.jobs[v].prio < js.prio }
 	// Free capacity plus everything the lower-priority jobs hold must cover the job, or no
-	// victim is worth looking at.
+	// victim is worth looking at. In eviction order they come first.
+	vq := &vqs[i]
+	order := c.inEvictionOrder(vq)
+	lower := sort.Search(len(order), func(k int) bool { return !allowed(order[k]) })
 	avail := c.parts[js.part].free
-	for _, v := range vqs[i].jobs {
-		if vj := &c.jobs[v]; allowed(v) && !vj.evicted && !vj.grew {
-			avail.add(vj.use)
-		}
-	}
+	avail.add(vq.holdingBelow(lower))
 	for _, d := range governingDims(js.need) {
 		if js.need[d] > avail[d] {
 			return false
@@ -116,6 +116,6 @@ func (c *cycle) preempt(ji int32) bool {
 		return fmt.Sprintf("preempted by higher-priority job %s (priority %d over %d) in queue %s",
 			js.job.ID, js.prio, c.jobs[v].prio, c.queues[js.queue].name)
 	}
-	c.giving = append(c.giving[:0], &vqs[i])
+	c.giving = append(c.giving[:0], vq)
 	return c.evictFor(ji, ActionPreempt, EvictPreempt, c.giving, allowed, reason)
 }

@@ -11,7 +11,7 @@ import (
 // their fair share) and preemption (inside its own queue, by priority).
 func (c *cycle) rescue() {
 	c.victims = make([][]victimQueue, len(c.parts))
-	c.holds, c.holdsAt = c.buf.holds[:0], c.buf.holdsAt[:0]
+	c.holds, c.holdsAt, c.belows = c.buf.holds[:0], c.buf.holdsAt[:0], c.buf.belows[:0]
 	c.freedStamp = make([]int, len(c.nodes))
 	c.freedSeen = map[int32][]failure{}
 	failed := map[rescueKey]bool{}

@@ -39,6 +39,10 @@ type cycle struct {
 	giving  []*victimQueue
 	holds   []victimHold // backing store for every victimQueue.held
 	holdsAt []int32      // and for every victimQueue.heldAt
+	belows  []vec        // and for every victimQueue.below
+	// victimPos is, per job, 1 + its position in its sorted victim queue while below counts
+	// it; 0 otherwise.
+	victimPos []int32
 	// jobsByID is set when the snapshot lists its jobs in id order: a job's position then
 	// orders it by id.
 	jobsByID bool
@@ -81,6 +85,8 @@ type buffers struct {
 	nodeIdx    map[string]int32
 	holds      []victimHold
 	holdsAt    []int32
+	belows     []vec
+	victimPos  []int32
 	binds      []bindRef
 	// victimKeys and pendingKeys are scratch for sorting one queue's victims or pending jobs.
 	victimKeys  []victimKey
@@ -91,7 +97,7 @@ type buffers struct {
 func (b *buffers) keep(c *cycle) {
 	b.jobs, b.groups, b.places, b.gpuRefs = c.jobs, c.groups, c.places, c.gpuRefs
 	b.nodes, b.gpus, b.nodeIdx = c.nodes, c.gpus, c.nodeIdx
-	b.holds, b.holdsAt, b.binds = c.holds, c.holdsAt, c.binds
+	b.holds, b.holdsAt, b.belows, b.binds = c.holds, c.holdsAt, c.belows, c.binds
 }
 
 // reuse returns a zeroed slice of length n, in buf's array when it is large enough.

@@ -17,6 +17,18 @@ type victimQueue struct {
 	// so that the walk for a one-task job reads one array, not 100k scattered placements.
 	held   []victimHold
 	heldAt []int32
+	// below[k] sums what jobs[:k] held when sorted (nothing for a job already evicted or
+	// grown); left lists the jobs that left since (evicted or grown for good), so that what
+	// the first k still hold is known without walking them.
+	below []vec
+	left  []leftVictim
+}
+
+// leftVictim is a victim that left its queue after it was sorted: its position and what
+// below counted for it.
+type leftVictim struct {
+	pos int32
+	use vec
 }
 
 // victimHold is what one placement of a victim holds, and where.
@@ -112,8 +124,61 @@ func (c *cycle) inEvictionOrder(vq *victimQueue) []int32 {
 	}
 	vq.held = c.holds[start:len(c.holds):len(c.holds)]
 	vq.heldAt = c.holdsAt[startAt:len(c.holdsAt):len(c.holdsAt)]
+	if c.victimPos == nil {
+		c.victimPos = reuse(c.buf.victimPos, len(c.jobs))
+		c.buf.victimPos = c.victimPos
+	}
+	startBelow := len(c.belows)
+	sum := vec{}
+	c.belows = append(c.belows, sum)
+	for i, v := range vq.jobs {
+		if vj := &c.jobs[v]; !vj.evicted && !vj.grew {
+			sum.add(vj.use)
+			c.victimPos[v] = int32(i + 1)
+		}
+		c.belows = append(c.belows, sum)
+	}
+	vq.below = c.belows[startBelow:len(c.belows):len(c.belows)]
 	vq.sorted = true
 	return vq.jobs
+}
+
+// holdingBelow sums what the first k jobs in eviction order hold now, leaving out those
+// evicted or grown.
+func (vq *victimQueue) holdingBelow(k int) vec {
+	sum := vq.below[k]
+	for _, l := range vq.left {
+		if int(l.pos) < k {
+			sum.sub(l.use)
+		}
+	}
+	return sum
+}
+
+// leaveVictims notes the jobs a commit took out of the victim lists for good: the victims it
+// evicted and the job that grew.
+func (c *cycle) leaveVictims(at *attempt, ji int32) {
+	if c.victimPos == nil {
+		return // no queue sorted yet: each will see the flags when it is
+	}
+	for _, v := range at.victims {
+		c.leaveVictim(v)
+	}
+	c.leaveVictim(ji)
+}
+
+func (c *cycle) leaveVictim(v int32) {
+	pos := c.victimPos[v] - 1
+	if pos < 0 {
+		return // in no sorted queue, or counted out already
+	}
+	c.victimPos[v] = 0
+	js := &c.jobs[v]
+	vqs := c.victims[js.part]
+	vq := &vqs[slices.IndexFunc(vqs, func(vq victimQueue) bool { return vq.queue == js.queue })]
+	use := vq.below[pos+1]
+	use.sub(vq.below[pos])
+	vq.left = append(vq.left, leftVictim{pos, use})
 }
 
 // idOrder compares two jobs by id, then by position for ids given twice. When the snapshot

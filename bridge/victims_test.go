@@ -72,3 +72,49 @@ func TestOrderByPositionMatchesOrderByID(t *testing.T) {
 	}
 	t.Logf("%d evictions compared", evictions)
 }
+
+// TestVictimHoldingsMatchWalk: after a cycle's rescues, what holdingBelow says the first k
+// victims of every sorted queue hold equals the walk it replaces (every one of them neither
+// evicted nor grown, summed), for every k.
+func TestVictimHoldingsMatchWalk(t *testing.T) {
+	spec := genSpec{nodes: 8, gpusPerNode: 8, depts: 2, teams: 3, jobs: 120, fractions: 0.4, gangs: 0.1, cpuOnly: 0.2, preemptible: 0.9}
+	sorted, left := 0, 0
+	for seed := int64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		s := genRunning(r, genCluster(r, spec), spec, spec.jobs)
+		genJobs(r, s, spec, spec.jobs, spec.jobs)
+		c := newCycle(s, &buffers{})
+		c.evictStaleGangs()
+		c.buildPending()
+		c.divideFairShare()
+		for p := range c.parts {
+			c.allocate(int32(p))
+		}
+		c.rescue()
+		for _, vqs := range c.victims {
+			for i := range vqs {
+				vq := &vqs[i]
+				if !vq.sorted {
+					continue
+				}
+				sorted++
+				left += len(vq.left)
+				var walk vec
+				for k := 0; k <= len(vq.jobs); k++ {
+					if got := vq.holdingBelow(k); got != walk {
+						t.Fatalf("seed %d queue %s: first %d victims hold %v, holdingBelow says %v", seed, c.queues[vq.queue].name, k, walk, got)
+					}
+					if k < len(vq.jobs) {
+						if vj := &c.jobs[vq.jobs[k]]; !vj.evicted && !vj.grew {
+							walk.add(vj.use)
+						}
+					}
+				}
+			}
+		}
+	}
+	if sorted == 0 || left == 0 {
+		t.Fatalf("%d queues sorted, %d victims left them: the bookkeeping was not exercised", sorted, left)
+	}
+	t.Logf("%d sorted queues checked, %d victims left them", sorted, left)
+}
