@@ -1,0 +1,162 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/client"
+	"github.com/sluicehq/sluice/slurmapi/kube"
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// TestMain starts one rig for the tests that need a server; -short skips them.
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, cluster.DefaultSpec())) }
+
+var key = bytes.Repeat([]byte("c"), 32)
+
+// siteServer is the REST API on the rig with the example site applied.
+func siteServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	rig := e2e.Rig(t)
+	ctx := context.Background()
+	if err := crds.Install(ctx, rig.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := kube.New(rig.RESTConfig(), kube.Options{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := examples.Objects(examples.Site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := crclient.New(rig.RESTConfig(), crclient.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	srv, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: key}}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func as(t *testing.T, ts *httptest.Server, user string) *client.Client {
+	t.Helper()
+	tok, err := slurmapi.MintToken(key, user, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &client.Client{URL: ts.URL, Token: tok, HTTP: ts.Client()}
+}
+
+// TestScontrolCallsOnRig: what scontrol and sinfo read and change, through
+// the client, against the server on a real API server.
+func TestScontrolCallsOnRig(t *testing.T) {
+	ts := siteServer(t)
+	alice, bob := as(t, ts, "alice"), as(t, ts, "bob")
+	ctx := context.Background()
+
+	parts, err := alice.Partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := 0
+	for _, p := range parts {
+		if p.IsDefault() {
+			defaults++
+			if p.Name != "h100" {
+				t.Errorf("default partition %s, want h100 (site.yaml)", p.Name)
+			}
+		}
+	}
+	if defaults != 1 {
+		t.Errorf("%d default partitions, want 1: %+v", defaults, parts)
+	}
+	if p, err := alice.Partition(ctx, "a100"); err != nil || p.IsDefault() || p.Nodes.Total == 0 {
+		t.Errorf("partition a100: %+v %v", p, err)
+	}
+	if _, err := alice.Partition(ctx, "v100"); !client.IsNotFound(err) {
+		t.Errorf("unknown partition: %v, want not found", err)
+	}
+	nodes, err := alice.Nodes(ctx)
+	if err != nil || len(nodes) == 0 {
+		t.Fatalf("nodes: %d %v", len(nodes), err)
+	}
+	if n, err := alice.Node(ctx, nodes[0].Name); err != nil || n.Name != nodes[0].Name || n.GRES == "" {
+		t.Errorf("node %s: %+v %v", nodes[0].Name, n, err)
+	}
+	if _, err := alice.Node(ctx, "no-such-node"); !client.IsNotFound(err) {
+		t.Errorf("unknown node: %v, want not found", err)
+	}
+
+	id, err := alice.Submit(ctx, map[string]any{"script": "#!/bin/sh\ntrue\n", "environment": []string{"PATH=/bin"}, "time_limit": client.Set(30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
+	if _, err := alice.JobRecords(ctx, "99999999"); !client.IsNotFound(err) {
+		t.Errorf("unknown job: %v, want not found", err)
+	}
+	if _, err := bob.JobRecords(ctx, ref(id)); !client.IsForbidden(err) {
+		t.Errorf("bob reading alice's job: %v, want forbidden", err)
+	}
+	if err := bob.Update(ctx, id, map[string]any{"hold": true}); !client.IsForbidden(err) {
+		t.Errorf("bob holding alice's job: %v, want forbidden", err)
+	}
+	steps := []struct {
+		name   string
+		change func() error
+		check  func(client.Job) bool
+	}{
+		{"hold", func() error { return alice.Update(ctx, id, map[string]any{"hold": true}) }, func(j client.Job) bool { return j.Hold }},
+		{"release", func() error { return alice.Update(ctx, id, map[string]any{"hold": false}) }, func(j client.Job) bool { return !j.Hold }},
+		{"lower the time limit", func() error { return alice.Update(ctx, id, map[string]any{"time_limit": client.Set(10)}) },
+			func(j client.Job) bool { v, ok := j.TimeLimit.Value(); return ok && v == 10 }},
+		{"comment", func() error { return alice.Update(ctx, id, map[string]any{"comment": "rerun"}) },
+			func(j client.Job) bool { return j.Comment == "rerun" }},
+	}
+	for _, s := range steps {
+		if err := s.change(); err != nil {
+			t.Errorf("%s: %v", s.name, err)
+			continue
+		}
+		jobs, err := alice.JobRecords(ctx, ref(id))
+		if err != nil || len(jobs) != 1 || !s.check(jobs[0]) {
+			t.Errorf("after %s: %+v %v", s.name, jobs, err)
+		}
+	}
+	if err := alice.Update(ctx, id, map[string]any{"priority": client.Set(5)}); !client.IsForbidden(err) {
+		t.Errorf("alice setting a priority: %v, want forbidden (operators only)", err)
+	}
+	var conflict *client.APIError
+	if err := alice.Requeue(ctx, id, false); !errors.As(err, &conflict) || conflict.Status != http.StatusConflict || !strings.Contains(err.Error(), "pending") {
+		t.Errorf("requeueing a pending job: %v, want 409 saying it is pending", err)
+	}
+}
