@@ -116,6 +116,10 @@ func (c *cycle) preempt(ji int32) bool {
 		return fmt.Sprintf("preempted by higher-priority job %s (priority %d over %d) in queue %s",
 			js.job.ID, js.prio, c.jobs[v].prio, c.queues[js.queue].name)
 	}
-	c.giving = append(c.giving[:0], vq)
+	// Past the lower-priority victims nothing may be evicted, so the walk stops there: with
+	// one queue to walk, going on could only end in the same failure.
+	c.lowerView = *vq
+	c.lowerView.jobs, c.lowerView.heldAt = vq.jobs[:lower], vq.heldAt[:lower+1]
+	c.giving = append(c.giving[:0], &c.lowerView)
 	return c.evictFor(ji, ActionPreempt, EvictPreempt, c.giving, allowed, reason)
 }

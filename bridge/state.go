@@ -35,11 +35,13 @@ type cycle struct {
 	// onNode lists, per node, the placements running at the start of rescue.
 	victims [][]victimQueue
 	onNode  [][]int32
-	// giving is scratch for the victim queues one reclaim or preemption walks.
-	giving  []*victimQueue
-	holds   []victimHold // backing store for every victimQueue.held
-	holdsAt []int32      // and for every victimQueue.heldAt
-	belows  []vec        // and for every victimQueue.below
+	// giving is scratch for the victim queues one reclaim or preemption walks; lowerView
+	// for the part of a queue a preemption may take.
+	lowerView victimQueue
+	giving    []*victimQueue
+	holds     []victimHold // backing store for every victimQueue.held
+	holdsAt   []int32      // and for every victimQueue.heldAt
+	belows    []vec        // and for every victimQueue.below
 	// victimPos is, per job, 1 + its position in its sorted victim queue while below counts
 	// it; 0 otherwise.
 	victimPos []int32
