@@ -119,7 +119,7 @@ func jobRecord(j client.Job, now time.Time) record {
 		{kv("JobState", j.State()), kv("Reason", reason), kv("Dependency", orNull(j.Dependency))},
 		{kv("Requeue", boolDigit(j.Requeue)), kv("Restarts", strconv.FormatInt(j.RestartCount, 10)),
 			kv("BatchFlag", boolDigit(j.BatchFlag)), kv("ExitCode", fmt.Sprintf("%d:%d", rc, sig))},
-		{kv("RunTime", runTime(j, now)), kv("TimeLimit", scontrolLimit(j.TimeLimit, "UNLIMITED"))},
+		{kv("RunTime", sbatch.FormatTimeLimit(elapsed(j, now).Truncate(time.Second))), kv("TimeLimit", scontrolLimit(j.TimeLimit, "UNLIMITED"))},
 		{kv("SubmitTime", scontrolTime(j.SubmitTime)), kv("EligibleTime", scontrolTime(j.EligibleTime))},
 		{kv("StartTime", scontrolTime(j.StartTime)), kv("EndTime", scontrolTime(j.EndTime))},
 		{kv("Partition", j.Partition)},
@@ -156,20 +156,6 @@ func jobRecord(j client.Job, now time.Time) record {
 		}
 	}
 	return r
-}
-
-// runTime is how long the job has run (until its end once it ended).
-func runTime(j client.Job, now time.Time) string {
-	start, ok := j.StartTime.Value()
-	if !ok || start == 0 || j.State() == "PENDING" {
-		return "00:00:00"
-	}
-	end := now
-	if e, ok := j.EndTime.Value(); ok && e > start && j.State() != "RUNNING" {
-		end = time.Unix(e, 0)
-	}
-	d := max(end.Sub(time.Unix(start, 0)), 0).Truncate(time.Second)
-	return sbatch.FormatTimeLimit(d)
 }
 
 // firstHost is the first host of a node list expression ("h100-[3-4]" ->

@@ -44,15 +44,7 @@ func squeueValue(j client.Job, letter byte, now time.Time) string {
 	case 'T':
 		return j.State()
 	case 'M':
-		start, ok := j.StartTime.Value()
-		if !ok || start == 0 || j.State() == "PENDING" {
-			return "0:00"
-		}
-		end := now
-		if e, ok := j.EndTime.Value(); ok && e > start && j.State() != "RUNNING" {
-			end = time.Unix(e, 0)
-		}
-		return slurmDuration(end.Sub(time.Unix(start, 0)))
+		return slurmDuration(elapsed(j, now))
 	case 'l':
 		v, ok := j.TimeLimit.Value()
 		return slurmTimeLimit(v, ok)
@@ -85,6 +77,20 @@ func squeueValue(j client.Job, letter byte, now time.Time) string {
 		return strconv.FormatInt(v, 10)
 	}
 	return ""
+}
+
+// elapsed is how long the job has run at now (until its end once it
+// ended); 0 while pending.
+func elapsed(j client.Job, now time.Time) time.Duration {
+	start, ok := j.StartTime.Value()
+	if !ok || start == 0 || j.State() == "PENDING" {
+		return 0
+	}
+	end := now
+	if e, ok := j.EndTime.Value(); ok && e > start && j.State() != "RUNNING" {
+		end = time.Unix(e, 0)
+	}
+	return max(end.Sub(time.Unix(start, 0)), 0)
 }
 
 func jobIDString(j client.Job) string {
