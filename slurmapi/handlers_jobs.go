@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -293,12 +294,17 @@ func handleKillJobs(s *Server, c *call) (map[string]any, error) {
 		return nil, e
 	}
 	f := JobFilter{States: in.JobState}
+	var tasks []arrayTaskRef
 	for _, idText := range in.Jobs {
-		id, e := parseJobID(idText, "jobs")
-		if e != nil {
+		id, task, e := parseJobRef(idText, "jobs")
+		switch {
+		case e != nil:
 			return nil, e
+		case task != nil:
+			tasks = append(tasks, arrayTaskRef{id, *task})
+		default:
+			f.IDs = append(f.IDs, id)
 		}
-		f.IDs = append(f.IDs, id)
 	}
 	if in.Account != "" {
 		f.Accounts = []string{in.Account}
@@ -309,21 +315,49 @@ func handleKillJobs(s *Server, c *call) (map[string]any, error) {
 	if in.UserName != "" {
 		f.Users = []string{in.UserName}
 	}
-	if len(f.IDs) == 0 && f.Accounts == nil && f.Partitions == nil && f.Users == nil && in.JobName == "" && in.QOS == "" && len(f.States) == 0 {
+	filtered := len(f.IDs) > 0 || f.Accounts != nil || f.Partitions != nil || f.Users != nil || in.JobName != "" || in.QOS != "" || len(f.States) > 0
+	if !filtered && len(tasks) == 0 {
 		return nil, BadRequest(ErrRestInvalidQuery, "jobs", "name the jobs to signal (jobs, or a filter such as user_name or account)")
+	}
+	status := []any{}
+	for _, ref := range tasks {
+		status = append(status, killStatus(ref.arrayID, s.asErrorOrNil(s.signalArrayTask(c, ref, sig))))
+	}
+	if !filtered {
+		return map[string]any{"status": status}, nil
 	}
 	jobs, err := visibleJobs(s, c, f)
 	if err != nil {
 		return nil, err
 	}
-	status := []any{}
 	for _, j := range jobs {
 		if (in.JobName != "" && j.Desc.Name != in.JobName) || (in.QOS != "" && j.Desc.QOS != in.QOS) {
 			continue
 		}
+		if j.ArrayJobID != 0 && j.ArrayJobID != j.ID && slices.Contains(f.IDs, j.ArrayJobID) {
+			continue // signalled with its array's id
+		}
 		status = append(status, killStatus(j.ID, s.asErrorOrNil(s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig}))))
 	}
 	return map[string]any{"status": status}, nil
+}
+
+// arrayTaskRef is one ARRAYID_TASK of a kill request.
+type arrayTaskRef struct {
+	arrayID uint32
+	task    int
+}
+
+// signalArrayTask signals one array task the caller may access.
+func (s *Server) signalArrayTask(c *call, ref arrayTaskRef, sig int) error {
+	j, err := s.backend.ArrayTask(c.ctx, ref.arrayID, ref.task)
+	if err != nil {
+		return err
+	}
+	if !c.id.CanAccessJob(j.Desc.User, j.Desc.Account) {
+		return Forbidden("jobs", "job %d_%d belongs to %s in account %s; %s may not access it", ref.arrayID, ref.task, j.Desc.User, j.Desc.Account, c.id.User)
+	}
+	return s.backend.SignalJob(c.ctx, j.ID, CancelRequest{Signal: sig, ArrayTask: &ref.task})
 }
 
 func (s *Server) asErrorOrNil(err error) *Error {

@@ -62,3 +62,42 @@ func TestValidObjectName(t *testing.T) {
 		}
 	}
 }
+
+func TestParseJobRef(t *testing.T) {
+	cases := []struct {
+		in      string
+		id      uint32
+		task    int // -1: no task
+		invalid bool
+	}{
+		{"123", 123, -1, false},
+		{"123_4", 123, 4, false},
+		{" 7_0", 7, 0, false},
+		{"123_", 0, 0, true},
+		{"123_x", 0, 0, true},
+		{"123_-1", 0, 0, true},
+		{"_4", 0, 0, true},
+		{"0", 0, 0, true},
+		{"12_3_4", 0, 0, true},
+	}
+	for _, c := range cases {
+		id, task, e := parseJobRef(c.in, "job_id")
+		if (e != nil) != c.invalid {
+			t.Errorf("%q: error %v, want invalid=%v", c.in, e, c.invalid)
+			continue
+		}
+		if c.invalid {
+			if e.Status != 400 {
+				t.Errorf("%q: status %d, want 400", c.in, e.Status)
+			}
+			continue
+		}
+		gotTask := -1
+		if task != nil {
+			gotTask = *task
+		}
+		if id != c.id || gotTask != c.task {
+			t.Errorf("%q: %d task %d, want %d task %d", c.in, id, gotTask, c.id, c.task)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,8 +17,8 @@ import (
 
 // Job arrays, the Slurm way: a pending array is one object. sbatch --array
 // creates one PodGroup, the array's record, with the array job id and no
-// members, so the scheduler has nothing to place; what one task needs is
-// kept in an annotation and the indices still to run in another. The
+// members, so the scheduler has nothing to place (deferred.go); the indices
+// still to run are kept in an annotation. The
 // lifecycle controller splits tasks off that record as they may start:
 // each becomes its own PodGroup (its own job id, array_job_id and
 // array_task_id), which the scheduler places like any job, and the last
@@ -40,9 +39,6 @@ const (
 	// ArrayPendingAnnotation lists, on the record, the indices not split
 	// off yet, as Slurm shows them ("4-15").
 	ArrayPendingAnnotation = "sluice.dev/array-pending"
-	// ArrayMembersAnnotation keeps, on the record, the members of one
-	// task (JSON), which the record itself must not state.
-	ArrayMembersAnnotation = "sluice.dev/array-task-members"
 	// arraySplitAhead is how many split tasks may wait to start at once.
 	arraySplitAhead = 4
 )
@@ -53,29 +49,11 @@ func arrayRecord(pg *v1alpha1.PodGroup) bool {
 	return pg.Spec.Slurm != nil && pg.Spec.Slurm.ArrayTaskID == nil && pg.Annotations[ArrayPendingAnnotation] != ""
 }
 
-// taskMembers is what one pod set of the job needs: the group's members,
-// or for an array's record the members each task will have.
-func taskMembers(pg *v1alpha1.PodGroup) []v1alpha1.MemberSet {
-	if len(pg.Spec.Members) > 0 || pg.Annotations[ArrayMembersAnnotation] == "" {
-		return pg.Spec.Members
-	}
-	var m []v1alpha1.MemberSet
-	if err := json.Unmarshal([]byte(pg.Annotations[ArrayMembersAnnotation]), &m); err != nil {
-		return nil
-	}
-	return m
-}
-
 // asArrayRecord turns a job's PodGroup into the record of array a.
 func asArrayRecord(pg *v1alpha1.PodGroup, a sbatch.Array) {
-	members, _ := json.Marshal(pg.Spec.Members) // plain structs: cannot fail
-	if pg.Annotations == nil {
-		pg.Annotations = map[string]string{}
-	}
+	deferMembers(pg)
 	pg.Annotations[ArrayPendingAnnotation] = sbatch.FormatIndices(a.Indices())
-	pg.Annotations[ArrayMembersAnnotation] = string(members)
 	pg.Labels[ArrayJobLabel] = pg.Labels[v1alpha1.JobIDLabel]
-	pg.Spec.Members = nil
 }
 
 // pendingIndices reads the record's indices not split off yet.
@@ -113,12 +91,11 @@ func taskID(pg *v1alpha1.PodGroup, index int) (uint32, error) {
 func asTask(pg *v1alpha1.PodGroup, index int, id uint32) {
 	arrayID, _ := strconv.ParseInt(pg.Labels[ArrayJobLabel], 10, 64)
 	task := int32(index)
-	pg.Spec.Members = taskMembers(pg)
+	restoreMembers(pg)
 	s := pg.Spec.Slurm
 	s.ArrayJobID, s.ArrayTaskID = &arrayID, &task
 	s.Dependency = "" // the record's dependency was met before any split
 	delete(pg.Annotations, ArrayPendingAnnotation)
-	delete(pg.Annotations, ArrayMembersAnnotation)
 	pg.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
 	pg.Labels[ArrayTaskLabel] = strconv.Itoa(index)
 }

@@ -172,8 +172,9 @@ func TestArrayHonoursMaxOnRig(t *testing.T) {
 	}
 }
 
-// TestArrayCancelOnRig: scancel of one task ends only it; scancel of the
-// array id ends the record and every task, split off or not.
+// TestArrayCancelOnRig: scancel of one task (job/ID_TASK or jobs/) ends
+// only it; scancel of the array id ends the record and every task, split
+// off or not.
 func TestArrayCancelOnRig(t *testing.T) {
 	ts, b := rigServer(t)
 	script := `{"script":"#!/bin/bash\n#SBATCH -p h100 --gres=gpu:1 --array=0-5%1\nsleep 600\n","job":{"account":"nlp","environment":["PATH=/bin"]}}`
@@ -206,6 +207,15 @@ func TestArrayCancelOnRig(t *testing.T) {
 	}
 	if status, _ := call(t, ts, "alice", "GET", fmt.Sprintf("/slurm/v0.0.44/job/%d_4", id), ""); status != http.StatusNotFound {
 		t.Errorf("task 4 after its scancel: %d, want 404", status)
+	}
+	// DELETE jobs/ takes ARRAYID_TASK too.
+	if status, doc := call(t, ts, "alice", "DELETE", "/slurm/v0.0.44/jobs", fmt.Sprintf(`{"jobs":["%d_5"]}`, id)); status != http.StatusOK {
+		t.Fatalf("scancel %d_5: %d %v", id, status, doc)
+	}
+	for _, j := range arrayJobs(t, ts, id) {
+		if j["job_state"].([]any)[0] == "PENDING" && j["array_task_string"] != "1-3" {
+			t.Errorf("after scancel of tasks 4 and 5 the record still holds %v, want 1-3", j["array_task_string"])
+		}
 	}
 	if status, doc := call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d", id), ""); status != http.StatusOK {
 		t.Fatalf("scancel %d: %d %v", id, status, doc)

@@ -201,8 +201,11 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 	if pg.Spec.Slurm == nil {
 		return 0, nil
 	}
-	if arrayRecord(&pg) {
+	switch {
+	case arrayRecord(&pg):
 		return l.splitArray(ctx, &pg)
+	case waitsForBegin(&pg):
+		return l.releaseAtBegin(ctx, &pg)
 	}
 	var list corev1.PodList
 	if err := l.cache.List(ctx, &list, client.InNamespace(pg.Namespace),

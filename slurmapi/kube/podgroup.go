@@ -98,6 +98,8 @@ func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
 	}
 	if a, err := sbatch.ParseArray(d.Array); d.Array != "" && err == nil {
 		asArrayRecord(pg, a) // d was validated: the array parses
+	} else if time.Now().Before(d.BeginTime) {
+		deferMembers(pg) // the lifecycle hands them back at the begin time
 	}
 	return pg
 }

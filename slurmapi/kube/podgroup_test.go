@@ -239,8 +239,8 @@ func TestStoredSubmissionFields(t *testing.T) {
 			}},
 		{"a begin time ahead keeps the job pending with BeginTime", func(d *slurmapi.JobDesc) { d.BeginTime = later },
 			func(pg *v1alpha1.PodGroup, j slurmapi.Job) string {
-				if !j.Desc.BeginTime.Equal(later) || j.Reason != "BeginTime" {
-					return fmt.Sprintf("begin %v reason %s", j.Desc.BeginTime, j.Reason)
+				if !j.Desc.BeginTime.Equal(later) || j.Reason != "BeginTime" || len(pg.Spec.Members) != 0 || !strings.HasPrefix(j.TRESReq, "cpu=1,") {
+					return fmt.Sprintf("begin %v reason %s, members %v (kept from the scheduler: none), tres %s", j.Desc.BeginTime, j.Reason, pg.Spec.Members, j.TRESReq)
 				}
 				var ne *NotEligible
 				if err := Eligible(context.Background(), nil, pg); !errors.As(err, &ne) || ne.Reason != "BeginTime" {
@@ -250,8 +250,8 @@ func TestStoredSubmissionFields(t *testing.T) {
 			}},
 		{"a begin time passed does not hold the job", func(d *slurmapi.JobDesc) { d.BeginTime = time.Now().Add(-time.Minute) },
 			func(pg *v1alpha1.PodGroup, j slurmapi.Job) string {
-				if err := Eligible(context.Background(), nil, pg); err != nil || j.Reason != "None" {
-					return fmt.Sprintf("reason %s, eligible: %v", j.Reason, err)
+				if err := Eligible(context.Background(), nil, pg); err != nil || j.Reason != "None" || len(pg.Spec.Members) != 1 {
+					return fmt.Sprintf("reason %s, eligible: %v, members %v", j.Reason, err, pg.Spec.Members)
 				}
 				return ""
 			}},
