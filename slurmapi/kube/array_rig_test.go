@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
@@ -225,4 +226,60 @@ func TestArrayCancelOnRig(t *testing.T) {
 			t.Errorf("after scancel of the array, job %v (task %v) is %v", j["job_id"], j["array_task_id"], s)
 		}
 	}
+}
+
+// TestArrayWaitsForDependencyOnRig runs the lifecycle alone: an array
+// with afterok on a pending job stays one record (reason Dependency) and
+// has its tasks split off once that job succeeds.
+func TestArrayWaitsForDependencyOnRig(t *testing.T) {
+	_, b := rigServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	life, err := NewLifecycle(e2e.Rig(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- life.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("lifecycle: %v", err)
+		}
+		_ = b.c.DeleteAllOf(context.Background(), &v1alpha1.PodGroup{}, client.InNamespace(Namespace("nlp")), client.HasLabels{v1alpha1.JobIDLabel})
+	})
+	desc := slurmapi.JobDesc{User: "alice", Account: "nlp", Partition: "h100", Script: "#!/bin/bash\ntrue\n", Nodes: 1, Tasks: 1, CPUsPerTask: 1}
+	first, err := b.Submit(ctx, &desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	array := desc
+	array.Array, array.Dependency = "0-2", fmt.Sprintf("afterok:%d", first.JobID)
+	res, err := b.Submit(ctx, &array)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := func(ctx context.Context) ([]v1alpha1.PodGroup, error) {
+		var list v1alpha1.PodGroupList
+		err := b.c.List(ctx, &list, client.MatchingLabels{ArrayJobLabel: fmt.Sprint(res.JobID)})
+		return list.Items, err
+	}
+	e2e.WaitFor(t, "the array's record waits on its dependency", 30*time.Second, func(ctx context.Context) (bool, error) {
+		j, err := b.Job(ctx, res.JobID)
+		return err == nil && j.Reason == "Dependency", fmt.Errorf("reason %q (%v)", j.Reason, err)
+	})
+	if pgs, err := groups(ctx); err != nil || len(pgs) != 1 {
+		t.Fatalf("an array waiting on a dependency is %d PodGroups (%v), want its record alone", len(pgs), err)
+	}
+	var pg v1alpha1.PodGroup
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: Namespace("nlp"), Name: PodGroupName(first.JobID)}, &pg); err != nil {
+		t.Fatal(err)
+	}
+	pg.Status.Phase = v1alpha1.PodGroupSucceeded
+	if err := b.c.Status().Update(ctx, &pg); err != nil {
+		t.Fatal(err)
+	}
+	e2e.WaitFor(t, "tasks split off once the dependency is met", 30*time.Second, func(ctx context.Context) (bool, error) {
+		pgs, err := groups(ctx)
+		return err == nil && len(pgs) > 1, fmt.Errorf("%d PodGroups (%v)", len(pgs), err)
+	})
 }
