@@ -45,6 +45,26 @@ type InjectedGPU struct {
 	PCIeWidth    int    `json:"pcieWidth,omitempty"`
 }
 
+// WriteFaults sets the faults an agent with FaultFile path injects: written whole (a
+// temporary file renamed over it) so the agent never reads half of it; nil removes the
+// file, which heals the node.
+func WriteFaults(path string, f *Faults) error {
+	if f == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
+
 // readFaults reads the injection file; a missing file is no faults.
 func readFaults(path string) (Faults, error) {
 	var f Faults

@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,26 @@ func TestFaultFileErrors(t *testing.T) {
 	}
 	if f, err := readFaults(filepath.Join(t.TempDir(), "none")); err != nil || len(f.XIDs)+len(f.GPUs)+len(f.IBPortsDown) != 0 {
 		t.Errorf("missing fault file = %+v, %v; want no faults", f, err)
+	}
+}
+
+func TestWriteFaultsRoundTrip(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "faults.json")
+	want := Faults{XIDs: []InjectedXID{{GPU: 2, XID: 79}}, GPUs: []InjectedGPU{{Index: 3, RowRemapPending: true}}}
+	if err := WriteFaults(file, &want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readFaults(file)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("read back %+v, %v; want %+v", got, err, want)
+	}
+	for range 2 { // healing twice is no error
+		if err := WriteFaults(file, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("fault file still there after healing: %v", err)
 	}
 }
 

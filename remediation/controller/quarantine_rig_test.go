@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/remediation/agent"
 	"github.com/sluicehq/sluice/remediation/health"
+	"github.com/sluicehq/sluice/test/e2e"
 )
 
 // TestXIDQuarantineDrainRevalidate: XID 79 on one GPU takes the node out (taint), every
@@ -136,13 +138,18 @@ func TestDrainRespectsPDB(t *testing.T) {
 	injected := time.Now()
 	e.inject(node, &agent.Faults{XIDs: []agent.InjectedXID{{GPU: 2, XID: 79}}})
 	e.waitGone(30*time.Second, "free")
-	guarded, err := e.client.CoreV1().Pods(e.ns).Get(context.Background(), "guarded", metav1.GetOptions{})
-	if err != nil || guarded.DeletionTimestamp != nil {
-		t.Fatalf("the guarded pod was evicted %s after the fault, before the 3s drain timeout (%v)", time.Since(injected), err)
-	}
-	// Whoever ends the pod's job must be able to tell a fault from a preemption.
-	if why := guarded.Annotations[health.NodeFaultAnnotation]; !strings.Contains(why, "XID 79") {
-		t.Errorf("pod waiting to be drained is marked %s=%q, want the XID 79 fault", health.NodeFaultAnnotation, why)
+	// Whoever ends the pod's job must be able to tell a fault from a preemption: the pod
+	// is marked before each eviction is tried, refused or not.
+	e2e.WaitFor(t, "guarded pod marked with the fault", 10*time.Second, func(ctx context.Context) (bool, error) {
+		p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, "guarded", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		why := p.Annotations[health.NodeFaultAnnotation]
+		return strings.Contains(why, "XID 79"), fmt.Errorf("%s=%q", health.NodeFaultAnnotation, why)
+	})
+	if !e.exists("guarded") {
+		t.Fatalf("the guarded pod was evicted %s after the fault, before the 3s drain timeout", time.Since(injected))
 	}
 	gone := e.waitGone(30*time.Second, "guarded")
 	if waited := gone.Sub(injected); waited < 3*time.Second {

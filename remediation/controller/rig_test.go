@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -109,21 +108,10 @@ func tainted(node *corev1.Node) bool {
 	return false
 }
 
-// inject writes a node's fault file (nil heals it).
+// inject sets the faults node's agent reports; nil heals the node.
 func (e *env) inject(node string, faults *agent.Faults) {
 	e.t.Helper()
-	if faults == nil {
-		if err := os.Remove(e.faults[node]); err != nil && !os.IsNotExist(err) {
-			e.t.Fatal(err)
-		}
-		return
-	}
-	b, _ := json.Marshal(faults)
-	tmp := e.faults[node] + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, e.faults[node]); err != nil {
+	if err := agent.WriteFaults(e.faults[node], faults); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -145,24 +144,10 @@ func (s *site) startAgents(nodes []string, dir string) {
 	}
 }
 
-// inject writes a node's fault-injection file atomically; nil heals the node.
+// inject sets the faults node's agent reports; nil heals the node.
 func (s *site) inject(node string, faults *agent.Faults) {
 	s.t.Helper()
-	path := s.faults[node]
-	if faults == nil {
-		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-			s.t.Fatal(err)
-		}
-		return
-	}
-	b, err := json.Marshal(faults)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
-		s.t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
+	if err := agent.WriteFaults(s.faults[node], faults); err != nil {
 		s.t.Fatal(err)
 	}
 }
