@@ -121,6 +121,17 @@ type ErrorTranslator interface {
 	TranslateError(err error) *Error
 }
 
+// translate asks the backend, or the one a ledger wraps, to word err.
+func translate(b Backend, err error) *Error {
+	if lb, ok := b.(ledgerBackend); ok {
+		b = lb.Backend
+	}
+	if t, ok := b.(ErrorTranslator); ok {
+		return t.TranslateError(err)
+	}
+	return nil
+}
+
 // asError returns err as an *Error: itself, the backend's translation,
 // or a generic 500 entry that does not leak internals beyond the message.
 func (s *Server) asError(err error) *Error {
@@ -128,10 +139,8 @@ func (s *Server) asError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	if t, ok := s.backend.(ErrorTranslator); ok {
-		if e := t.TranslateError(err); e != nil {
-			return e
-		}
+	if e := translate(s.backend, err); e != nil {
+		return e
 	}
 	return &Error{
 		Status:      http.StatusInternalServerError,

@@ -29,12 +29,14 @@ func TestKubernetesFaultsOnRig(t *testing.T) {
 	cases := []struct {
 		name       string
 		cfg        *rest.Config
+		withLedger bool
 		status     int
 		retryAfter bool
 		mentions   string
 	}{
-		{"API server down", unreachable, http.StatusServiceUnavailable, true, "Kubernetes API is unavailable"},
-		{"server lacks RBAC", unprivileged, http.StatusBadGateway, false, "does not allow it to list partitions.scheduling.sluice.dev"},
+		{"API server down", unreachable, false, http.StatusServiceUnavailable, true, "Kubernetes API is unavailable"},
+		{"API server down, backend behind the ledger", unreachable, true, http.StatusServiceUnavailable, true, "Kubernetes API is unavailable"},
+		{"server lacks RBAC", unprivileged, false, http.StatusBadGateway, false, "does not allow it to list partitions.scheduling.sluice.dev"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -42,7 +44,11 @@ func TestKubernetesFaultsOnRig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: rigKey}}, b)
+			var backend slurmapi.Backend = b
+			if c.withLedger {
+				backend = slurmapi.WithLedger(b, nil) // submissions never read the ledger
+			}
+			srv, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: rigKey}}, backend)
 			if err != nil {
 				t.Fatal(err)
 			}
