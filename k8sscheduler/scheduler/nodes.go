@@ -36,6 +36,7 @@ func convertNode(n *corev1.Node, tolerated []string) (bridge.Node, error) {
 	if mem, err := strconv.ParseInt(n.Labels[v1alpha1.GPUMemoryLabel], 10, 64); err == nil && mem > 0 {
 		out.Allocatable.GPUMemoryMiB = mem * gpus
 	}
+	// The node's nvidia.com/gpu devices are MIG slices, handed out only whole.
 	mig := n.Labels[v1alpha1.MIGStrategyLabel] == "single" || n.Labels[v1alpha1.MIGStrategyLabel] == "mixed"
 	raw, ok := n.Annotations[v1alpha1.NodeGPUsAnnotation]
 	if !ok {
