@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/k8sscheduler/webhook"
 	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/slurmapi"
@@ -18,10 +18,15 @@ import (
 // addComponents wires every part of Sluice into the server. Each part owns
 // its logic; this file only maps configuration onto constructors.
 func (s *Server) addComponents() error {
-	if err := s.addREST(); err != nil {
+	auth, err := s.authConfig()
+	if err != nil {
 		return err
 	}
-	if err := s.addAccounting(context.Background()); err != nil {
+	// The ledger opens first: the REST API's slurmdb views read it.
+	if err := s.addAccounting(context.Background(), auth); err != nil {
+		return err
+	}
+	if err := s.addREST(auth); err != nil {
 		return err
 	}
 	if err := s.addScheduler(); err != nil {
@@ -49,7 +54,7 @@ func (s *Server) addWebhook() error {
 	w := s.cfg.Webhook
 	hook, err := webhook.New(webhook.Config{
 		Addr:           w.Addr,
-		StateDir:       filepath.Join(s.cfg.StateDir, "webhook"),
+		StateDir:       s.cfg.WebhookCertDir(),
 		Hosts:          w.Hosts,
 		SchedulerNames: s.schedulerNames(),
 		Client:         s.kube,
@@ -73,8 +78,9 @@ func (s *Server) addWebhook() error {
 	return nil
 }
 
-// addREST mounts the slurmrestd-compatible API on the server's listener.
-func (s *Server) addREST() error {
+// authConfig is the token check and roles the REST API and the dashboard
+// share: one key, one idea of who may see what.
+func (s *Server) authConfig() (*slurmapi.AuthConfig, error) {
 	r := s.cfg.REST
 	keyFile := r.JWTKeyFile
 	if keyFile == "" {
@@ -82,21 +88,34 @@ func (s *Server) addREST() error {
 	}
 	key, err := slurmapi.LoadOrCreateKey(keyFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators}, nil
+}
+
+// addREST mounts the slurmrestd-compatible API on the server's listener,
+// its slurmdb views reading the ledger, and Sluice's job log endpoint.
+func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
+	r := s.cfg.REST
 	backend, err := kube.New(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace})
 	if err != nil {
 		return err
 	}
+	ledger := accounting.Ledger{Store: s.ledger, Usage: accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}}
 	api, err := slurmapi.NewServer(slurmapi.Config{
-		Auth:         slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators},
+		Auth:         *auth,
 		ClusterName:  r.ClusterName,
 		MaxBodyBytes: r.MaxBodyBytes,
 		Submit:       slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU},
-	}, backend)
+	}, slurmapi.WithLedger(backend, ledger))
 	if err != nil {
 		return fmt.Errorf("REST API: %w", err)
 	}
+	logs, err := kube.NewJobLogs(s.restConfig)
+	if err != nil {
+		return fmt.Errorf("job logs: %w", err)
+	}
+	s.router.Handle(slurmapi.JobLogPath, api.JobLogHandler(logs)).Methods(http.MethodGet)
 	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
 		s.router.PathPrefix(prefix).Handler(api)
 	}

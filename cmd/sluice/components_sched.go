@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
 	"github.com/sluicehq/sluice/remediation/controller"
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
@@ -66,7 +68,7 @@ func (s *Server) ledgerDSN() string {
 
 // addAccounting opens the ledger, records every workload into it, and
 // serves the dashboard at /ui/ and the ledger's metrics.
-func (s *Server) addAccounting(ctx context.Context) error {
+func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) error {
 	st, err := store.Open(ctx, s.ledgerDSN())
 	if err != nil {
 		return fmt.Errorf("accounting ledger: %w", err)
@@ -76,7 +78,14 @@ func (s *Server) addAccounting(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("accounting recorder: %w", err)
 	}
-	dash, err := dashboard.New(dashboard.Config{Store: st, Usage: usage, Cluster: s.cfg.REST.ClusterName})
+	dash, err := dashboard.New(dashboard.Config{Store: st, Usage: usage, Cluster: s.cfg.REST.ClusterName,
+		Authenticate: func(r *http.Request) (dashboard.Viewer, error) {
+			id, e := auth.Authenticate(r, time.Now())
+			if e != nil { // a nil *Error is not a nil error
+				return nil, e
+			}
+			return id, nil
+		}})
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/dashboard"
 	"github.com/sluicehq/sluice/accounting/store"
+	"github.com/sluicehq/sluice/slurmapi"
 )
 
 // ledgerNow is the clock of the CLI accounting tests: the end of November 2026.
@@ -48,7 +48,16 @@ func ledgerServer(t *testing.T, user string) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// alice operates the site (her -a sees bob's jobs); bob is a plain user.
+	auth := slurmapi.AuthConfig{Key: []byte("sacct-test-key-0123456789abcdef!"), Operators: []string{"alice"}}
 	d, err := dashboard.New(dashboard.Config{Store: s, Clock: func() time.Time { return ledgerNow },
+		Authenticate: func(r *http.Request) (dashboard.Viewer, error) {
+			id, e := auth.Authenticate(r, time.Now())
+			if e != nil {
+				return nil, e
+			}
+			return id, nil
+		},
 		Assocs: func(context.Context) ([]accounting.ShareAssoc, error) {
 			return []accounting.ShareAssoc{{Account: "nlp", Shares: 1}, {Account: "vision", Shares: 1},
 				{Account: "nlp", User: "alice", Shares: 1}, {Account: "vision", User: "alice", Shares: 1}, {Account: "vision", User: "bob", Shares: 1}}, nil
@@ -61,14 +70,11 @@ func ledgerServer(t *testing.T, user string) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	t.Setenv("SLUICE_URL", srv.URL)
-	t.Setenv("SLURM_JWT", testToken(user))
-}
-
-// testToken is a JWT naming user; the ledger API does not check signatures (the server
-// in front of it does), the CLI only reads the user for its defaults.
-func testToken(user string) string {
-	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc([]byte(`{"sun":"`+user+`"}`)) + ".c2ln"
+	token, err := slurmapi.MintToken(auth.Key, user, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLURM_JWT", token)
 }
 
 func runCLI(t *testing.T, run func(args []string, out *strings.Builder) error, args ...string) (string, error) {
