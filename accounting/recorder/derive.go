@@ -168,6 +168,9 @@ func finalState(pg *v1alpha1.PodGroup, live, all []*corev1.Pod, now time.Time) (
 	case v1alpha1.PodGroupSucceeded:
 		return accounting.StateCompleted, at, code, sig
 	case v1alpha1.PodGroupFailed:
+		if pg.Spec.Slurm != nil && pg.Status.ExitCode == nil { // the lifecycle's mark of a job lost with its node
+			return accounting.StateNodeFail, at, code, sig
+		}
 		return failedState(why), at, code, sig
 	case v1alpha1.PodGroupCancelled:
 		return accounting.StateCancelled, at, code, sig

@@ -164,11 +164,19 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 	if err != nil {
 		return nil, err
 	}
+	pods, err := b.manifestPods(ctx, pgs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]slurmapi.Job, 0, len(pgs))
 	for i := range pgs {
 		j, err := JobFromPodGroup(&pgs[i])
-		if err != nil || !matches(f, &j) {
+		if err != nil {
 			continue // a group with a broken id label is not a job
+		}
+		stateFromPods(&j, &pgs[i], pods[pgs[i].Namespace+"/"+pgs[i].Name])
+		if !matches(f, &j) {
+			continue
 		}
 		out = append(out, j)
 	}
@@ -189,7 +197,16 @@ func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
 	if err != nil {
 		return slurmapi.Job{}, err
 	}
-	return JobFromPodGroup(pg)
+	j, err := JobFromPodGroup(pg)
+	if err != nil {
+		return j, err
+	}
+	pods, err := b.manifestPods(ctx, []v1alpha1.PodGroup{*pg})
+	if err != nil {
+		return j, err
+	}
+	stateFromPods(&j, pg, pods[pg.Namespace+"/"+pg.Name])
+	return j, nil
 }
 
 func (b *Backend) podGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, error) {

@@ -25,6 +25,9 @@ const (
 // disruptionOf reads the DisruptionTarget condition the API server, the
 // taint manager, pod GC or the kubelet set on a pod before removing it.
 func disruptionOf(pod *corev1.Pod) disruption {
+	if drainedOffFault(pod) {
+		return nodeFailed
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
 			continue

@@ -74,6 +74,9 @@ const (
 	NodeGPUsAnnotation = "sluice.dev/gpus"
 	// QuarantineTaint keeps new work off a node whose GPUs are faulty.
 	QuarantineTaint = "sluice.dev/quarantine"
+	// NodeFaultAnnotation on a pod: the remediation controller drains it off faulty
+	// hardware; the value is the fault. Set before the pod is evicted.
+	NodeFaultAnnotation = "sluice.dev/node-fault"
 
 	// GPUResource is the extended resource of whole NVIDIA GPUs.
 	GPUResource = "nvidia.com/gpu"
