@@ -115,6 +115,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	if err != nil {
 		return fmt.Errorf("job logs: %w", err)
 	}
+	s.jobIDs = backend.JobIDs()
 	s.router.Handle(slurmapi.JobLogPath, api.JobLogHandler(logs)).Methods(http.MethodGet)
 	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
 		s.router.PathPrefix(prefix).Handler(api)

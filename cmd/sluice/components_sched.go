@@ -52,6 +52,7 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("pod grouper: %w", err)
 	}
+	grouper.WithJobIDs(s.jobIDs.Next) // manifest workloads are jobs in squeue and sacct (addREST ran first)
 	s.addComponent(component{name: "podgrouper", leaderOnly: true, run: grouper.Run})
 	s.addComponent(component{name: "scheduler", leaderOnly: true, run: sched.Run})
 	s.addComponent(component{name: "slurm-lifecycle", leaderOnly: true, run: lifecycle.Run})

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/slurmapi/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +49,7 @@ type Server struct {
 	router     *mux.Router
 	identity   string
 	ledger     accounting.Store // set by addAccounting
+	jobIDs     *kube.JobIDs     // set by addREST; the pod grouper shares it
 
 	// leader is 1 while this replica runs the leader-only components, so
 	// operators (and the hand-over test) see which replica schedules.

@@ -36,6 +36,13 @@ type Controller struct {
 	log    *slog.Logger
 	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	lister cache.Indexer
+	ids    JobIDSource
+}
+
+// WithJobIDs makes the groups the controller creates jobs with ids from ids.
+func (g *Controller) WithJobIDs(ids JobIDSource) *Controller {
+	g.ids = ids
+	return g
 }
 
 // NewController watches the pods of the given scheduler names.
@@ -138,7 +145,7 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 func (g *Controller) group(ctx context.Context, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	pg, err := EnsurePodGroup(ctx, g.c, pod)
+	pg, err := EnsurePodGroupWithID(ctx, g.c, pod, g.ids)
 	if err != nil {
 		return err
 	}

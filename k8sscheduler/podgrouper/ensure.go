@@ -3,6 +3,7 @@ package podgrouper
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,18 @@ const maxOwnerDepth = 16
 // already there write nothing. c needs the scheduling scheme registered;
 // owners are read as unstructured, so their kinds need not be.
 func EnsurePodGroup(ctx context.Context, c client.Client, pod *corev1.Pod) (*v1alpha1.PodGroup, error) {
+	return EnsurePodGroupWithID(ctx, c, pod, nil)
+}
+
+// JobIDSource hands out Slurm-style job ids, shared with the Slurm API's submissions
+// (slurmapi/kube.JobIDs.Next), so a manifest workload is a job in squeue and sacct under
+// an id no Slurm job has.
+type JobIDSource func(ctx context.Context) (uint32, error)
+
+// EnsurePodGroupWithID is EnsurePodGroup labelling a PodGroup it creates with a job id
+// from ids (sluice.dev/job-id); nil ids leaves it without one. An id taken for a group
+// another pod created first is skipped, a gap as Slurm's ids may have.
+func EnsurePodGroupWithID(ctx context.Context, c client.Client, pod *corev1.Pod, ids JobIDSource) (*v1alpha1.PodGroup, error) {
 	if name := pod.Annotations[v1alpha1.PodGroupAnnotation]; name != "" {
 		pg := &v1alpha1.PodGroup{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg)
@@ -65,6 +78,16 @@ func EnsurePodGroup(ctx context.Context, c client.Client, pod *corev1.Pod) (*v1a
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
+	}
+	if ids != nil {
+		id, err := ids(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("a job id for PodGroup %s: %w", key, err)
+		}
+		if want.Labels == nil {
+			want.Labels = map[string]string{}
+		}
+		want.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
 	}
 	if err = c.Create(ctx, want); err == nil {
 		return want, nil

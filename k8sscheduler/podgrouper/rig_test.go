@@ -322,6 +322,26 @@ func TestExplicitGroupAnnotationAndNamespaceQueue(t *testing.T) {
 	if pg.Spec.Queue != "research" || pg.Spec.MinMember != 1 || pg.OwnerReferences[0].UID != plain.UID {
 		t.Errorf("plain pod's group %+v owned by %+v, want queue research, minMember 1, owned by the pod", pg.Spec, pg.OwnerReferences)
 	}
+	if id, ok := pg.Labels[v1alpha1.JobIDLabel]; ok {
+		t.Errorf("a group created without a job id source has job id %q", id)
+	}
+
+	// With the server's job id source, the group is a job: it gets the next id once,
+	// and a second pod of the same group takes none.
+	next := uint32(4100)
+	ids := func(context.Context) (uint32, error) { next++; return next, nil }
+	numbered := newPod("numbered", nil)
+	pg, err = podgrouper.EnsurePodGroupWithID(ctx, c, numbered, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := podgrouper.EnsurePodGroupWithID(ctx, c, numbered, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pg.Labels[v1alpha1.JobIDLabel] != "4101" || again.Labels[v1alpha1.JobIDLabel] != "4101" || next != 4101 {
+		t.Errorf("job ids %q then %q (source at %d), want 4101 taken once", pg.Labels[v1alpha1.JobIDLabel], again.Labels[v1alpha1.JobIDLabel], next)
+	}
 }
 
 // podGroupTable reads the namespace's PodGroups the way kubectl get does (as

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +105,10 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 	}
 	if !ok {
 		return
+	}
+	// An operator's priority adds to what the pods' PriorityClass gives.
+	if p, err := strconv.ParseInt(pg.Annotations[v1alpha1.PriorityAnnotation], 10, 32); err == nil {
+		j.Priority += int32(p)
 	}
 	if j.Partition == "" {
 		j.Partition = defaultPartition

@@ -184,3 +184,25 @@ func TestOrphanPodsHoldTheirNode(t *testing.T) {
 		t.Error("the orphan's usage leaked into the cached node")
 	}
 }
+
+// An operator's priority (sbatch --priority, scontrol update priority=N) reaches the core.
+func TestBuildReadsOperatorPriority(t *testing.T) {
+	for _, tt := range []struct {
+		annotation string
+		want       int32
+	}{{"", 0}, {"500", 500}, {"-3", -3}, {"lots", 0}} {
+		pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}}
+		if tt.annotation != "" {
+			pg.Annotations = map[string]string{v1alpha1.PriorityAnnotation: tt.annotation}
+		}
+		c := newCache()
+		c.setPodGroup(pg)
+		p := testPod("a", "1", nil, "")
+		c.setPod(podKey(p.Namespace, p.Name), convertPod(p, "sluice"))
+		g := c.groups["ns/pg"]
+		g.build("def", true)
+		if !g.include || g.job.Priority != tt.want {
+			t.Errorf("priority annotation %q: job priority %d (included %v), want %d", tt.annotation, g.job.Priority, g.include, tt.want)
+		}
+	}
+}

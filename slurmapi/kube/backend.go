@@ -84,6 +84,10 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	return &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}, nil
 }
 
+// JobIDs is the backend's job id counter, which the pod grouper shares so manifest
+// workloads get ids no Slurm job has.
+func (b *Backend) JobIDs() *JobIDs { return b.ids }
+
 // Submit allocates a job id and creates the job's PodGroup in its
 // account's namespace (created on first use). The PodGroup is the only
 // object of a pending job.

@@ -45,8 +45,8 @@ const (
 	// before it (reason BeginTime).
 	BeginTimeAnnotation = "sluice.dev/begin-time"
 	// PriorityAnnotation is a priority an operator set (--priority,
-	// scontrol update priority=N).
-	PriorityAnnotation = "sluice.dev/priority"
+	// scontrol update priority=N); the scheduler orders by it.
+	PriorityAnnotation = v1alpha1.PriorityAnnotation
 )
 
 // annotations are the job's GPU type, begin time and priority, if any.
@@ -250,6 +250,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 	d.GPUs.Type = pg.Annotations[GPUTypeAnnotation]
 	s := pg.Spec.Slurm
 	if s == nil {
+		d.User = pg.Namespace // who created a manifest is not recorded; the ledger names its namespace too
 		return d
 	}
 	d.Name, d.User, d.Script = s.Name, s.User, s.Script

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
@@ -80,8 +81,13 @@ func slurmSite(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	grouper, err := podgrouper.NewController(cfg, []string{v1alpha1.DefaultSchedulerName}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouper.WithJobIDs(backend.JobIDs().Next)
 	var wg sync.WaitGroup
-	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run} {
+	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "podgrouper": grouper.Run} {
 		wg.Go(func() {
 			if err := run(ctx); err != nil && ctx.Err() == nil {
 				t.Errorf("%s: %v", name, err)

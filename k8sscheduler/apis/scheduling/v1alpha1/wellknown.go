@@ -22,6 +22,11 @@ const (
 	// use it) and, on a pod or its owner, names the pod's partition.
 	PartitionLabel = "sluice.dev/partition"
 
+	// PriorityAnnotation on a PodGroup is a job priority an operator set
+	// (sbatch --priority, scontrol update priority=N): it adds to the QOS
+	// priority when the scheduler orders pending jobs.
+	PriorityAnnotation = "sluice.dev/priority"
+
 	// PodGroupAnnotation on a pod names its PodGroup explicitly, overriding
 	// the group the pod grouper would derive from the pod's owners.
 	PodGroupAnnotation = "sluice.dev/pod-group"
