@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
+	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
 // contender is a scheduler the harness starts for each mode and stops after it.
@@ -53,6 +54,13 @@ func (s *sluiceContender) start(ctx context.Context) (usageProbe, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Job ids for the groups, as sluice server's grouper takes them (one counter write
+	// per block of ids): the writes per pod count them.
+	backend, err := kube.New(s.rc, kube.Options{Namespace: metav1.NamespaceDefault})
+	if err != nil {
+		return nil, err
+	}
+	grouper.WithJobIDs(backend.JobIDs().Next)
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.done.Go(func() { _ = sched.Run(ctx) })
 	s.done.Go(func() { _ = grouper.Run(ctx) })
