@@ -54,6 +54,11 @@ func handleShares(s *Server, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i := range shares {
+		if shares[i].Cluster == "" { // the ledger knows no cluster; the server's name is it
+			shares[i].Cluster = s.cfg.ClusterName
+		}
+	}
 	return renderShares(shares), nil
 }
 

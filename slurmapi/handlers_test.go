@@ -53,6 +53,10 @@ func TestTRESList(t *testing.T) {
 	if len(tresList("")) != 0 {
 		t.Error("empty TRES string gave entries")
 	}
+	// A quarter of a GPU holds one device in the integer count.
+	if got := tresList("gres/gpu=0.25"); !reflect.DeepEqual(got, []any{map[string]any{"type": "gres", "name": "gpu", "count": int64(1)}}) {
+		t.Errorf("fractional GPU: got %v, want a count of 1", got)
+	}
 }
 
 func TestValidObjectName(t *testing.T) {

@@ -2,6 +2,7 @@ package slurmapi
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -201,7 +202,11 @@ func tresList(s string) []any {
 		typ, name, _ := strings.Cut(k, "/")
 		n, _ := sbatch.ParseMemory(v)
 		if typ != "mem" {
-			fmt.Sscan(v, &n)
+			// Counts are integers in the spec; a GPU fraction (gres/gpu=0.5) holds
+			// part of one device, counted as that device (tres_*_str keeps the fraction).
+			var f float64
+			fmt.Sscan(v, &f)
+			n = int64(math.Ceil(f))
 		}
 		out = append(out, map[string]any{"type": typ, "name": name, "count": n})
 	}
