@@ -19,7 +19,7 @@ import (
 // conditionEvicted is the PodGroup condition the scheduler sets when it evicts one of the
 // group's pods (k8sscheduler/scheduler.ConditionEvicted; the recorder may not import the
 // scheduler, only the API types).
-const conditionEvicted = "Evicted"
+const conditionEvicted = v1alpha1.PodGroupConditionEvicted
 
 // manifestIDBase starts the job ids derived for manifest workloads that carry no job id
 // label: above every Slurm id (uint32), below 2^53 so JavaScript reads them exactly.

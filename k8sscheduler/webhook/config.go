@@ -22,10 +22,6 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// VisibleDevicesEnv is v1alpha1.VisibleDevicesEnv under its old name, kept while
-// test/chart still reads it from here.
-const VisibleDevicesEnv = v1alpha1.VisibleDevicesEnv
-
 // MutatePath is the URL path the webhook serves AdmissionReviews on.
 const MutatePath = "/mutate-pods"
 

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
 )
 
@@ -173,7 +174,7 @@ func (a *agent) expectedGPUs(node *corev1.Node) int {
 	if a.cfg.ExpectedGPUs > 0 {
 		return a.cfg.ExpectedGPUs
 	}
-	n, _ := strconv.Atoi(node.Labels["nvidia.com/gpu.count"]) // absent label: no expectation
+	n, _ := strconv.Atoi(node.Labels[v1alpha1.GPUCountLabel]) // absent label: no expectation
 	return n
 }
 

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
 )
 
@@ -63,7 +64,7 @@ func (c *controller) startValidation(ctx context.Context, node *corev1.Node, st 
 
 // gpuLimits asks for every GPU of the node, so the diagnostic covers them all.
 func gpuLimits(node *corev1.Node) corev1.ResourceList {
-	const gpu = corev1.ResourceName("nvidia.com/gpu")
+	const gpu = corev1.ResourceName(v1alpha1.GPUResource)
 	if q, ok := node.Status.Allocatable[gpu]; ok && !q.IsZero() {
 		return corev1.ResourceList{gpu: q}
 	}

@@ -25,7 +25,7 @@ func (e *NotEligible) Error() string { return e.Reason + ": " + e.Message }
 // refusedReason is the scheduler's Scheduled reason while the factory
 // refuses a job's pods (k8sscheduler/scheduler.ReasonPodCreateFailed,
 // which this package may not import); its message is the refusal.
-const refusedReason = "PodCreateFailed"
+const refusedReason = v1alpha1.ReasonPodCreateFailed
 
 // eligibilityReason reads Slurm's pending reason back from a Scheduled
 // condition that carries a NotEligible refusal, so squeue shows

@@ -19,7 +19,7 @@ import (
 // (Dependency, DependencyNeverSatisfied) while it is not. The scheduler
 // is asked (issue 5 report) to place a Slurm job only when it is not held
 // and, if it has a dependency, this condition is True for its generation.
-const ConditionEligible = "Eligible"
+const ConditionEligible = v1alpha1.PodGroupConditionEligible
 
 // eligibleCondition is the Eligible condition a pending job should carry,
 // nil for jobs without a dependency (nothing to wait for beyond hold,

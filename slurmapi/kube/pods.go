@@ -44,8 +44,8 @@ const (
 const (
 	SimDurationEnv        = "SLUICE_SIM_DURATION"
 	SimExitCodeEnv        = "SLUICE_SIM_EXIT_CODE"
-	SimDurationAnnotation = "sluice.dev/sim-duration"
-	SimExitCodeAnnotation = "sluice.dev/sim-exit-code"
+	SimDurationAnnotation = v1alpha1.SimDurationAnnotation
+	SimExitCodeAnnotation = v1alpha1.SimExitCodeAnnotation
 )
 
 // UserIDs are the uid and gid a site maps a Slurm user to, as LDAP does.

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
-	"github.com/sluicehq/sluice/k8sscheduler/webhook"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
 )
@@ -67,8 +66,8 @@ func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
 	// The webhook (served with the chart's CA, so the API server trusted it)
 	// wired each container to the GPUs the binder assigns.
 	for _, p := range pods {
-		if !hasEnv(p.Spec.Containers[0], webhook.VisibleDevicesEnv) {
-			t.Errorf("pod %s has no %s: the webhook did not mutate it", p.Name, webhook.VisibleDevicesEnv)
+		if !hasEnv(p.Spec.Containers[0], v1alpha1.VisibleDevicesEnv) {
+			t.Errorf("pod %s has no %s: the webhook did not mutate it", p.Name, v1alpha1.VisibleDevicesEnv)
 		}
 	}
 }

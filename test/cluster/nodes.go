@@ -19,7 +19,7 @@ const (
 	LabelGPUProduct    = v1alpha1.GPUProductLabel
 	LabelGPUMemory     = v1alpha1.GPUMemoryLabel // MiB per GPU
 	LabelGPUCount      = v1alpha1.GPUCountLabel
-	LabelMIGStrategy   = "nvidia.com/mig.strategy"
+	LabelMIGStrategy   = v1alpha1.MIGStrategyLabel
 	LabelPartition     = v1alpha1.PartitionLabel
 	AnnotationGPUs     = v1alpha1.NodeGPUsAnnotation // JSON array of GPUInfo
 	ResourceGPU        = corev1.ResourceName(v1alpha1.GPUResource)

@@ -3,6 +3,8 @@ package cluster
 import (
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // Pod annotations the rig's kwok stages read to simulate a container's run.
@@ -10,11 +12,11 @@ const (
 	// AnnotationSimDuration is how long the simulated container runs once the
 	// pod is Running, as a Go duration ("30s"). Without it the pod runs until
 	// deleted, which is how a test makes a job hit its time limit.
-	AnnotationSimDuration = "sluice.dev/sim-duration"
+	AnnotationSimDuration = v1alpha1.SimDurationAnnotation
 	// AnnotationSimExitCode is the exit code the container ends with after
 	// AnnotationSimDuration: 0 (the default) gives phase Succeeded, anything
 	// else phase Failed, with the code in the container's terminated state.
-	AnnotationSimExitCode = "sluice.dev/sim-exit-code"
+	AnnotationSimExitCode = v1alpha1.SimExitCodeAnnotation
 )
 
 // SimulatedRun returns the pod annotations that make the rig's kwok end a pod's

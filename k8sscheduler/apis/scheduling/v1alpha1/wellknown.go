@@ -79,6 +79,12 @@ const (
 	NodeGPUsAnnotation = "sluice.dev/gpus"
 	// QuarantineTaint keeps new work off a node whose GPUs are faulty.
 	QuarantineTaint = "sluice.dev/quarantine"
+	// SimDurationAnnotation and SimExitCodeAnnotation on a pod are read by
+	// the rig's kwok stages (test/cluster) to end a simulated container after
+	// that long with that code; real kubelets ignore them. Slurm jobs set
+	// them from SLUICE_SIM_DURATION and SLUICE_SIM_EXIT_CODE.
+	SimDurationAnnotation = "sluice.dev/sim-duration"
+	SimExitCodeAnnotation = "sluice.dev/sim-exit-code"
 	// NodeFaultAnnotation on a pod: the remediation controller drains it off faulty
 	// hardware; the value is the fault. Set before the pod is evicted.
 	NodeFaultAnnotation = "sluice.dev/node-fault"
