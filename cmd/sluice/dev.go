@@ -92,8 +92,13 @@ Sluice is running on a local rig (%d nodes). In another terminal:
 
   export SLUICE_URL=http://%s      # the slurmrestd-compatible REST API
 `, len(mustNodes(spec)), rig.Kubeconfig, addr)
-	if err := printUserTokens(ctx, os.Stdout, rig.RESTConfig(), jwtKeyPath(cfg.StateDir)); err != nil {
+	user, token, err := printUserTokens(ctx, os.Stdout, rig.RESTConfig(), jwtKeyPath(cfg.StateDir))
+	if err != nil {
 		fmt.Printf("  (no user tokens: %v)\n", err)
+	}
+	if token != "" {
+		// The page keeps the token in the tab's sessionStorage and drops it from the address.
+		fmt.Printf("\n  # the dashboard, as %s:\n  open 'http://%s/ui/?token=%s'\n", user, addr, token)
 	}
 	fmt.Printf(`
   sluice sbatch examples/train.sh && sluice squeue

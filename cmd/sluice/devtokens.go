@@ -20,19 +20,20 @@ import (
 const devTokenLifespan = 24 * time.Hour
 
 // printUserTokens mints a token for every user named on a Queue, so a
-// newcomer can `export SLURM_JWT=...` and submit at once.
-func printUserTokens(ctx context.Context, w io.Writer, cfg *rest.Config, keyFile string) error {
+// newcomer can `export SLURM_JWT=...` and submit at once. It returns the
+// first user and token, for the dashboard link.
+func printUserTokens(ctx context.Context, w io.Writer, cfg *rest.Config, keyFile string) (firstUser, firstToken string, err error) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
+		return "", "", err
 	}
 	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme})
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	var queues v1alpha1.QueueList
 	if err := c.List(ctx, &queues); err != nil {
-		return fmt.Errorf("listing queues: %w", err)
+		return "", "", fmt.Errorf("listing queues: %w", err)
 	}
 	accounts := map[string][]string{}
 	for _, q := range queues.Items {
@@ -47,15 +48,18 @@ func printUserTokens(ctx context.Context, w io.Writer, cfg *rest.Config, keyFile
 	sort.Strings(users)
 	key, err := slurmapi.LoadOrCreateKey(keyFile)
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	for _, u := range users {
 		tok, err := slurmapi.MintToken(key, u, devTokenLifespan)
 		if err != nil {
-			return err
+			return "", "", err
 		}
 		fmt.Fprintf(w, "  # %s (accounts: %s)\n  export SLURM_JWT=%s\n", u, strings.Join(accounts[u], ","), tok)
+		if firstToken == "" {
+			firstUser, firstToken = u, tok
+		}
 	}
 	fmt.Fprintf(w, "  # anyone else: sluice token --state-dir %s --user NAME\n", strings.TrimSuffix(keyFile, "/jwt.key"))
-	return nil
+	return firstUser, firstToken, nil
 }
