@@ -32,6 +32,16 @@ type Options struct {
 	// CatalogTTL is how long a catalogue snapshot serves submissions
 	// before the Partitions, Queues and QOS are listed again; default 1s.
 	CatalogTTL time.Duration
+	// SubmitWindow, when set, turns on group commit (submitbatch.go): the
+	// jobs submitted within this window (a few milliseconds) are stored
+	// in one batch object, answered together, and made PodGroups by the
+	// SubmitQueue. Zero creates each job's PodGroup at once.
+	SubmitWindow time.Duration
+	// SubmitBatchJobs is the most jobs one batch holds; default 256.
+	SubmitBatchJobs int
+	// MaterializeWorkers is how many PodGroup creates the SubmitQueue keeps
+	// in flight; default 8.
+	MaterializeWorkers int
 }
 
 // Backend implements the Slurm API's job and cluster side on Kubernetes.
@@ -41,6 +51,8 @@ type Backend struct {
 	c    client.Client
 	ids  *JobIDs
 	opts Options
+	// batch stores submissions in groups; nil without a SubmitWindow.
+	batch *batcher
 
 	nsMu    sync.Mutex
 	nsReady map[string]bool
@@ -73,6 +85,12 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	if opts.CatalogTTL == 0 {
 		opts.CatalogTTL = time.Second
 	}
+	if opts.SubmitBatchJobs <= 0 {
+		opts.SubmitBatchJobs = defaultSubmitBatchJobs
+	}
+	if opts.MaterializeWorkers <= 0 {
+		opts.MaterializeWorkers = 8
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -81,7 +99,11 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}, nil
+	b := &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}
+	if opts.SubmitWindow > 0 {
+		b.batch = newBatcher(c, opts)
+	}
+	return b, nil
 }
 
 // JobIDs is the backend's job id counter, which the pod grouper shares so manifest
@@ -89,8 +111,9 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 func (b *Backend) JobIDs() *JobIDs { return b.ids }
 
 // Submit allocates a job id and creates the job's PodGroup in its
-// account's namespace (created on first use). The PodGroup is the only
-// object of a pending job.
+// account's namespace (created on first use), or with a SubmitWindow
+// stores it in the next batch. The PodGroup is the only object of a
+// pending job.
 func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (slurmapi.SubmitResult, error) {
 	if err := b.ensureNamespace(ctx, Namespace(d.Account)); err != nil {
 		return slurmapi.SubmitResult{}, err
@@ -103,7 +126,15 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (slurmapi.Sub
 	if err != nil {
 		return slurmapi.SubmitResult{}, err
 	}
-	if err := b.c.Create(ctx, PodGroupFor(d, id)); err != nil {
+	pg := PodGroupFor(d, id)
+	if b.batch != nil {
+		pg.Annotations[SubmitTimeAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+		if err := b.batch.store(ctx, id, pg); err != nil {
+			return slurmapi.SubmitResult{}, fmt.Errorf("job %d: %w", id, err)
+		}
+		return slurmapi.SubmitResult{JobID: id, StepID: "batch"}, nil
+	}
+	if err := b.c.Create(ctx, pg); err != nil {
 		if apierrors.IsInvalid(err) {
 			return slurmapi.SubmitResult{}, slurmapi.BadRequest(slurmapi.ErrRestInvalidJobs, "job", "the cluster refused the job: %v", err)
 		}
@@ -129,13 +160,22 @@ func (b *Backend) ensureNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
-// podGroups lists the PodGroups that carry a job id, optionally one id.
+// podGroups lists the PodGroups that carry a job id, optionally one id,
+// with the batched jobs not created yet.
 func (b *Backend) podGroups(ctx context.Context, id uint32) ([]v1alpha1.PodGroup, error) {
+	batched, err := b.batchedGroups(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	var sel client.ListOption = client.HasLabels{v1alpha1.JobIDLabel}
 	if id != 0 {
 		sel = client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
 	}
-	return b.listGroups(ctx, sel)
+	stored, err := b.listGroups(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	return withBatched(stored, batched), nil
 }
 
 func (b *Backend) listGroups(ctx context.Context, opts ...client.ListOption) ([]v1alpha1.PodGroup, error) {
@@ -147,9 +187,10 @@ func (b *Backend) listGroups(ctx context.Context, opts ...client.ListOption) ([]
 }
 
 // withArray adds, when pgs is one array's record, the array's tasks: job
-// id A names the whole array, as in Slurm.
+// id A names the whole array, as in Slurm. A batched record has no tasks
+// split off yet.
 func (b *Backend) withArray(ctx context.Context, pgs []v1alpha1.PodGroup) ([]v1alpha1.PodGroup, error) {
-	if len(pgs) != 1 || pgs[0].Labels[ArrayJobLabel] == "" || pgs[0].Labels[ArrayJobLabel] != pgs[0].Labels[v1alpha1.JobIDLabel] {
+	if len(pgs) != 1 || isBatched(&pgs[0]) || pgs[0].Labels[ArrayJobLabel] == "" || pgs[0].Labels[ArrayJobLabel] != pgs[0].Labels[v1alpha1.JobIDLabel] {
 		return pgs, nil
 	}
 	return b.listGroups(ctx, client.InNamespace(pgs[0].Namespace), client.MatchingLabels{ArrayJobLabel: pgs[0].Labels[ArrayJobLabel]})
@@ -178,6 +219,7 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 		if err != nil {
 			continue // a group with a broken id label is not a job
 		}
+		j.SubmitTime = submitTime(&pgs[i])
 		stateFromPods(&j, &pgs[i], pods[pgs[i].Namespace+"/"+pgs[i].Name])
 		if !matches(f, &j) {
 			continue
@@ -205,6 +247,7 @@ func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
 	if err != nil {
 		return j, err
 	}
+	j.SubmitTime = submitTime(pg)
 	pods, err := b.manifestPods(ctx, []v1alpha1.PodGroup{*pg})
 	if err != nil {
 		return j, err
@@ -224,9 +267,13 @@ func (b *Backend) podGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, 
 	return &pgs[0], nil
 }
 
-// slurmGroup loads a Slurm-submitted job's PodGroup for a change.
+// slurmGroup loads a Slurm-submitted job's PodGroup for a change; a job
+// still in a batch gets its PodGroup first.
 func (b *Backend) slurmGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, error) {
 	pg, err := b.podGroup(ctx, id)
+	if err == nil && isBatched(pg) {
+		pg, err = b.materialize(ctx, pg)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/examples"
@@ -35,8 +36,14 @@ var (
 // the rig, with the CRDs installed and the seed site applied.
 func rigServer(t testing.TB) (*httptest.Server, *Backend) {
 	t.Helper()
+	return rigServerWith(t, e2e.Rig(t).RESTConfig(), Options{Namespace: "default", IDBlock: 10})
+}
+
+// rigServerWith is rigServer with a backend of opts on cfg.
+func rigServerWith(t testing.TB, cfg *rest.Config, opts Options) (*httptest.Server, *Backend) {
+	t.Helper()
 	rig := e2e.Rig(t)
-	b, err := New(rig.RESTConfig(), Options{Namespace: "default", IDBlock: 10})
+	b, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,111 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Jobs acknowledged in a batch but not yet created as PodGroups read as
+// PodGroups that were never stored: decoded from the batch, with no
+// resourceVersion and no status (PENDING, as a fresh PodGroup), and the
+// submit time as their creationTimestamp.
+
+// listBatches lists the batch ConfigMaps in namespace.
+func listBatches(ctx context.Context, r client.Reader, namespace string) ([]corev1.ConfigMap, error) {
+	var list corev1.ConfigMapList
+	if err := r.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{SubmitBatchLabel}); err != nil {
+		return nil, fmt.Errorf("list submitted job batches: %w", err)
+	}
+	return list.Items, nil
+}
+
+// decodeBatched is the PodGroup of the job stored under key in batch cm.
+func decodeBatched(cm *corev1.ConfigMap, key string) (*v1alpha1.PodGroup, error) {
+	var pg v1alpha1.PodGroup
+	if err := json.Unmarshal([]byte(cm.Data[key]), &pg); err != nil {
+		return nil, fmt.Errorf("batch %s job %s: %w", cm.Name, key, err)
+	}
+	if pg.Labels[v1alpha1.JobIDLabel] != key {
+		return nil, fmt.Errorf("batch %s holds under key %s the job %q", cm.Name, key, pg.Labels[v1alpha1.JobIDLabel])
+	}
+	return &pg, nil
+}
+
+// batchedGroups are the jobs (only id, unless 0) still in batches. An
+// entry that does not decode is left out here; the SubmitQueue reports it.
+func (b *Backend) batchedGroups(ctx context.Context, id uint32) ([]v1alpha1.PodGroup, error) {
+	batches, err := listBatches(ctx, b.c, b.opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []v1alpha1.PodGroup
+	for i := range batches {
+		for key := range batches[i].Data {
+			if id != 0 && key != strconv.FormatUint(uint64(id), 10) {
+				continue
+			}
+			if pg, err := decodeBatched(&batches[i], key); err == nil {
+				pg.CreationTimestamp = metav1.NewTime(submitTime(pg))
+				out = append(out, *pg)
+			}
+		}
+	}
+	return out, nil
+}
+
+// withBatched adds to the stored PodGroups the batched jobs not stored
+// yet. batched was listed before stored: a batch is removed only after all
+// its jobs exist, so no job falls between the two lists.
+func withBatched(stored, batched []v1alpha1.PodGroup) []v1alpha1.PodGroup {
+	if len(batched) == 0 {
+		return stored
+	}
+	have := make(map[string]bool, len(stored))
+	for i := range stored {
+		have[stored[i].Labels[v1alpha1.JobIDLabel]] = true
+	}
+	for _, pg := range batched {
+		if !have[pg.Labels[v1alpha1.JobIDLabel]] {
+			stored = append(stored, pg)
+		}
+	}
+	return stored
+}
+
+// isBatched reports whether pg was read from a batch, not stored yet.
+func isBatched(pg *v1alpha1.PodGroup) bool { return pg.ResourceVersion == "" }
+
+// materialize creates the PodGroup of a batched job now, so a change
+// (scancel, hold, update) acts on a stored object; the SubmitQueue later
+// finds it there.
+func (b *Backend) materialize(ctx context.Context, pg *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
+	pg = pg.DeepCopy()
+	pg.CreationTimestamp = metav1.Time{}
+	err := b.c.Create(ctx, pg)
+	if apierrors.IsAlreadyExists(err) {
+		err = b.c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create the PodGroup of batched job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
+	}
+	return pg, nil
+}
+
+// submitTime is when the job was acknowledged: the annotation a batched
+// job carries, else its PodGroup's creation.
+func submitTime(pg *v1alpha1.PodGroup) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, pg.Annotations[SubmitTimeAnnotation]); err == nil {
+		return t
+	}
+	return pg.CreationTimestamp.Time
+}
