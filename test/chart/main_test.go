@@ -6,12 +6,24 @@
 package chart
 
 import (
+	"flag"
 	"os"
 	"testing"
 
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
+	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
+// sluice is the binary run with the chart's credentials, compiled while the
+// rig starts.
+var sluice *sluiceproc.Build
+
 // One rig for the package (none with -short).
-func TestMain(m *testing.M) { os.Exit(e2e.Main(m, cluster.DefaultSpec())) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	sluice = sluiceproc.StartBuild()
+	code := e2e.Main(m, cluster.DefaultSpec())
+	sluice.Remove()
+	os.Exit(code)
+}

@@ -6,14 +6,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +27,7 @@ import (
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
+	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
 // runServerWithChartCredentials runs `sluice server` outside the cluster with
@@ -44,13 +41,6 @@ import (
 // "forbidden" anywhere in the log.
 func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructured.Unstructured) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sluice")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sluice")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/sluice: %v\n%s", err, out)
-	}
-
 	var cfg map[string]any
 	if err := yaml.Unmarshal([]byte(configText(t, objs)), &cfg); err != nil {
 		t.Fatal(err)
@@ -77,9 +67,7 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeKubeconfig(t, kubeconfig, tokenConfig(t, c, ns, "sluice-server"))
-	listen := freeAddr(t)
-
-	cfg["kubeconfig"], cfg["stateDir"], cfg["listen"] = kubeconfig, stateDir, listen
+	cfg["kubeconfig"], cfg["stateDir"], cfg["listen"] = kubeconfig, stateDir, "127.0.0.1:0"
 	// The rig has no PostgreSQL: the DSN file (the chart's Secret in a pod)
 	// names a SQLite file instead, which the server must open.
 	ledgerFile := filepath.Join(dir, "ledger-from-dsn-file.db")
@@ -89,32 +77,17 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	cfg["rest"].(map[string]any)["jwtKeyFile"] = keyFile
 	hook["certDir"] = webhookDir
 	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"127.0.0.1"}, "", ""
-	cfgData, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfgPath, cfgData)
-
-	logs := &syncBuffer{}
-	srv := exec.Command(bin, "server", "--config", cfgPath)
-	srv.Stdout, srv.Stderr = logs, logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = srv.Wait(); close(exited) }()
-	t.Cleanup(func() { stopProcess(t, srv.Process, exited, logs) })
 	t.Cleanup(func() {
 		// The registration outlives the process; leave no webhook pointing at nothing.
 		_ = c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "sluice", metav1.DeleteOptions{})
 	})
+	srv := sluiceproc.Start(t, sluice.Binary(t), "sluice server", cfg)
 
-	base := "http://" + listen
+	base := "http://" + srv.Addr()
 	e2e.WaitFor(t, "server /readyz", time.Minute, func(ctx context.Context) (bool, error) {
 		select {
-		case <-exited:
-			t.Fatalf("the server exited:\n%s", logs.String())
+		case <-srv.Exited():
+			t.Fatalf("the server exited:\n%s", srv.Log())
 		default:
 		}
 		code, body := get(ctx, base+"/readyz")
@@ -173,8 +146,8 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	if _, err := os.Stat(ledgerFile); err != nil {
 		t.Errorf("the ledger named by accounting.dsnFile: %v", err)
 	}
-	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
-		t.Errorf("the server was refused something with the chart's RBAC:\n%s", logs.String())
+	if strings.Contains(strings.ToLower(srv.Log()), "forbidden") {
+		t.Errorf("the server was refused something with the chart's RBAC:\n%s", srv.Log())
 	}
 }
 
@@ -225,16 +198,6 @@ func writeKubeconfig(t testing.TB, path string, cfg *rest.Config) {
 	}
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func get(ctx context.Context, url string) (int, string) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -244,37 +207,4 @@ func get(ctx context.Context, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-// stopProcess ends the server by its PID: SIGTERM, then SIGKILL after 15s.
-func stopProcess(t testing.TB, p *os.Process, exited <-chan struct{}, logs *syncBuffer) {
-	_ = p.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(15 * time.Second):
-		_ = p.Kill()
-		<-exited
-	}
-	if t.Failed() {
-		t.Logf("server log:\n%s", logs.String())
-	}
-}
-
-// syncBuffer collects the server's output, written by exec's copying
-// goroutines while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

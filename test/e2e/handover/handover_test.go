@@ -15,19 +15,17 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
+	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
 const (
@@ -57,19 +55,19 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	jobs := []int{submitJob(t, leader, p.key), submitJob(t, follower, p.key)}
 	boundBefore := waitBound(t, rig, ns, before, jobs, time.Minute)
 	if got := leader.mustMetric(t, podsBound); got != float64(len(boundBefore)) {
-		t.Errorf("leader %s bound %v pods, want %d", leader.name, got, len(boundBefore))
+		t.Errorf("leader %s bound %v pods, want %d", leader.Name(), got, len(boundBefore))
 	}
 	if got := leader.mustMetric(t, leads); got != 1 {
-		t.Errorf("leader %s: %s = %v, want 1", leader.name, leads, got)
+		t.Errorf("leader %s: %s = %v, want 1", leader.Name(), leads, got)
 	}
 	for _, name := range []string{leads, podsBound, bindsFailed, cycles} {
 		if got := follower.mustMetric(t, name); got != 0 {
-			t.Errorf("follower %s: %s = %v, want 0 (only the leader schedules)", follower.name, name, got)
+			t.Errorf("follower %s: %s = %v, want 0 (only the leader schedules)", follower.Name(), name, got)
 		}
 	}
 
 	killed := time.Now()
-	leader.kill(t)
+	leader.Kill(t)
 	after := createPods(t, rig, ns, "after", 3)
 	jobs = append(jobs, submitJob(t, follower, p.key))
 	boundAll := waitBound(t, rig, ns, append(before, after...), jobs, handoverDeadline-time.Since(killed))
@@ -82,11 +80,11 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 		t.Fatalf("Lease holder %v after the kill, want %s", h, follower.identity)
 	}
 	t.Logf("hand-over after SIGKILL: Lease taken by %s after %s, new work bound after %s (lease %v)",
-		follower.name, lease.Spec.AcquireTime.Sub(killed).Round(time.Millisecond), handover.Round(time.Millisecond), leaseTimings)
+		follower.Name(), lease.Spec.AcquireTime.Sub(killed).Round(time.Millisecond), handover.Round(time.Millisecond), leaseTimings)
 
 	// Two more cycles: a new leader that would rebind or recreate old work has done so by now.
 	settled := follower.mustMetric(t, cycles) + 2
-	e2e.WaitFor(t, follower.name+" runs two more cycles", 30*time.Second, func(ctx context.Context) (bool, error) {
+	e2e.WaitFor(t, follower.Name()+" runs two more cycles", 30*time.Second, func(ctx context.Context) (bool, error) {
 		m, err := follower.metrics(ctx)
 		return err == nil && m[cycles] >= settled, err
 	})
@@ -102,14 +100,14 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 		}
 	}
 	if got := follower.mustMetric(t, leads); got != 1 {
-		t.Errorf("new leader %s: %s = %v, want 1", follower.name, leads, got)
+		t.Errorf("new leader %s: %s = %v, want 1", follower.Name(), leads, got)
 	}
 	newWork := float64(len(boundAll) - len(boundBefore))
 	if got := follower.mustMetric(t, podsBound); got != newWork {
-		t.Errorf("new leader %s bound %v pods, want %v (only what was submitted after the kill)", follower.name, got, newWork)
+		t.Errorf("new leader %s bound %v pods, want %v (only what was submitted after the kill)", follower.Name(), got, newWork)
 	}
 	if got := follower.mustMetric(t, bindsFailed); got != 0 {
-		t.Errorf("new leader %s had %v binds refused: it tried to bind pods already bound", follower.name, got)
+		t.Errorf("new leader %s had %v binds refused: it tried to bind pods already bound", follower.Name(), got)
 	}
 }
 
@@ -126,8 +124,8 @@ func TestLeaderReleasesLeaseOnSIGTERM(t *testing.T) {
 	expiry := held.Spec.RenewTime.Add(time.Duration(*held.Spec.LeaseDurationSeconds) * time.Second)
 
 	terminated := time.Now()
-	if code := p.leader.terminate(t); code != 0 {
-		t.Errorf("%s exited %d after SIGTERM, want 0", p.leader.name, code)
+	if code := p.leader.Terminate(t); code != 0 {
+		t.Errorf("%s exited %d after SIGTERM, want 0", p.leader.Name(), code)
 	}
 	pods := createPods(t, p.rig, p.ns, "after", 3)
 	waitBound(t, p.rig, p.ns, pods, nil, handoverDeadline-time.Since(terminated))
@@ -141,15 +139,15 @@ func TestLeaderReleasesLeaseOnSIGTERM(t *testing.T) {
 	}
 	if !l.Spec.AcquireTime.Time.Before(expiry) {
 		t.Errorf("%s took the Lease at %s, not before the old one expired (%s): %s did not release it",
-			p.follower.name, l.Spec.AcquireTime.Format(time.StampMilli), expiry.Format(time.StampMilli), p.leader.name)
+			p.follower.Name(), l.Spec.AcquireTime.Format(time.StampMilli), expiry.Format(time.StampMilli), p.leader.Name())
 	}
 	t.Logf("hand-over after SIGTERM: Lease taken by %s after %s, new pods bound after %s",
-		p.follower.name, l.Spec.AcquireTime.Sub(terminated).Round(time.Millisecond), bound.Round(time.Millisecond))
+		p.follower.Name(), l.Spec.AcquireTime.Sub(terminated).Round(time.Millisecond), bound.Round(time.Millisecond))
 	if got := p.follower.mustMetric(t, leads); got != 1 {
-		t.Errorf("new leader %s: %s = %v, want 1", p.follower.name, leads, got)
+		t.Errorf("new leader %s: %s = %v, want 1", p.follower.Name(), leads, got)
 	}
 	if got := p.follower.mustMetric(t, podsBound); got != float64(len(pods)) {
-		t.Errorf("new leader %s bound %v pods, want %d", p.follower.name, got, len(pods))
+		t.Errorf("new leader %s bound %v pods, want %d", p.follower.Name(), got, len(pods))
 	}
 }
 
@@ -171,8 +169,7 @@ type pair struct {
 func startPair(t *testing.T) *pair {
 	t.Helper()
 	rig := e2e.Rig(t)
-	ctl := siteClient(t, rig)
-	bin := sluiceBinary(t)
+	ctl := sluiceproc.InstallSite(t, rig.RESTConfig())
 	p := &pair{rig: rig, ns: e2e.Namespace(t, rig), key: bytes.Repeat([]byte("h"), 32)}
 	p.lease = "handover-" + p.ns
 	dir := t.TempDir()
@@ -184,43 +181,15 @@ func startPair(t *testing.T) *pair {
 		deleteSlurmJobs(ctl)
 		_ = rig.Client().CoordinationV1().Leases(serverNamespace).Delete(context.Background(), p.lease, metav1.DeleteOptions{})
 	})
-	a := startReplica(t, bin, "replica-a", replicaConfig(t, rig.Kubeconfig, filepath.Join(dir, "a"), serverNamespace, p.lease, keyFile))
-	b := startReplica(t, bin, "replica-b", replicaConfig(t, rig.Kubeconfig, filepath.Join(dir, "b"), serverNamespace, p.lease, keyFile))
+	a := startReplica(t, "replica-a", replicaConfig(rig.Kubeconfig, filepath.Join(dir, "a"), serverNamespace, p.lease, keyFile))
+	b := startReplica(t, "replica-b", replicaConfig(rig.Kubeconfig, filepath.Join(dir, "b"), serverNamespace, p.lease, keyFile))
 	p.leader, p.follower = waitLeader(t, p, a, b)
-	t.Logf("%s leads, %s follows", p.leader.name, p.follower.name)
+	t.Logf("%s leads, %s follows", p.leader.Name(), p.follower.Name())
 	return p
 }
 
 func (p *pair) getLease(ctx context.Context) (*coordinationv1.Lease, error) {
 	return p.rig.Client().CoordinationV1().Leases(serverNamespace).Get(ctx, p.lease, metav1.GetOptions{})
-}
-
-// siteClient installs the CRDs and the example site (partitions, queues,
-// QOS) and returns a client for Sluice's kinds.
-func siteClient(t *testing.T, rig *cluster.Cluster) client.Client {
-	t.Helper()
-	ctx := context.Background()
-	if err := crds.Install(ctx, rig.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := kube.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(rig.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := examples.Objects(examples.Site)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("apply %T %s: %v", o, o.GetName(), err)
-		}
-	}
-	return c
 }
 
 // deleteSlurmJobs removes the test's Slurm jobs (their pods go with their
@@ -283,7 +252,7 @@ func submitJob(t *testing.T, r *replica, key []byte) int {
 		t.Fatal(err)
 	}
 	body := `{"script":"#!/bin/bash\nnvidia-smi\n","job":{"environment":["PATH=/bin:/usr/bin"],"tres_per_node":"gres/gpu:1"}}`
-	req, err := http.NewRequest(http.MethodPost, "http://"+r.addr+"/slurm/v0.0.44/job/submit", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+r.Addr()+"/slurm/v0.0.44/job/submit", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +268,7 @@ func submitJob(t *testing.T, r *replica, key []byte) int {
 		JobID int `json:"job_id"`
 	}
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &doc) != nil || doc.JobID == 0 {
-		t.Fatalf("submit through %s: %d %s", r.name, resp.StatusCode, raw)
+		t.Fatalf("submit through %s: %d %s", r.Name(), resp.StatusCode, raw)
 	}
 	return doc.JobID
 }

@@ -11,14 +11,11 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/agent"
 	"github.com/sluicehq/sluice/remediation/controller"
@@ -28,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
+	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
 // site is one test's Sluice on the shared rig: a `sluice server` process and an agent per
@@ -56,27 +54,7 @@ const (
 func startSite(t *testing.T, nodes ...string) *site {
 	t.Helper()
 	rig := e2e.Rig(t)
-	ctx := context.Background()
-	if err := crds.Install(ctx, rig.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := kube.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crs, err := client.NewWithWatch(rig.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := examples.Objects(examples.Site)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if err := crs.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("apply %T %s: %v", o, o.GetName(), err)
-		}
-	}
+	crs := sluiceproc.InstallSite(t, rig.RESTConfig())
 	s := &site{t: t, kube: rig.Client(), crs: crs, ns: e2e.Namespace(t, rig), faults: map[string]string{}}
 
 	dir := t.TempDir()
@@ -91,7 +69,7 @@ func startSite(t *testing.T, nodes ...string) *site {
 	}
 	stateDir := filepath.Join(dir, "state")
 	s.ledger = filepath.Join(stateDir, "ledger.db")
-	addr := runServer(t, sluiceBinary(t), dir, map[string]any{
+	server := sluiceproc.Start(t, sluice.Binary(t), "sluice server", map[string]any{
 		"kubeconfig":     rig.Kubeconfig,
 		"stateDir":       stateDir,
 		"listen":         "127.0.0.1:0",
@@ -102,7 +80,7 @@ func startSite(t *testing.T, nodes ...string) *site {
 		"remediation": map[string]any{"enabled": true, "drainTimeout": drainTimeout.String(),
 			"breakerWindow": breakerWindow.String(), "validationNamespace": s.ns, "validationTimeout": "2m"},
 	})
-	s.rest = &slurmclient.Client{URL: "http://" + addr, Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	s.rest = &slurmclient.Client{URL: "http://" + server.Addr(), Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(func() {
 		// Jobs left over (a failed run) must not hold GPUs for later tests.
 		_ = crs.DeleteAllOf(context.Background(), &v1alpha1.PodGroup{}, client.InNamespace(kube.Namespace("nlp")), client.HasLabels{v1alpha1.JobIDLabel})

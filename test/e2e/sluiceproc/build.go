@@ -30,8 +30,8 @@ type Build struct {
 
 // StartBuild starts compiling ./cmd/sluice in the background and returns at
 // once. It builds into a temporary directory, not bin/: `make test` builds no
-// bin/sluice, and a stale one must never be the binary under test. With
-// -short (flags already parsed) nothing is built, as no test runs a server.
+// bin/sluice, and a stale one must never be the binary under test. Call it
+// after flag.Parse: with -short nothing is built, as no test runs a server.
 func StartBuild() *Build {
 	b := &Build{done: make(chan struct{})}
 	if testing.Short() {
