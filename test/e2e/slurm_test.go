@@ -16,18 +16,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/slurmapi/openapi/openapitest"
+	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
 var slurmKey = []byte(strings.Repeat("k", 32))
@@ -40,27 +38,8 @@ func slurmSite(t *testing.T) *httptest.Server {
 	t.Helper()
 	rig := Rig(t)
 	cfg := rig.RESTConfig()
+	c := sluiceproc.InstallSite(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := crds.Install(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := kube.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := examples.Objects(examples.Site)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("apply %T %s: %v", o, o.GetName(), err)
-		}
-	}
 	factory, err := kube.NewPodFactory(cfg, kube.PodOptions{Users: map[string]kube.UserIDs{"alice": {UID: 1001, GID: 1001}}})
 	if err != nil {
 		t.Fatal(err)
