@@ -101,7 +101,9 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	}
 	b := &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}
 	if opts.SubmitWindow > 0 {
-		b.batch = newBatcher(c, opts)
+		if b.batch, err = newBatcher(cfg, opts); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
 }

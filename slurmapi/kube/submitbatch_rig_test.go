@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
@@ -31,7 +32,7 @@ func batchServer(t *testing.T, window time.Duration) (*httptest.Server, *Backend
 }
 
 // batchNamespace creates a fresh namespace for one test's batches.
-func batchNamespace(t *testing.T, b *Backend) string {
+func batchNamespace(t testing.TB, b *Backend) string {
 	t.Helper()
 	name := "batches-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -83,7 +84,7 @@ func removeJobs(t *testing.T, ids []uint32) {
 	}
 }
 
-func batches(t *testing.T, b *Backend) []corev1.ConfigMap {
+func batches(t testing.TB, b *Backend) []corev1.ConfigMap {
 	t.Helper()
 	list, err := listBatches(context.Background(), b.c, b.opts.Namespace)
 	if err != nil {
@@ -329,5 +330,51 @@ func TestSubmitQueueRestartedOnRig(t *testing.T) {
 		if pg := storedGroup(t, b, id); pg.Spec.Slurm.Hold != (id == done[0]) {
 			t.Errorf("job %d hold %v after the queue ran", id, pg.Spec.Slurm.Hold)
 		}
+	}
+}
+
+// BenchmarkSubmitQueueOnRig is the rate at which the SubmitQueue turns
+// batched jobs into PodGroups (run with -benchtime Nx): N jobs are stored
+// in batches of 64 first, then one pass of the queue is timed from its
+// list to the last batch removed.
+func BenchmarkSubmitQueueOnRig(b *testing.B) {
+	_, admin := rigServer(b)
+	ctx := context.Background()
+	back, err := New(unthrottled(b), Options{Namespace: batchNamespace(b, admin), SubmitWindow: 20 * time.Millisecond, SubmitBatchJobs: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = admin.c.DeleteAllOf(ctx, &v1alpha1.PodGroup{}, client.InNamespace(Namespace("nlp")), client.HasLabels{v1alpha1.JobIDLabel})
+	})
+	jobs := make(chan struct{}, b.N)
+	for range b.N {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for range jobs {
+				desc := &slurmapi.JobDesc{User: "alice", Account: "nlp", Partition: "h100", Script: "#!/bin/bash\ntrue\n", Nodes: 1, Tasks: 1, CPUsPerTask: 1, Hold: true}
+				if _, err := back.Submit(ctx, desc); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	q, err := NewSubmitQueue(unthrottled(b), back.opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	if _, err := q.drain(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "podgroups/s")
+	if left := len(batches(b, back)); left != 0 {
+		b.Errorf("%d batches left after a pass", left)
 	}
 }
