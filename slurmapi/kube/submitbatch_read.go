@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // Jobs acknowledged in a batch but not yet created as PodGroups read as
@@ -87,8 +88,44 @@ func isBatched(pg *v1alpha1.PodGroup) bool { return pg.ResourceVersion == "" }
 
 // materialize creates the PodGroup of a batched job now, so a change
 // (scancel, hold, update) acts on a stored object; the SubmitQueue later
-// finds it there.
+// finds it there. The batched jobs its --dependency names are created
+// first, as the SubmitQueue would, so the lifecycle never judges the
+// dependency while a job it names is still in a batch.
 func (b *Backend) materialize(ctx context.Context, pg *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
+	if s := pg.Spec.Slurm; s != nil && s.Dependency != "" {
+		if err := b.materializeDependencies(ctx, s.Dependency); err != nil {
+			return nil, err
+		}
+	}
+	return b.createBatched(ctx, pg)
+}
+
+// materializeDependencies creates the PodGroups of the batched jobs that
+// dependency names (only those: their own dependencies do not decide
+// whether this job may start).
+func (b *Backend) materializeDependencies(ctx context.Context, dependency string) error {
+	deps, err := sbatch.ParseDependency(dependency)
+	if err != nil {
+		return nil // judged, and refused, by the lifecycle as before
+	}
+	for _, d := range deps.List {
+		for _, id := range d.Jobs {
+			batched, err := b.batchedGroups(ctx, id)
+			if err != nil {
+				return err
+			}
+			for i := range batched {
+				if _, err := b.createBatched(ctx, &batched[i]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// createBatched stores a batched job's PodGroup; one already there is read.
+func (b *Backend) createBatched(ctx context.Context, pg *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
 	pg = pg.DeepCopy()
 	pg.CreationTimestamp = metav1.Time{}
 	err := b.c.Create(ctx, pg)

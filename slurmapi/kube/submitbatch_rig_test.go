@@ -255,6 +255,27 @@ func TestChangesToBatchedJobsOnRig(t *testing.T) {
 	check("after the submit queue ran")
 }
 
+// TestDependencyOnBatchedJobOnRig: a job may name a job still in a batch
+// in its --dependency; holding it creates the job it names first, so the
+// lifecycle never finds the dependency missing.
+func TestDependencyOnBatchedJobOnRig(t *testing.T) {
+	ts, b := batchServer(t, 2*time.Millisecond)
+	first := submitAll(t, ts, 1, gpuJob)[0]
+	dependent := strings.Replace(gpuJob, `"job":{`, fmt.Sprintf(`"job":{"dependency":"afterok:%d",`, first), 1)
+	then := submitAll(t, ts, 1, dependent)[0]
+	if j := jobOf(t, ts, then); j["job_state"].([]any)[0] != "PENDING" || j["dependency"] != fmt.Sprintf("afterok:%d", first) {
+		t.Errorf("batched dependent job reads as %v dependency %v", j["job_state"], j["dependency"])
+	}
+	if status, doc := call(t, ts, "alice", "POST", fmt.Sprintf("/slurm/v0.0.45/job/%d", then), `{"hold":true}`); status != http.StatusOK {
+		t.Fatalf("hold: %d %v", status, doc)
+	}
+	for _, id := range []uint32{first, then} {
+		if storedGroup(t, b, id) == nil {
+			t.Errorf("after holding job %d, job %d has no PodGroup", then, id)
+		}
+	}
+}
+
 // TestFailedBatchWriteOnRig: when the batch write is refused (here the
 // server's RBAC lacks creating ConfigMaps), every client of that batch is
 // answered with the error and nothing is stored.
