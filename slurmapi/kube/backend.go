@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -131,10 +132,13 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (slurmapi.Sub
 	pg := PodGroupFor(d, id)
 	if b.batch != nil {
 		pg.Annotations[SubmitTimeAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
-		if err := b.batch.store(ctx, id, pg); err != nil {
+		err := b.batch.store(ctx, id, pg)
+		switch {
+		case err == nil:
+			return slurmapi.SubmitResult{JobID: id, StepID: "batch"}, nil
+		case !errors.Is(err, errOversize):
 			return slurmapi.SubmitResult{}, fmt.Errorf("job %d: %w", id, err)
 		}
-		return slurmapi.SubmitResult{JobID: id, StepID: "batch"}, nil
 	}
 	if err := b.c.Create(ctx, pg); err != nil {
 		if apierrors.IsInvalid(err) {

@@ -225,19 +225,23 @@ func BenchmarkSubmitOnRig16(b *testing.B) {
 }
 
 // BenchmarkSubmitOnRig16Batched is BenchmarkSubmitOnRig16 with group
-// commit: submissions within 2 ms share one batch write. No SubmitQueue
-// runs, so the figures are the acknowledgement path alone.
+// commit: submissions within the window share one batch write. No
+// SubmitQueue runs, so the figures are the acknowledgement path alone.
 func BenchmarkSubmitOnRig16Batched(b *testing.B) {
 	_, admin := rigServer(b)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "batches-bench"}}
 	if err := admin.c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		b.Fatal(err)
 	}
-	ts, backend := rigServerWith(b, unthrottled(b), Options{Namespace: ns.Name, SubmitWindow: 2 * time.Millisecond})
-	b.Cleanup(func() {
-		_ = backend.c.DeleteAllOf(context.Background(), &corev1.ConfigMap{}, client.InNamespace(ns.Name), client.HasLabels{SubmitBatchLabel})
-	})
-	benchSubmit(b, ts)
+	for _, window := range []time.Duration{time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond} {
+		b.Run("window="+window.String(), func(b *testing.B) {
+			ts, backend := rigServerWith(b, unthrottled(b), Options{Namespace: ns.Name, SubmitWindow: window})
+			b.Cleanup(func() {
+				_ = backend.c.DeleteAllOf(context.Background(), &corev1.ConfigMap{}, client.InNamespace(ns.Name), client.HasLabels{SubmitBatchLabel})
+			})
+			benchSubmit(b, ts)
+		})
+	}
 }
 
 // unthrottled is the rig's client configuration without a client-side

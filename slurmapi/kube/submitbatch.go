@@ -79,12 +79,19 @@ func newBatcher(cfg *rest.Config, opts Options) (*batcher, error) {
 	return &batcher{core: cs.CoreV1().RESTClient(), namespace: opts.Namespace, window: opts.SubmitWindow, maxJobs: opts.SubmitBatchJobs}, nil
 }
 
+// errOversize says a job is too large to share a batch (a script near the
+// body limit): it is created on its own, as without a window.
+var errOversize = errors.New("job too large for a batch")
+
 // store puts pg (job id) in a batch and returns once that batch is stored
 // or failed: nil means the job is durable.
 func (w *batcher) store(ctx context.Context, id uint32, pg *v1alpha1.PodGroup) error {
 	data, err := json.Marshal(pg)
 	if err != nil {
 		return fmt.Errorf("encode job %d: %w", id, err)
+	}
+	if len(data) > submitBatchBytes {
+		return errOversize
 	}
 	b := w.join(id, string(data))
 	select {

@@ -276,6 +276,20 @@ func TestDependencyOnBatchedJobOnRig(t *testing.T) {
 	}
 }
 
+// TestOversizeJobBypassesBatchOnRig: a job too large to share a batch
+// (a script near the body limit) is created at once, as without a window.
+func TestOversizeJobBypassesBatchOnRig(t *testing.T) {
+	ts, b := batchServer(t, 2*time.Millisecond)
+	script := "#!/bin/bash\n# " + strings.Repeat("x", submitBatchBytes) + "\ntrue\n"
+	id := submitAll(t, ts, 1, fmt.Sprintf(`{"script":%q,"job":{"environment":["PATH=/bin"]}}`, script))[0]
+	if pg := storedGroup(t, b, id); pg == nil || len(pg.Spec.Slurm.Script) != len(script) {
+		t.Errorf("oversize job %d was not created directly with its whole script", id)
+	}
+	if left := batches(t, b); len(left) != 0 {
+		t.Errorf("oversize job left %d batches", len(left))
+	}
+}
+
 // TestFailedBatchWriteOnRig: when the batch write is refused (here the
 // server's RBAC lacks creating ConfigMaps), every client of that batch is
 // answered with the error and nothing is stored.
