@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,14 +31,20 @@ import (
 // gang. Pods without the annotation are never placed, so no pod starts
 // outside its gang.
 type Controller struct {
-	kube   kubernetes.Interface
-	c      client.Client
-	names  []string
-	log    *slog.Logger
-	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	lister cache.Indexer
-	ids    JobIDSource
+	kube  kubernetes.Interface
+	c     client.Client
+	names []string
+	log   *slog.Logger
+	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	ids   JobIDSource
+	// made remembers the groups named at admission that exist, by namespace, name and
+	// the owner's UID, so the other pods of a gang cost no create attempt. Forgetting
+	// (past maxMade) costs only a create answered AlreadyExists.
+	madeMu sync.Mutex
+	made   map[string]struct{}
 }
+
+const maxMade = 1 << 16
 
 // WithJobIDs makes the groups the controller creates jobs with ids from ids.
 func (g *Controller) WithJobIDs(ids JobIDSource) *Controller {
@@ -65,7 +72,7 @@ func NewController(cfg *rest.Config, schedulerNames []string, log *slog.Logger) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Controller{kube: kube, c: c, names: schedulerNames, log: log,
+	return &Controller{kube: kube, c: c, names: schedulerNames, log: log, made: map[string]struct{}{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())}, nil
 }
 
@@ -102,7 +109,9 @@ func (g *Controller) Run(ctx context.Context) error {
 		}
 		return nil
 	}
-	const workers = 4
+	// Each group costs one create round trip (more under a busy API server); a stream
+	// of single-pod workloads needs many in flight to keep up with its creators.
+	const workers = 32
 	for range workers {
 		go func() {
 			for g.next(ctx, get) {
@@ -115,7 +124,7 @@ func (g *Controller) Run(ctx context.Context) error {
 
 func (g *Controller) enqueue(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Annotations[v1alpha1.PodGroupAnnotation] != "" || pod.DeletionTimestamp != nil {
+	if !ok || !g.needsGroup(pod) || pod.DeletionTimestamp != nil {
 		return
 	}
 	g.queue.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
@@ -128,7 +137,7 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 	}
 	defer g.queue.Done(key)
 	pod := get(key)
-	if pod == nil || pod.Annotations[v1alpha1.PodGroupAnnotation] != "" {
+	if pod == nil || !g.needsGroup(pod) {
 		g.queue.Forget(key)
 		return true
 	}
@@ -141,13 +150,44 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 	return true
 }
 
-// group creates the pod's PodGroup if needed and names it on the pod.
+// needsGroup: the pod names no group yet, or the webhook named one that may not exist.
+func (g *Controller) needsGroup(pod *corev1.Pod) bool {
+	if derived(pod) {
+		g.madeMu.Lock()
+		defer g.madeMu.Unlock()
+		_, made := g.made[madeKey(pod)]
+		return !made
+	}
+	return pod.Annotations[v1alpha1.PodGroupAnnotation] == ""
+}
+
+// madeKey names a group named at admission together with its owner, so a bare pod
+// recreated under the same name is not taken for its predecessor.
+func madeKey(pod *corev1.Pod) string {
+	owner := string(pod.UID)
+	if ref := controllerOf(pod.OwnerReferences); ref != nil {
+		owner = string(ref.UID)
+	}
+	return pod.Namespace + "/" + pod.Annotations[v1alpha1.PodGroupAnnotation] + "/" + owner
+}
+
+// group creates the pod's PodGroup if needed and names it on the pod, unless the
+// webhook named it at admission.
 func (g *Controller) group(ctx context.Context, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	pg, err := EnsurePodGroupWithID(ctx, g.c, pod, g.ids)
 	if err != nil {
 		return err
+	}
+	if derived(pod) {
+		g.madeMu.Lock()
+		defer g.madeMu.Unlock()
+		if len(g.made) >= maxMade {
+			clear(g.made)
+		}
+		g.made[madeKey(pod)] = struct{}{}
+		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"annotations": map[string]string{v1alpha1.PodGroupAnnotation: pg.Name}}})

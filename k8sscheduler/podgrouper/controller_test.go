@@ -2,6 +2,7 @@ package podgrouper_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,4 +89,71 @@ func TestControllerAnnotatesJobPodsWithTheirGroup(t *testing.T) {
 			t.Errorf("pod %s of the default scheduler got PodGroup %q", p.Name, a)
 		}
 	}
+}
+
+// A pod whose group the webhook named at admission gets that group created, owned by
+// the pod, and is itself left untouched (no patch); a namesake group left by an
+// earlier pod of the same name is replaced, not joined.
+func TestControllerCreatesGroupsNamedAtAdmission(t *testing.T) {
+	c := rigClient(t)
+	rig := e2e.Rig(t)
+	ns := e2e.Namespace(t, rig)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctrl, err := podgrouper.NewController(rig.RESTConfig(), []string{v1alpha1.DefaultSchedulerName}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	admitted := func(name string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+				Labels:      map[string]string{v1alpha1.QueueLabel: "vision"},
+				Annotations: map[string]string{v1alpha1.PodGroupAnnotation: name, v1alpha1.PodGroupDerivedAnnotation: "true"}},
+			Spec: corev1.PodSpec{SchedulerName: v1alpha1.DefaultSchedulerName,
+				NodeSelector: map[string]string{"example.com/none": "x"},
+				Containers:   []corev1.Container{{Name: "main", Image: "busybox"}}},
+		}
+	}
+	solo := admitted("solo")
+	if err := c.Create(ctx, solo); err != nil {
+		t.Fatal(err)
+	}
+	var pg v1alpha1.PodGroup
+	e2e.WaitFor(t, "PodGroup solo created", time.Minute, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "solo"}, &pg)
+		return err == nil, err
+	})
+	if pg.Spec.Queue != "vision" || pg.Spec.MinMember != 1 || len(pg.OwnerReferences) != 1 || pg.OwnerReferences[0].UID != solo.UID {
+		t.Errorf("group %+v owned by %+v, want queue vision, minMember 1, owned by pod %s", pg.Spec, pg.OwnerReferences, solo.UID)
+	}
+	var now corev1.Pod
+	if err := c.Get(ctx, client.ObjectKeyFromObject(solo), &now); err != nil {
+		t.Fatal(err)
+	}
+	if now.ResourceVersion != solo.ResourceVersion {
+		t.Errorf("the pod was written (resourceVersion %s -> %s): it needed no patch", solo.ResourceVersion, now.ResourceVersion)
+	}
+
+	// An earlier "again" left its group behind; the new "again" must not join it.
+	stale := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "again", UID: "00000000-dead-pod"}}},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "nlp"}}
+	if err := c.Create(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	again := admitted("again")
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	e2e.WaitFor(t, "PodGroup again owned by the new pod", time.Minute, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "again"}, &pg); err != nil {
+			return false, err
+		}
+		return len(pg.OwnerReferences) == 1 && pg.OwnerReferences[0].UID == again.UID && pg.Spec.Queue == "vision",
+			fmt.Errorf("owned by %v, queue %s", pg.OwnerReferences, pg.Spec.Queue)
+	})
 }

@@ -42,6 +42,9 @@ type JobIDSource func(ctx context.Context) (uint32, error)
 // from ids (sluice.dev/job-id); nil ids leaves it without one. An id taken for a group
 // another pod created first is skipped, a gap as Slurm's ids may have.
 func EnsurePodGroupWithID(ctx context.Context, c client.Client, pod *corev1.Pod, ids JobIDSource) (*v1alpha1.PodGroup, error) {
+	if derived(pod) {
+		return ensureDerived(ctx, c, pod, ids)
+	}
 	if name := pod.Annotations[v1alpha1.PodGroupAnnotation]; name != "" {
 		pg := &v1alpha1.PodGroup{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg)
@@ -54,21 +57,9 @@ func EnsurePodGroupWithID(ctx context.Context, c client.Client, pod *corev1.Pod,
 		}
 		return pg, nil
 	}
-	owners, err := ownerChain(ctx, c, pod)
+	want, err := derive(ctx, c, pod, nil)
 	if err != nil {
 		return nil, err
-	}
-	var nsLabels map[string]string
-	if queueFromLabels(pod, owners) == "" {
-		ns := &corev1.Namespace{}
-		if err := c.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
-			return nil, fmt.Errorf("reading namespace %s for its default queue: %w", pod.Namespace, err)
-		}
-		nsLabels = ns.Labels
-	}
-	want, err := ForPod(pod, owners, nsLabels)
-	if err != nil {
-		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	key := client.ObjectKeyFromObject(want)
 	have := &v1alpha1.PodGroup{}
@@ -79,15 +70,8 @@ func EnsurePodGroupWithID(ctx context.Context, c client.Client, pod *corev1.Pod,
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
 	}
-	if ids != nil {
-		id, err := ids(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("a job id for PodGroup %s: %w", key, err)
-		}
-		if want.Labels == nil {
-			want.Labels = map[string]string{}
-		}
-		want.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
+	if err := numbered(ctx, want, ids); err != nil {
+		return nil, err
 	}
 	if err = c.Create(ctx, want); err == nil {
 		return want, nil
@@ -100,12 +84,49 @@ func EnsurePodGroupWithID(ctx context.Context, c client.Client, pod *corev1.Pod,
 	return nil, fmt.Errorf("creating PodGroup %s: %w", key, err)
 }
 
+// derive computes pod's PodGroup from its owner chain; nsLabels nil reads the
+// namespace when the pod and its owners name no queue.
+func derive(ctx context.Context, c client.Reader, pod *corev1.Pod, nsLabels map[string]string) (*v1alpha1.PodGroup, error) {
+	owners, err := ownerChain(ctx, c, pod)
+	if err != nil {
+		return nil, err
+	}
+	if nsLabels == nil && queueFromLabels(pod, owners) == "" {
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+			return nil, fmt.Errorf("reading namespace %s for its default queue: %w", pod.Namespace, err)
+		}
+		nsLabels = ns.Labels
+	}
+	pg, err := ForPod(pod, owners, nsLabels)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return pg, nil
+}
+
+// numbered labels a group about to be created with a job id from ids (none when nil).
+func numbered(ctx context.Context, pg *v1alpha1.PodGroup, ids JobIDSource) error {
+	if ids == nil {
+		return nil
+	}
+	id, err := ids(ctx)
+	if err != nil {
+		return fmt.Errorf("a job id for PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+	}
+	if pg.Labels == nil {
+		pg.Labels = map[string]string{}
+	}
+	pg.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
+	return nil
+}
+
 // ownerChain reads pod's owners up to the top one, following controller
 // references (else the first owner). The walk stops early, keeping what it
 // has, at an owner that is gone, that this client may not read, or whose
 // kind the API server does not serve: the group then forms around the
 // highest owner that could be read.
-func ownerChain(ctx context.Context, c client.Client, pod *corev1.Pod) ([]*unstructured.Unstructured, error) {
+func ownerChain(ctx context.Context, c client.Reader, pod *corev1.Pod) ([]*unstructured.Unstructured, error) {
 	var chain []*unstructured.Unstructured
 	refs := pod.OwnerReferences
 	for len(chain) < maxOwnerDepth {

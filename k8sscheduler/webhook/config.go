@@ -18,6 +18,7 @@ import (
 	"net"
 
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	DefaultQueue string
 	// Client reads namespaces (through an informer) for their queue label.
 	Client kubernetes.Interface
+	// Owners reads a pod's owners (as unstructured objects) so the webhook can
+	// name the pod's PodGroup at admission, as the pod grouper would, sparing
+	// the pod a patch. nil names only bare pods' groups (they need no read).
+	Owners client.Reader
 	// Log receives certificate rotations and request errors; nil discards.
 	Log *slog.Logger
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // maxReviewBytes bounds a request body. The API server caps an object at
@@ -28,6 +29,7 @@ type admitter struct {
 	schedulerNames []string
 	defaultQueue   string
 	namespace      namespaceGetter
+	owners         client.Reader // nil: only bare pods get their group at admission
 	log            *slog.Logger
 }
 
@@ -108,6 +110,7 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 			"cannot read namespace %q for its queue label, try again: %v", namespace, err))
 	}
 	ops := queuePatch(&pod, queueFor(&pod, nsLabels, a.defaultQueue))
+	ops = append(ops, a.groupPatch(ctx, &pod, namespace, nsLabels)...)
 	if usesGPUs {
 		ops = append(ops, envPatch(&pod)...)
 	}

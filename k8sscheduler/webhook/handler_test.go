@@ -364,3 +364,44 @@ func TestAdmitNamespaceReadFailureRefuses(t *testing.T) {
 		t.Fatalf("want a 503 denial naming the namespace, got allowed=%v %+v", resp.Allowed, resp.Result)
 	}
 }
+
+// A bare pod's PodGroup is named at admission, marked as derived, so the pod grouper
+// only has to create it; pods it cannot name yet are left to the grouper.
+func TestAdmitNamesThePodGroup(t *testing.T) {
+	srv := newTestServer(t, nil)
+	named := func(name string, owners []metav1.OwnerReference, ann map[string]string) *corev1.Pod {
+		p := podSpec{annotations: ann}.pod("nlp-team")
+		p.GenerateName, p.Name, p.OwnerReferences = "", name, owners
+		return p
+	}
+	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "0f1e2d3c-aaaa", Controller: new(true)}}
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		wantGroup string
+		derived   bool
+	}{
+		{"bare pod: its own group, by name", named("eval-7", nil, nil), "eval-7", true},
+		{"bare pod with other annotations", named("eval-8", nil, map[string]string{"team": "x"}), "eval-8", true},
+		{"generateName only: the grouper names it later", podSpec{}.pod("nlp-team"), "", false},
+		{"owned pod, no owner reader: the grouper names it", named("train-abc", job, nil), "", false},
+		{"the user's group stays", named("eval-9", nil, map[string]string{"sluice.dev/pod-group": "my-gang"}), "my-gang", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, got := admitPod(t, srv, tt.pod)
+			if !resp.Allowed {
+				t.Fatalf("denied: %v", resp.Result)
+			}
+			if g := got.Annotations["sluice.dev/pod-group"]; g != tt.wantGroup {
+				t.Errorf("PodGroup annotation %q, want %q", g, tt.wantGroup)
+			}
+			if d := got.Annotations["sluice.dev/pod-group-derived"] == "true"; d != tt.derived {
+				t.Errorf("derived mark %v, want %v", d, tt.derived)
+			}
+			if tt.pod.Annotations["team"] != "" && got.Annotations["team"] != tt.pod.Annotations["team"] {
+				t.Errorf("the pod's own annotations were lost: %v", got.Annotations)
+			}
+		})
+	}
+}

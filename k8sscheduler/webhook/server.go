@@ -56,6 +56,7 @@ func New(cfg Config) (*Server, error) {
 		schedulerNames: cfg.SchedulerNames,
 		defaultQueue:   cfg.DefaultQueue,
 		namespace:      s.namespaceFrom(nsInformer.Lister()),
+		owners:         cfg.Owners,
 		log:            cfg.Log,
 	}
 	mux := http.NewServeMux()

@@ -115,7 +115,7 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 			return r, err
 		}
 		began = time.Now()
-		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
+		if err := h.createPods(ctx, ns, h.opts.Pods, false); err != nil {
 			h.sched.stop()
 			return r, err
 		}
@@ -123,7 +123,7 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 		if before, err = scrapeWrites(ctx, h.kube); err != nil {
 			return r, err
 		}
-		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
+		if err := h.createPods(ctx, ns, h.opts.Pods, true); err != nil {
 			return r, err
 		}
 		if err := w.waitSeen(ctx); err != nil {
@@ -178,7 +178,7 @@ func (h *harness) awaitReady(ctx context.Context, mode string) error {
 		return err
 	}
 	name := "ready-" + mode
-	if err := h.createPod(ctx, readyNamespace, name, benchQueue); err != nil {
+	if err := h.createPod(ctx, readyNamespace, name, benchQueue, false); err != nil {
 		return err
 	}
 	if err := poll(ctx, func() bool {
@@ -197,10 +197,16 @@ func (h *harness) awaitReady(ctx context.Context, mode string) error {
 	})
 }
 
-// createPods creates n pods named p0..p(n-1) (and for Sluice one PodGroup per pod, named
-// on the pod as an admission webhook would) from Options.Creators goroutines.
-func (h *harness) createPods(ctx context.Context, ns string, n int) error {
-	return h.parallel(ctx, n, func(i int) error { return h.createPod(ctx, ns, "p"+strconv.Itoa(i), benchQueue) })
+// createPods creates n pods named p0..p(n-1) from Options.Creators goroutines.
+//
+// Sluice's pods carry what its admission webhook adds to a bare pod: the queue and
+// partition labels, the PodGroup named after the pod. Pods that arrive while Sluice runs
+// (stream) leave the group to its pod grouper, off the creators' path, as in a cluster.
+// A backlog's groups exist before the scheduler starts (grouped is true): the grouper
+// made them as the pods arrived, before the leader that would place them went away,
+// so the backlog measures placing, as it does for the other contenders.
+func (h *harness) createPods(ctx context.Context, ns string, n int, grouped bool) error {
+	return h.parallel(ctx, n, func(i int) error { return h.createPod(ctx, ns, "p"+strconv.Itoa(i), benchQueue, grouped) })
 }
 
 // parallel calls fn for 0..n-1 from Options.Creators goroutines and returns the first
@@ -228,19 +234,23 @@ func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) err
 	return <-errs // nil when the channel is empty
 }
 
-func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
+func (h *harness) createPod(ctx context.Context, ns, name, queue string, grouped bool) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{SchedulerName: h.sched.schedulerName(), Containers: []corev1.Container{{Name: "main", Image: "busybox",
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), v1alpha1.GPUResource: resource.MustParse("1")},
 				Limits:   corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}}}}
 	if h.name == Sluice {
-		pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: queue, Partition: poolName}}
-		if err := h.crs.Create(ctx, pg); err != nil {
-			return fmt.Errorf("create PodGroup %s: %w", name, err)
+		pod.Labels = map[string]string{v1alpha1.QueueLabel: queue, v1alpha1.PartitionLabel: poolName}
+		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: name, v1alpha1.PodGroupDerivedAnnotation: "true"}
+		if grouped {
+			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: queue, Partition: poolName}}
+			if err := h.crs.Create(ctx, pg); err != nil {
+				return fmt.Errorf("create PodGroup %s: %w", name, err)
+			}
+			delete(pod.Annotations, v1alpha1.PodGroupDerivedAnnotation)
 		}
-		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: name}
 	}
 	if _, err := h.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod %s: %w", name, err)
@@ -263,8 +273,23 @@ func (h *harness) clear(ctx context.Context, ns string, n int) error {
 	if err != nil {
 		return err
 	}
-	return poll(ctx, func() bool {
+	if err := poll(ctx, func() bool {
 		l, err := h.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0
+	}); err != nil {
+		return err
+	}
+	if h.name != Sluice {
+		return nil
+	}
+	// The groups go too (the grouper's with their pods, by garbage collection), so the
+	// next mode's window counts none of their deletes.
+	if err := h.crs.DeleteAllOf(ctx, &v1alpha1.PodGroup{}, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("delete PodGroups: %w", err)
+	}
+	return poll(ctx, func() bool {
+		var l v1alpha1.PodGroupList
+		err := h.crs.List(ctx, &l, client.InNamespace(ns), client.Limit(1))
 		return err == nil && len(l.Items) == 0
 	})
 }

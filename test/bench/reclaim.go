@@ -57,7 +57,7 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 	if _, err := h.sched.start(ctx); err != nil {
 		return r, err
 	}
-	if err := h.createPods(ctx, fillNS, capacity); err != nil {
+	if err := h.createPods(ctx, fillNS, capacity, true); err != nil {
 		h.sched.stop()
 		return r, err
 	}
@@ -73,7 +73,7 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 	usage := selfUsage() // Sluice runs in this process
 	began := time.Now()
 	for i := range reclaimSamples {
-		if err := h.createPod(ctx, ns, fmt.Sprintf("p%d", i), reclaimQueue); err != nil {
+		if err := h.createPod(ctx, ns, fmt.Sprintf("p%d", i), reclaimQueue, false); err != nil {
 			h.sched.stop()
 			return r, err
 		}

@@ -30,6 +30,11 @@ const (
 	// PodGroupAnnotation on a pod names its PodGroup explicitly, overriding
 	// the group the pod grouper would derive from the pod's owners.
 	PodGroupAnnotation = "sluice.dev/pod-group"
+	// PodGroupDerivedAnnotation ("true") says the webhook derived the pod's
+	// PodGroupAnnotation at admission from its owners, as the pod grouper
+	// would: the grouper creates that group if it does not exist yet, and
+	// the pod needs no patch. Without it the named group must exist.
+	PodGroupDerivedAnnotation = "sluice.dev/pod-group-derived"
 	// GPUAssignmentAnnotation is written at bind time: the GPUs (indices
 	// and UUIDs) and the portion of each the pod was given.
 	GPUAssignmentAnnotation = "sluice.dev/gpu-assignment"
