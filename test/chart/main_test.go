@@ -6,7 +6,6 @@
 package chart
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -15,15 +14,8 @@ import (
 	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
-// sluice is the binary run with the chart's credentials, compiled while the
-// rig starts.
-var sluice *sluiceproc.Build
-
-// One rig for the package (none with -short).
+// One rig for the package (none with -short); sluice, run with the chart's
+// credentials, compiles while it starts.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	sluice = sluiceproc.StartBuild()
-	code := e2e.Main(m, cluster.DefaultSpec())
-	sluice.Remove()
-	os.Exit(code)
+	os.Exit(sluiceproc.Main(func() int { return e2e.Main(m, cluster.DefaultSpec()) }))
 }

@@ -81,7 +81,7 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 		// The registration outlives the process; leave no webhook pointing at nothing.
 		_ = c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "sluice", metav1.DeleteOptions{})
 	})
-	srv := sluiceproc.Start(t, sluice.Binary(t), "sluice server", cfg)
+	srv := sluiceproc.Start(t, "sluice server", cfg)
 
 	base := "http://" + srv.Addr()
 	e2e.WaitFor(t, "server /readyz", time.Minute, func(ctx context.Context) (bool, error) {

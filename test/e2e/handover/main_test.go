@@ -5,7 +5,6 @@
 package handover
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -17,14 +16,7 @@ import (
 	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
-// sluice is the binary under test, compiled while the rig starts.
-var sluice *sluiceproc.Build
-
 func TestMain(m *testing.M) {
-	flag.Parse()
 	ctrllog.SetLogger(klog.Background()) // the site client's warnings, on stderr like the rest
-	sluice = sluiceproc.StartBuild()
-	code := e2e.Main(m, cluster.DefaultSpec())
-	sluice.Remove()
-	os.Exit(code)
+	os.Exit(sluiceproc.Main(func() int { return e2e.Main(m, cluster.DefaultSpec()) }))
 }

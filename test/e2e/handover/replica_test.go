@@ -48,7 +48,7 @@ func replicaConfig(kubeconfig, stateDir, leaseNS, leaseName, jwtKey string) map[
 // it is stopped when the test ends.
 func startReplica(t *testing.T, name string, cfg map[string]any) *replica {
 	t.Helper()
-	p := sluiceproc.Start(t, sluice.Binary(t), name, cfg)
+	p := sluiceproc.Start(t, name, cfg)
 	// The server's identity is "<hostname>_<pid>" (cmd/sluice/runtime.go).
 	host, _ := os.Hostname()
 	return &replica{Process: p, identity: fmt.Sprintf("%s_%d", host, p.PID())}

@@ -8,7 +8,6 @@
 package remediation
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -20,15 +19,7 @@ import (
 	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
-// sluice is the binary under test, compiled while the rig starts.
-var sluice *sluiceproc.Build
-
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// The test's own controller-runtime clients have nothing to log.
-	ctrllog.SetLogger(logr.Discard())
-	sluice = sluiceproc.StartBuild()
-	code := e2e.Main(m, cluster.DefaultSpec())
-	sluice.Remove()
-	os.Exit(code)
+	ctrllog.SetLogger(logr.Discard()) // the test's own controller-runtime clients have nothing to log
+	os.Exit(sluiceproc.Main(func() int { return e2e.Main(m, cluster.DefaultSpec()) }))
 }

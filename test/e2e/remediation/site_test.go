@@ -69,7 +69,7 @@ func startSite(t *testing.T, nodes ...string) *site {
 	}
 	stateDir := filepath.Join(dir, "state")
 	s.ledger = filepath.Join(stateDir, "ledger.db")
-	server := sluiceproc.Start(t, sluice.Binary(t), "sluice server", map[string]any{
+	server := sluiceproc.Start(t, "sluice server", map[string]any{
 		"kubeconfig":     rig.Kubeconfig,
 		"stateDir":       stateDir,
 		"listen":         "127.0.0.1:0",

@@ -10,6 +10,8 @@
 package sluiceproc
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,66 +19,71 @@ import (
 	"testing"
 )
 
-// Build is one compile of ./cmd/sluice into a private directory. Start it in
-// TestMain before the rig: compiling and starting the control plane each take
-// tens of seconds on a loaded machine, and overlapped they cost the longer of
-// the two instead of the sum.
-type Build struct {
+// build is this test binary's compile of ./cmd/sluice, started by Main.
+var build struct {
 	done chan struct{} // closed when the compiler has finished (or never ran)
-	dir  string        // the private directory, removed by Remove
+	dir  string        // the private directory, removed by Main
 	path string
 	err  error
 }
 
-// StartBuild starts compiling ./cmd/sluice in the background and returns at
-// once. It builds into a temporary directory, not bin/: `make test` builds no
-// bin/sluice, and a stale one must never be the binary under test. Call it
-// after flag.Parse: with -short nothing is built, as no test runs a server.
-func StartBuild() *Build {
-	b := &Build{done: make(chan struct{})}
+// Main starts compiling ./cmd/sluice, runs run (the package's e2e.Main, which
+// starts the rig and runs the tests), then removes the binary and returns
+// run's exit code. Call it from TestMain:
+//
+//	os.Exit(sluiceproc.Main(func() int { return e2e.Main(m, cluster.DefaultSpec()) }))
+//
+// The compile runs while the rig starts: each takes tens of seconds on a
+// loaded machine, and overlapped they cost the longer of the two instead of
+// the sum. With -short nothing is built, as no test runs a server.
+func Main(run func() int) int {
+	flag.Parse() // for -short; e2e.Main parses again, harmlessly
+	build.done = make(chan struct{})
 	if testing.Short() {
-		b.err = fmt.Errorf("sluice is not built with -short")
-		close(b.done)
-		return b
+		build.err = errors.New("sluice is not built with -short")
+		close(build.done)
+		return run()
 	}
-	b.dir, b.err = os.MkdirTemp("", "sluice-bin-")
-	if b.err != nil {
-		close(b.done)
-		return b
+	// A temporary directory, not bin/: `make test` builds no bin/sluice, and
+	// a stale one must never be the binary under test.
+	build.dir, build.err = os.MkdirTemp("", "sluice-bin-")
+	if build.err != nil {
+		close(build.done)
+	} else {
+		go compile(filepath.Join(build.dir, "sluice"))
 	}
-	go b.compile(filepath.Join(b.dir, "sluice"))
-	return b
+	code := run()
+	// A run whose rig failed may end before the compiler does; removing the
+	// directory under it would leave it writing into nothing.
+	<-build.done
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	return code
 }
 
 // compile runs `go build` by import path, so it works from any package
 // directory of the module.
-func (b *Build) compile(path string) {
-	defer close(b.done)
+func compile(path string) {
+	defer close(build.done)
 	out, err := exec.Command("go", "build", "-o", path, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
 	if err != nil {
-		b.err = fmt.Errorf("go build ./cmd/sluice: %w\n%s", err, out)
+		build.err = fmt.Errorf("go build ./cmd/sluice: %w\n%s", err, out)
 		return
 	}
-	b.path = path
+	build.path = path
 }
 
-// Binary waits for the build and returns the binary's path; a failed build
-// fails the test with the compiler's output.
-func (b *Build) Binary(t testing.TB) string {
+// Binary waits for the build Main started and returns the binary's path; a
+// failed build fails the test with the compiler's output.
+func Binary(t testing.TB) string {
 	t.Helper()
-	<-b.done
-	if b.err != nil {
-		t.Fatal(b.err)
+	if build.done == nil {
+		t.Fatal("no sluice build: call sluiceproc.Main from the package's TestMain")
 	}
-	return b.path
-}
-
-// Remove deletes the build's directory. It first waits for a compiler still
-// running (a run whose rig failed may end before the build does), which would
-// otherwise write its output into a directory already removed.
-func (b *Build) Remove() {
-	<-b.done
-	if b.dir != "" {
-		os.RemoveAll(b.dir)
+	<-build.done
+	if build.err != nil {
+		t.Fatal(build.err)
 	}
+	return build.path
 }

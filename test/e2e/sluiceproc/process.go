@@ -32,13 +32,15 @@ type Process struct {
 	addr   string        // host:port of its REST API and /metrics
 }
 
-// Start runs `bin server --config FILE` with config written as FILE (YAML)
-// and returns once the server listens. It fails the test if the server exits
-// first or does not listen within a minute, with the end of its log. When
-// the test ends the server is stopped (Stop), and its log's last lines are
-// printed if the test failed. name tells servers apart in messages.
-func Start(t testing.TB, bin, name string, config map[string]any) *Process {
+// Start runs `sluice server --config FILE` (the binary Main built) with
+// config written as FILE in YAML, and returns once the server listens. It
+// fails the test, with the end of the log, if the server exits first or does
+// not listen within a minute. When the test ends the server is stopped
+// (Stop), and its log's last lines are printed if the test failed. name
+// tells servers apart in messages.
+func Start(t testing.TB, name string, config map[string]any) *Process {
 	t.Helper()
+	bin := Binary(t)
 	data, err := yaml.Marshal(config)
 	if err != nil {
 		t.Fatal(err)
