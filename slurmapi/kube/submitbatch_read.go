@@ -42,9 +42,14 @@ func decodeBatched(cm *corev1.ConfigMap, key string) (*v1alpha1.PodGroup, error)
 	return &pg, nil
 }
 
-// batchedGroups are the jobs (only id, unless 0) still in batches. An
-// entry that does not decode is left out here; the SubmitQueue reports it.
+// batchedGroups are the jobs (only id, unless 0) still in batches; none
+// without a SubmitWindow, so a server that does not batch needs no right
+// to list ConfigMaps. An entry that does not decode is left out here; the
+// SubmitQueue reports it.
 func (b *Backend) batchedGroups(ctx context.Context, id uint32) ([]v1alpha1.PodGroup, error) {
+	if b.batch == nil {
+		return nil, nil
+	}
 	batches, err := listBatches(ctx, b.c, b.opts.Namespace)
 	if err != nil {
 		return nil, err
