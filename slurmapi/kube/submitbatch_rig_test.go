@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,13 +32,23 @@ func batchServer(t *testing.T, window time.Duration) (*httptest.Server, *Backend
 	return rigServerWith(t, e2e.Rig(t).RESTConfig(), Options{Namespace: ns, IDBlock: 10, SubmitWindow: window})
 }
 
-// batchNamespace creates a fresh namespace for one test's batches.
+// batchNamespaces counts the namespaces batchNamespace made.
+var batchNamespaces atomic.Uint32
+
+// batchNamespace creates a fresh namespace for one test's batches, with
+// its own job id counter starting a million ids past the last one's, so
+// its jobs never take the id of another test's job.
 func batchNamespace(t testing.TB, b *Backend) string {
 	t.Helper()
 	name := "batches-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := b.c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	next := fmt.Sprint((batchNamespaces.Add(1) + 1) * 1_000_000)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sluice-job-ids", Namespace: name}, Data: map[string]string{counterKey: next}},
+	} {
+		if err := b.c.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	return name
 }
@@ -307,7 +318,6 @@ func TestFailedBatchWriteOnRig(t *testing.T) {
 		}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sluice-job-ids", Namespace: ns}, Data: map[string]string{counterKey: "900000"}},
 	}
 	for _, o := range objs {
 		if err := admin.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
