@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,6 +29,41 @@ func (c *controller) updateNode(ctx context.Context, name string, mutate func(*c
 		_, err = c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// errMoved: the node's stored remediation state is no longer the one a decision was
+// made from.
+var errMoved = errors.New("the node's remediation state moved on meanwhile")
+
+// advance is updateNode for a step of the remediation: it writes only while the node's
+// stored state is still at phase from (and, when validating, the same validation pod),
+// else it returns errMoved. A reconcile works from the informer's copy, which can lag
+// the controller's own last write: without this a stale "validation pod disappeared"
+// (the pod deleted by the return that just happened) would undo the return and leave a
+// healthy node waiting for a hardware repair.
+func (c *controller) advance(ctx context.Context, name string, from health.Phase, fromPod string, mutate func(*corev1.Node)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur, _ := health.ParseRemediation(n.Annotations) // unreadable counts as no state, as reconcile reads it
+		if cur.Phase != from || cur.ValidationPod != fromPod {
+			return errMoved
+		}
+		mutate(n)
+		_, err = c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// moved reports errMoved as nothing to do (the next event brings the newer state) and
+// passes other errors on.
+func moved(err error) error {
+	if errors.Is(err, errMoved) {
+		return nil
+	}
+	return err
 }
 
 func quarantineTaint() corev1.Taint {

@@ -65,6 +65,7 @@ func (c *controller) quarantine(ctx context.Context, node *corev1.Node, st healt
 		}
 		return c.cfg.RetryInterval, nil
 	}
+	from, fromPod := st.Phase, st.ValidationPod
 	st.History = faultHistory(c.cfg.Escalation.prune(st.History, now), faults, uuids(unhealthyGPUs(node)), now, true)
 	action := worstAction(faults)
 	escalated, why := c.cfg.Escalation.escalates(st.History, now)
@@ -73,11 +74,11 @@ func (c *controller) quarantine(ctx context.Context, node *corev1.Node, st healt
 	}
 	st.Phase, st.Since, st.Action, st.Reason = health.PhaseDraining, now, action.String(), reasonOf(faults)
 	st.DrainDeadline = now.Add(c.cfg.DrainTimeout)
-	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) {
+	if err := c.advance(ctx, node.Name, from, fromPod, func(n *corev1.Node) {
 		addTaint(n, taintReason(faults))
 		setAnnotation(n, health.RemediationAnnotation, st.Format())
 	}); err != nil {
-		return 0, err
+		return 0, moved(err)
 	}
 	c.mu.Lock()
 	c.recent[node.Name] = now
@@ -134,12 +135,13 @@ func (c *controller) drainNode(ctx context.Context, node *corev1.Node, st health
 		return c.cfg.RetryInterval, err
 	}
 	req := health.RepairRequest{Action: st.Action, Reason: st.Reason, RequestedAt: c.now(), Escalated: st.Escalated}
+	from, fromPod := st.Phase, st.ValidationPod
 	st.Phase = health.PhaseAwaitingRepair
-	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) {
+	if err := c.advance(ctx, node.Name, from, fromPod, func(n *corev1.Node) {
 		setAnnotation(n, health.RemediationAnnotation, st.Format())
 		setAnnotation(n, health.RepairAnnotation, req.Format())
 	}); err != nil {
-		return 0, err
+		return 0, moved(err)
 	}
 	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeNormal, "RepairRequested", "drained; %s requested", st.Action)
 	return 0, nil

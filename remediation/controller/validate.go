@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -54,9 +55,13 @@ func (c *controller) startValidation(ctx context.Context, node *corev1.Node, st 
 	if _, err := c.client.CoreV1().Pods(v.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return 0, fmt.Errorf("create validation pod: %w", err)
 	}
+	from, fromPod := st.Phase, st.ValidationPod
 	st.Phase, st.ValidationPod, st.ValidationAt = health.PhaseValidating, pod.Name, now
-	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) { setAnnotation(n, health.RemediationAnnotation, st.Format()) }); err != nil {
-		return 0, err
+	if err := c.advance(ctx, node.Name, from, fromPod, func(n *corev1.Node) { setAnnotation(n, health.RemediationAnnotation, st.Format()) }); err != nil {
+		if errors.Is(err, errMoved) {
+			c.deleteValidationPod(ctx, pod.Name)
+		}
+		return 0, moved(err)
 	}
 	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeNormal, "ValidationStarted", "pod %s/%s", v.Namespace, pod.Name)
 	return c.cfg.RetryInterval, nil
@@ -94,17 +99,18 @@ func (c *controller) validate(ctx context.Context, node *corev1.Node, st health.
 	default:
 		return c.cfg.RetryInterval, nil
 	}
-	c.deleteValidationPod(ctx, st.ValidationPod)
 	now := c.now()
+	from, fromPod := st.Phase, st.ValidationPod
 	st.Phase, st.Escalated, st.Action, st.ValidationPod = health.PhaseAwaitingRepair, true, health.ActionHardwareRepair.String(), ""
 	st.Reason = failure
 	req := health.RepairRequest{Action: st.Action, Reason: failure, RequestedAt: now, Escalated: true}
-	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) {
+	if err := c.advance(ctx, node.Name, from, fromPod, func(n *corev1.Node) {
 		setAnnotation(n, health.RemediationAnnotation, st.Format())
 		setAnnotation(n, health.RepairAnnotation, req.Format())
 	}); err != nil {
-		return 0, err
+		return 0, moved(err)
 	}
+	c.deleteValidationPod(ctx, fromPod)
 	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "ValidationFailed", "%s; hardware repair requested", failure)
 	return 0, nil
 }
@@ -112,15 +118,15 @@ func (c *controller) validate(ctx context.Context, node *corev1.Node, st health.
 // returnNode lifts the quarantine and closes the downtime; the history stays for escalation.
 func (c *controller) returnNode(ctx context.Context, node *corev1.Node, st health.RemediationState) error {
 	since, reason := st.Since, st.Reason
-	c.deleteValidationPod(ctx, st.ValidationPod)
 	kept := health.RemediationState{History: st.History}
-	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) {
+	if err := c.advance(ctx, node.Name, st.Phase, st.ValidationPod, func(n *corev1.Node) {
 		removeTaint(n)
 		setAnnotation(n, health.RemediationAnnotation, kept.Format())
 		delete(n.Annotations, health.RepairAnnotation)
 	}); err != nil {
-		return err
+		return moved(err)
 	}
+	c.deleteValidationPod(ctx, st.ValidationPod)
 	c.recordDown(ctx, Downtime{Node: node.Name, Start: since, End: c.now(), Reason: reason})
 	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeNormal, "Returned", "validation passed; node back in service")
 	return nil
