@@ -301,6 +301,34 @@ func TestOversizeJobBypassesBatchOnRig(t *testing.T) {
 	}
 }
 
+// TestBatchedArrayOnRig: an array still in a batch reads as its one
+// PENDING record, its tasks as the record, and scancel of one task
+// creates the record and drops the task from it.
+func TestBatchedArrayOnRig(t *testing.T) {
+	ts, b := batchServer(t, 2*time.Millisecond)
+	script := `{"script":"#!/bin/bash\n#SBATCH -p h100 --gres=gpu:1 --array=0-5\nsleep 600\n","job":{"account":"nlp","environment":["PATH=/bin"]}}`
+	id := submitAll(t, ts, 1, script)[0]
+	tasks := func(want string) {
+		t.Helper()
+		jobs := arrayJobs(t, ts, id)
+		if len(jobs) != 1 || jobs[0]["job_state"].([]any)[0] != "PENDING" || jobs[0]["array_task_string"] != want || number(jobs[0]["array_job_id"]) != int(id) {
+			t.Errorf("array %d reads as %v, want one PENDING record with tasks %s", id, jobs, want)
+		}
+	}
+	tasks("0-5")
+	task3 := fmt.Sprintf("/slurm/v0.0.44/job/%d_3", id)
+	if status, doc := call(t, ts, "alice", "GET", task3, ""); status != http.StatusOK || doc["jobs"].([]any)[0].(map[string]any)["job_state"].([]any)[0] != "PENDING" {
+		t.Errorf("task 3 of batched array: %d %v", status, doc)
+	}
+	if status, doc := call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d_4", id), ""); status != http.StatusOK {
+		t.Fatalf("scancel %d_4: %d %v", id, status, doc)
+	}
+	if storedGroup(t, b, id) == nil {
+		t.Errorf("scancel of a task left the batched array %d without its record", id)
+	}
+	tasks("0-3,5")
+}
+
 // TestFailedBatchWriteOnRig: when the batch write is refused (here the
 // server's RBAC lacks creating ConfigMaps), every client of that batch is
 // answered with the error and nothing is stored.
