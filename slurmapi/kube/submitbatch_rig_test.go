@@ -219,6 +219,24 @@ func TestGroupCommitOnRig(t *testing.T) {
 	}
 }
 
+// TestBatchJobLimitOnRig: a batch holds at most SubmitBatchJobs jobs; the
+// rest of a burst goes into further batches.
+func TestBatchJobLimitOnRig(t *testing.T) {
+	_, admin := rigServer(t)
+	ts, b := rigServerWith(t, e2e.Rig(t).RESTConfig(), Options{Namespace: batchNamespace(t, admin), IDBlock: 10, SubmitWindow: 200 * time.Millisecond, SubmitBatchJobs: 4})
+	ids := submitAll(t, ts, 10, gpuJob)
+	stored := 0
+	for _, cm := range batches(t, b) {
+		if len(cm.Data) > 4 {
+			t.Errorf("batch %s holds %d jobs, limit 4", cm.Name, len(cm.Data))
+		}
+		stored += len(cm.Data)
+	}
+	if stored != len(ids) {
+		t.Errorf("batches hold %d jobs, %d were acknowledged", stored, len(ids))
+	}
+}
+
 // TestChangesToBatchedJobsOnRig: scancel, hold and time limit changes of
 // a job still in a batch act on it (its PodGroup is created first), and
 // the SubmitQueue then leaves those changes alone.
