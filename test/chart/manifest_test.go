@@ -22,8 +22,8 @@ import (
 // manifestJobPlaced: a batch/v1 Job applied the Kubernetes way (schedulerName
 // sluice, a queue label, 1 GPU per pod, parallelism 2) is run by the server
 // holding only the chart's RBAC: the API server sends its pods through the
-// webhook served with the chart's certificate, the pod grouper gives them one
-// PodGroup of two, and the scheduler binds both.
+// webhook served with the chart's certificate, which names their PodGroup, the
+// pod grouper creates that one PodGroup of two, and the scheduler binds both.
 func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
@@ -52,6 +52,13 @@ func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
 	group := pods[0].Annotations[v1alpha1.PodGroupAnnotation]
 	if other := pods[1].Annotations[v1alpha1.PodGroupAnnotation]; other != group {
 		t.Errorf("the Job's pods are in PodGroups %q and %q, want one", group, other)
+	}
+	// The webhook named the group at admission (reading the Job with the chart's RBAC),
+	// so the grouper only created it and patched no pod.
+	for _, p := range pods {
+		if p.Annotations[v1alpha1.PodGroupDerivedAnnotation] != "true" {
+			t.Errorf("pod %s: group %q not named at admission (annotations %v)", p.Name, p.Annotations[v1alpha1.PodGroupAnnotation], p.Annotations)
+		}
 	}
 	pgs := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "podgroups"}
 	pg, err := dynamic.NewForConfigOrDie(c.RESTConfig()).Resource(pgs).Namespace(ns).Get(ctx, group, metav1.GetOptions{})
