@@ -47,7 +47,7 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 		JobID: id, ArrayTaskID: -1, Name: jobName(pg), User: pg.Namespace,
 		Account: pg.Spec.Queue, Partition: pg.Spec.Partition, QOS: pg.Spec.QOS,
 		Origin: accounting.OriginKubernetes, Namespace: pg.Namespace, PodGroup: pg.Name,
-		Submit: pg.CreationTimestamp.UTC(), Eligible: pg.CreationTimestamp.UTC(), State: accounting.StatePending,
+		Submit: pg.SubmitTime().UTC(), Eligible: pg.SubmitTime().UTC(), State: accounting.StatePending,
 	}
 	if s := pg.Spec.Slurm; s != nil {
 		j.Origin, j.User = accounting.OriginSlurm, s.User

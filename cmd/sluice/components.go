@@ -108,7 +108,7 @@ func (s *Server) authConfig() (*slurmapi.AuthConfig, error) {
 // its slurmdb views reading the ledger, and Sluice's job log endpoint.
 func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	r := s.cfg.REST
-	backend, err := kube.New(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace})
+	backend, err := kube.New(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace, SubmitWindow: time.Duration(r.SubmitWindow)})
 	if err != nil {
 		return err
 	}

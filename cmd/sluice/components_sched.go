@@ -53,6 +53,13 @@ func (s *Server) addScheduler() error {
 		return fmt.Errorf("pod grouper: %w", err)
 	}
 	grouper.WithJobIDs(s.jobIDs.Next) // manifest workloads are jobs in squeue and sacct (addREST ran first)
+	// Batched submissions become PodGroups here; it runs even with the window off, to
+	// finish batches written before it was turned off.
+	submitQueue, err := kube.NewSubmitQueue(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace})
+	if err != nil {
+		return fmt.Errorf("submit queue: %w", err)
+	}
+	s.addComponent(component{name: "submit-queue", leaderOnly: true, run: submitQueue.Run})
 	s.addComponent(component{name: "podgrouper", leaderOnly: true, run: grouper.Run})
 	s.addComponent(component{name: "scheduler", leaderOnly: true, run: sched.Run})
 	s.addComponent(component{name: "slurm-lifecycle", leaderOnly: true, run: lifecycle.Run})

@@ -122,6 +122,10 @@ type RESTConfig struct {
 	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 	// ShardsPerGPU is how many gres/shard make one GPU.
 	ShardsPerGPU int `yaml:"shardsPerGPU"`
+	// SubmitWindow commits submissions in groups: those validated within the
+	// window share one API write and are answered together (0 creates each
+	// job's PodGroup at once). See docs/rest-compatibility.md.
+	SubmitWindow Duration `yaml:"submitWindow"`
 }
 
 // RemediationConfig tunes the remediation controller (quarantine, drain,
@@ -170,6 +174,7 @@ func DefaultConfig() Config {
 			RenewDeadline: Duration(7 * time.Second),
 			RetryPeriod:   Duration(time.Second),
 		},
+		REST:        RESTConfig{SubmitWindow: Duration(2 * time.Millisecond)},
 		Remediation: RemediationConfig{Enabled: true},
 		Webhook:     WebhookConfig{Enabled: true, Addr: "127.0.0.1:9443"},
 	}

@@ -85,7 +85,7 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 		// A group that states neither preemptibility nor a QOS is preemptible, as KAI
 		// treats training work: otherwise a queue without a quota could run nothing.
 		Preemptible: pg.Spec.Preemptibility == v1alpha1.Preemptible || (pg.Spec.Preemptibility == "" && pg.Spec.QOS == ""),
-		MinMember:   pg.Spec.MinMember, SubmitTime: pg.CreationTimestamp.Time,
+		MinMember:   pg.Spec.MinMember, SubmitTime: pg.SubmitTime(),
 	}
 	if s := pg.Spec.Slurm; s != nil {
 		j.User = s.User

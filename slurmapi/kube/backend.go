@@ -225,7 +225,6 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 		if err != nil {
 			continue // a group with a broken id label is not a job
 		}
-		j.SubmitTime = submitTime(&pgs[i])
 		stateFromPods(&j, &pgs[i], pods[pgs[i].Namespace+"/"+pgs[i].Name])
 		if !matches(f, &j) {
 			continue
@@ -253,7 +252,6 @@ func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
 	if err != nil {
 		return j, err
 	}
-	j.SubmitTime = submitTime(pg)
 	pods, err := b.manifestPods(ctx, []v1alpha1.PodGroup{*pg})
 	if err != nil {
 		return j, err

@@ -200,7 +200,7 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 	if err != nil || id == 0 {
 		return slurmapi.Job{}, fmt.Errorf("PodGroup %s/%s has no valid %s label", pg.Namespace, pg.Name, v1alpha1.JobIDLabel)
 	}
-	j := slurmapi.Job{ID: uint32(id), SubmitTime: pg.CreationTimestamp.Time, Manifest: pg.Spec.Slurm == nil}
+	j := slurmapi.Job{ID: uint32(id), SubmitTime: pg.SubmitTime(), Manifest: pg.Spec.Slurm == nil}
 	j.Desc = descFromPodGroup(pg)
 	j.State, j.Reason = jobState(pg)
 	if t := pg.Status.StartTime; t != nil {

@@ -36,7 +36,7 @@ const (
 	// SubmitTimeAnnotation (RFC 3339, nanoseconds) is when a batched job was
 	// acknowledged; its PodGroup is created later, so creationTimestamp is
 	// not the submit time.
-	SubmitTimeAnnotation = "sluice.dev/submit-time"
+	SubmitTimeAnnotation = v1alpha1.SubmitTimeAnnotation
 	// submitBatchBytes keeps a batch well under the API server's object
 	// size limit (1 MiB for a ConfigMap's data), leaving room for metadata.
 	submitBatchBytes = 700 << 10

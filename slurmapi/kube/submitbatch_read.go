@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,7 +60,7 @@ func (b *Backend) batchedGroups(ctx context.Context, id uint32) ([]v1alpha1.PodG
 				continue
 			}
 			if pg, err := decodeBatched(&batches[i], key); err == nil {
-				pg.CreationTimestamp = metav1.NewTime(submitTime(pg))
+				pg.CreationTimestamp = metav1.NewTime(pg.SubmitTime())
 				out = append(out, *pg)
 			}
 		}
@@ -141,13 +140,4 @@ func (b *Backend) createBatched(ctx context.Context, pg *v1alpha1.PodGroup) (*v1
 		return nil, fmt.Errorf("create the PodGroup of batched job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
 	return pg, nil
-}
-
-// submitTime is when the job was acknowledged: the annotation a batched
-// job carries, else its PodGroup's creation.
-func submitTime(pg *v1alpha1.PodGroup) time.Time {
-	if t, err := time.Parse(time.RFC3339Nano, pg.Annotations[SubmitTimeAnnotation]); err == nil {
-		return t
-	}
-	return pg.CreationTimestamp.Time
 }

@@ -27,6 +27,11 @@ const (
 	// priority when the scheduler orders pending jobs.
 	PriorityAnnotation = "sluice.dev/priority"
 
+	// SubmitTimeAnnotation (RFC 3339, nanoseconds) on a PodGroup is when its
+	// job was submitted, where that is earlier than the PodGroup's creation (a
+	// Slurm job acknowledged in a batch); see PodGroup.SubmitTime.
+	SubmitTimeAnnotation = "sluice.dev/submit-time"
+
 	// PodGroupAnnotation on a pod names its PodGroup explicitly, overriding
 	// the group the pod grouper would derive from the pod's owners.
 	PodGroupAnnotation = "sluice.dev/pod-group"
