@@ -126,8 +126,8 @@ func (c *controller) returnNode(ctx context.Context, node *corev1.Node, st healt
 	}); err != nil {
 		return moved(err)
 	}
-	c.deleteValidationPod(ctx, st.ValidationPod)
 	c.recordDown(ctx, Downtime{Node: node.Name, Start: since, End: c.now(), Reason: reason})
+	c.deleteValidationPod(ctx, st.ValidationPod)
 	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeNormal, "Returned", "validation passed; node back in service")
 	return nil
 }
