@@ -17,21 +17,29 @@ import (
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
-// The controller names one PodGroup (minMember = parallelism) on every pod
-// of a Job with the Sluice scheduler, and leaves other schedulers' pods alone.
-func TestControllerAnnotatesJobPodsWithTheirGroup(t *testing.T) {
+// runController runs a pod grouper for the Sluice scheduler on the rig until the test
+// ends, and returns a client, a fresh namespace and a context.
+func runController(t *testing.T) (client.Client, string, context.Context) {
+	t.Helper()
 	c := rigClient(t)
 	rig := e2e.Rig(t)
 	ns := e2e.Namespace(t, rig)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ctrl, err := podgrouper.NewController(rig.RESTConfig(), []string{v1alpha1.DefaultSchedulerName}, nil)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
+	return c, ns, ctx
+}
+
+// The controller names one PodGroup (minMember = parallelism) on every pod
+// of a Job with the Sluice scheduler, and leaves other schedulers' pods alone.
+func TestControllerAnnotatesJobPodsWithTheirGroup(t *testing.T) {
+	c, ns, ctx := runController(t)
 
 	mkJob := func(name, scheduler string) *batchv1.Job {
 		return &batchv1.Job{
@@ -95,18 +103,7 @@ func TestControllerAnnotatesJobPodsWithTheirGroup(t *testing.T) {
 // the pod, and is itself left untouched (no patch); a namesake group left by an
 // earlier pod of the same name is replaced, not joined.
 func TestControllerCreatesGroupsNamedAtAdmission(t *testing.T) {
-	c := rigClient(t)
-	rig := e2e.Rig(t)
-	ns := e2e.Namespace(t, rig)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ctrl, err := podgrouper.NewController(rig.RESTConfig(), []string{v1alpha1.DefaultSchedulerName}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	c, ns, ctx := runController(t)
 
 	admitted := func(name string) *corev1.Pod {
 		return &corev1.Pod{
