@@ -107,7 +107,9 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 	s.ledger = st
 	s.router.PathPrefix(dashboard.Prefix).Handler(dash)
 	s.router.Handle("/ui", redirectTo(dashboard.Prefix))
-	s.addComponent(component{name: "accounting-recorder", run: rec.Run})
+	// A shared PostgreSQL ledger is recorded by the leader alone (others would write the
+	// same rows again); a SQLite ledger is each replica's own, so each records into it.
+	s.addComponent(component{name: "accounting-recorder", leaderOnly: store.Shared(s.ledgerDSN()), run: rec.Run})
 	return nil
 }
 
