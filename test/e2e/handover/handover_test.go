@@ -54,9 +54,7 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	before := createPods(t, rig, ns, "before", 3)
 	jobs := []int{submitJob(t, leader, p.key), submitJob(t, follower, p.key)}
 	boundBefore := waitBound(t, rig, ns, before, jobs, time.Minute)
-	if got := leader.mustMetric(t, podsBound); got != float64(len(boundBefore)) {
-		t.Errorf("leader %s bound %v pods, want %d", leader.Name(), got, len(boundBefore))
-	}
+	leader.awaitMetric(t, podsBound, float64(len(boundBefore)), "the leader counts every pod it bound")
 	if got := leader.mustMetric(t, leads); got != 1 {
 		t.Errorf("leader %s: %s = %v, want 1", leader.Name(), leads, got)
 	}
@@ -103,9 +101,7 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 		t.Errorf("new leader %s: %s = %v, want 1", follower.Name(), leads, got)
 	}
 	newWork := float64(len(boundAll) - len(boundBefore))
-	if got := follower.mustMetric(t, podsBound); got != newWork {
-		t.Errorf("new leader %s bound %v pods, want %v (only what was submitted after the kill)", follower.Name(), got, newWork)
-	}
+	follower.awaitMetric(t, podsBound, newWork, "the new leader bound only what was submitted after the kill")
 	if got := follower.mustMetric(t, bindsFailed); got != 0 {
 		t.Errorf("new leader %s had %v binds refused: it tried to bind pods already bound", follower.Name(), got)
 	}
@@ -146,9 +142,7 @@ func TestLeaderReleasesLeaseOnSIGTERM(t *testing.T) {
 	if got := p.follower.mustMetric(t, leads); got != 1 {
 		t.Errorf("new leader %s: %s = %v, want 1", p.follower.Name(), leads, got)
 	}
-	if got := p.follower.mustMetric(t, podsBound); got != float64(len(pods)) {
-		t.Errorf("new leader %s bound %v pods, want %d", p.follower.Name(), got, len(pods))
-	}
+	p.follower.awaitMetric(t, podsBound, float64(len(pods)), "the new leader bound the new pods")
 }
 
 // serverNamespace holds the replicas' Lease and the Slurm job id counter:

@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice/test/e2e"
 	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
@@ -84,6 +86,22 @@ func (r *replica) mustMetric(t *testing.T, name string) float64 {
 		t.Fatalf("%s /metrics has no %s", r.Name(), name)
 	}
 	return v
+}
+
+// awaitMetric waits up to 10 s for a series to reach want and fails the test with what it
+// last read otherwise. Counters trail what a watch sees: a Slurm pod created already bound
+// is visible before the create call returns and the scheduler counts it.
+func (r *replica) awaitMetric(t *testing.T, name string, want float64, what string) {
+	t.Helper()
+	var got float64
+	e2e.WaitFor(t, fmt.Sprintf("%s: %s (%s = %v)", r.Name(), what, name, want), 10*time.Second, func(ctx context.Context) (bool, error) {
+		m, err := r.metrics(ctx)
+		if err != nil {
+			return false, err
+		}
+		got = m[name]
+		return got == want, fmt.Errorf("%s = %v", name, got)
+	})
 }
 
 // parseUnlabelled reads the Prometheus text format's "name value" lines.
