@@ -224,10 +224,12 @@ func TestSlurmJobLifecycle(t *testing.T) {
 	big := submit(t, ts, "#!/bin/bash\n#SBATCH -J train -N 2 --ntasks-per-node=8 --gres=gpu:h100:8 -t 30\ntorchrun train.py\n",
 		[]string{"SLUICE_SIM_DURATION=8s"}, "")
 	running := waitState(t, ts, big, "RUNNING", 90*time.Second)
-	pods := jobPods(t, ctx, big)
-	if len(pods) != 2 {
-		t.Fatalf("job %d has %d pods, want one per node (2)", big, len(pods))
-	}
+	// The scheduler marks the job RUNNING and creates its pods side by side.
+	var pods []corev1.Pod
+	WaitFor(t, fmt.Sprintf("job %d's pod on each of its 2 nodes", big), 30*time.Second, func(ctx context.Context) (bool, error) {
+		pods = jobPods(t, ctx, big)
+		return len(pods) == 2, fmt.Errorf("%d pods", len(pods))
+	})
 	nodes := map[string]bool{}
 	for _, p := range pods {
 		nodes[p.Spec.NodeName] = true
@@ -298,10 +300,11 @@ func TestSlurmJobEvicted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := submit(t, ts, "#!/bin/bash\n#SBATCH -N 1 --gres=gpu:h100:1\n"+tc.directive+"python step.py\n", nil, `,"name":"`+tc.name+`"`)
 			waitState(t, ts, id, "RUNNING", 90*time.Second)
-			pods := jobPods(t, ctx, id)
-			if len(pods) != 1 {
-				t.Fatalf("%d pods, want 1", len(pods))
-			}
+			var pods []corev1.Pod
+			WaitFor(t, fmt.Sprintf("job %d's pod", id), 30*time.Second, func(ctx context.Context) (bool, error) {
+				pods = jobPods(t, ctx, id)
+				return len(pods) == 1, fmt.Errorf("%d pods", len(pods))
+			})
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pods[0].Name, Namespace: pods[0].Namespace}}
 			if err := Rig(t).Client().PolicyV1().Evictions(pods[0].Namespace).Evict(ctx, ev); err != nil {
 				t.Fatal(err)
