@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/remediation/controller"
 	slurmclient "github.com/sluicehq/sluice/slurmapi/client"
 	"github.com/sluicehq/sluice/slurmapi/kube"
+	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
@@ -204,4 +205,29 @@ func (s *site) ledgerStates(id uint32, want accounting.JobState, timeout time.Du
 		return slices.Contains(states, want), fmt.Errorf("transitions %v", states)
 	})
 	return states, job
+}
+
+// h100Nodes are the rig's four H100 nodes, where the Slurm jobs of these tests run.
+func h100Nodes() []string {
+	var nodes []string
+	for i := range 4 {
+		nodes = append(nodes, cluster.NodeName("h100", i))
+	}
+	return nodes
+}
+
+// waitRunningPods waits until job id has n pods, all Running, and returns them. The
+// scheduler marks a job RUNNING and creates its pods, already bound, side by side.
+func (s *site) waitRunningPods(id uint32, n int) []corev1.Pod {
+	s.t.Helper()
+	var pods []corev1.Pod
+	e2e.WaitFor(s.t, fmt.Sprintf("job %d's %d pods running", id, n), time.Minute, func(ctx context.Context) (bool, error) {
+		pods = s.jobPods(ctx, id)
+		running := len(pods) == n
+		for _, p := range pods {
+			running = running && p.Status.Phase == corev1.PodRunning
+		}
+		return running, fmt.Errorf("%d pods on %v", len(pods), nodesOf(pods))
+	})
+	return pods
 }

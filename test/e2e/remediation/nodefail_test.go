@@ -1,8 +1,6 @@
 package remediation
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,27 +8,16 @@ import (
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/remediation/agent"
-	"github.com/sluicehq/sluice/test/cluster"
-	"github.com/sluicehq/sluice/test/e2e"
 )
 
 // TestNodeFaultEndsJobNodeFail: a job without --requeue drained off a faulty node ends
 // NODE_FAIL (not PREEMPTED, as a scheduler eviction would leave it), in the REST view
 // and in the ledger.
 func TestNodeFaultEndsJobNodeFail(t *testing.T) {
-	var h100 []string
-	for i := range 4 {
-		h100 = append(h100, cluster.NodeName("h100", i))
-	}
-	s := startSite(t, h100...)
+	s := startSite(t, h100Nodes()...)
 	id := s.submit("#!/bin/bash\n#SBATCH -J fragile -N 1 --gres=gpu:h100:8 --no-requeue\ntorchrun train.py\n")
 	s.waitState(id, "RUNNING", 90*time.Second)
-	var pods []corev1.Pod
-	e2e.WaitFor(t, fmt.Sprintf("job %d's pod running", id), time.Minute, func(ctx context.Context) (bool, error) {
-		pods = s.jobPods(ctx, id)
-		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning, fmt.Errorf("%d pods", len(pods))
-	})
-	node := pods[0].Spec.NodeName
+	node := s.waitRunningPods(id, 1)[0].Spec.NodeName
 	s.inject(node, &agent.Faults{XIDs: []agent.InjectedXID{{GPU: 0, XID: 79}}})
 	j := s.waitState(id, "NODE_FAIL", time.Minute)
 	if j.StateReason != "NodeDown" {

@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/agent"
 	"github.com/sluicehq/sluice/remediation/health"
-	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
@@ -24,27 +23,14 @@ import (
 // healthy nodes. After the repair the validation pod runs on the node and the node
 // returns. It logs fault -> taint and fault -> drained.
 func TestNodeFaultRequeuesSlurmJob(t *testing.T) {
-	var h100 []string
-	for i := range 4 {
-		h100 = append(h100, cluster.NodeName("h100", i))
-	}
-	s := startSite(t, h100...)
+	s := startSite(t, h100Nodes()...)
 	ctx := context.Background()
 
 	id := s.submit("#!/bin/bash\n#SBATCH -J resilient -N 2 --ntasks-per-node=8 --gres=gpu:h100:8 --requeue\ntorchrun train.py\n")
 	phases := s.watchPhases(id)
 	pods := s.watchPods(id)
 	s.waitState(id, "RUNNING", 90*time.Second)
-	// The scheduler marks the job running, then creates its pods, already bound.
-	var first []corev1.Pod
-	e2e.WaitFor(t, fmt.Sprintf("job %d's pods running", id), time.Minute, func(ctx context.Context) (bool, error) {
-		first = s.jobPods(ctx, id)
-		running := len(first) == 2
-		for _, p := range first {
-			running = running && p.Status.Phase == corev1.PodRunning
-		}
-		return running, fmt.Errorf("%d pods on %v", len(first), nodesOf(first))
-	})
+	first := s.waitRunningPods(id, 2)
 	if first[0].Spec.NodeName == first[1].Spec.NodeName {
 		t.Fatalf("job %d's pods share node %s, want one on each of two nodes", id, first[0].Spec.NodeName)
 	}
