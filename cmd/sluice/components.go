@@ -7,7 +7,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/k8sscheduler/webhook"
@@ -53,12 +52,8 @@ func (s *Server) schedulerNames() []string {
 // it (a Service in-cluster, its loopback URL outside) once it listens.
 func (s *Server) addWebhook() error {
 	w := s.cfg.Webhook
-	scheme, err := kube.Scheme()
-	if err != nil {
-		return err
-	}
 	// Reads a pod's owners at admission to name its PodGroup, sparing the pod a patch.
-	owners, err := client.New(s.restConfig, client.Options{Scheme: scheme})
+	owners, err := kube.NewClient(s.restConfig)
 	if err != nil {
 		return fmt.Errorf("webhook owner reader: %w", err)
 	}

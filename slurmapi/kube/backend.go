@@ -75,6 +75,20 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// NewClient is a controller-runtime client for the cluster of cfg with Scheme's kinds:
+// what every part of this package, and the server's webhook, talks to the cluster with.
+func NewClient(cfg *rest.Config) (client.WithWatch, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
 // New connects a backend to the cluster of cfg.
 func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	if opts.Namespace == "" {
@@ -92,13 +106,9 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	if opts.MaterializeWorkers <= 0 {
 		opts.MaterializeWorkers = 8
 	}
-	scheme, err := Scheme()
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	b := &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}
 	if opts.SubmitWindow > 0 {

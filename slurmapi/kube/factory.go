@@ -43,13 +43,9 @@ type PodFactory struct {
 
 // NewPodFactory connects a pod factory to the cluster of cfg.
 func NewPodFactory(cfg *rest.Config, opts PodOptions) (*PodFactory, error) {
-	scheme, err := Scheme()
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second

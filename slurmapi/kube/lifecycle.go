@@ -63,9 +63,9 @@ func NewLifecycle(cfg *rest.Config) (*Lifecycle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("informer cache: %w", err)
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	cl, err := NewClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, err
 	}
 	return &Lifecycle{
 		cache: c, client: cl, now: time.Now, disrupted: map[client.ObjectKey]disruptedPod{},

@@ -30,13 +30,9 @@ type JobLogs struct {
 
 // NewJobLogs connects to the cluster of cfg.
 func NewJobLogs(cfg *rest.Config) (*JobLogs, error) {
-	scheme, err := Scheme()
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -35,13 +35,9 @@ type SubmitQueue struct {
 // NewSubmitQueue connects a queue to the batches of opts.Namespace in the
 // cluster of cfg (the namespace and workers as the Backend's Options).
 func NewSubmitQueue(cfg *rest.Config, opts Options) (*SubmitQueue, error) {
-	scheme, err := Scheme()
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = "sluice-system"
