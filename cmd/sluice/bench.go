@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -23,6 +24,7 @@ func runBench(args []string) error {
 	pods := fs.Int("pods", 4000, "single-GPU pods per run")
 	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the harness and the in-process contenders) to this file")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -34,6 +36,17 @@ func runBench(args []string) error {
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ",")}
 	if *verbose {
 		opts.Log = os.Stderr
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	results, err := bench.Run(ctx, opts)
 	if len(results) > 0 {

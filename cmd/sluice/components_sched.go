@@ -34,7 +34,13 @@ func (s *Server) addScheduler() error {
 	}
 	// Fair share is corrected by the ledger's decayed usage (addAccounting ran first).
 	usage := recorder.UsageSource{Store: s.ledger, Config: accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}}
+	grouper, err := podgrouper.NewController(s.restConfig, s.schedulerNames(), s.log.With("component", "podgrouper"))
+	if err != nil {
+		return fmt.Errorf("pod grouper: %w", err)
+	}
+	grouper.WithJobIDs(s.jobIDs.Next) // manifest workloads are jobs in squeue and sacct (addREST ran first)
 	sched, err := scheduler.New(scheduler.Config{
+		PodObserver:   grouper.Observer(), // one pod watch for both (both run on the leader)
 		Usage:         usage.QueueUsage,
 		SchedulerName: s.cfg.SchedulerName,
 		Period:        time.Duration(sc.Period),
@@ -48,11 +54,6 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("slurm job lifecycle: %w", err)
 	}
-	grouper, err := podgrouper.NewController(s.restConfig, s.schedulerNames(), s.log.With("component", "podgrouper"))
-	if err != nil {
-		return fmt.Errorf("pod grouper: %w", err)
-	}
-	grouper.WithJobIDs(s.jobIDs.Next) // manifest workloads are jobs in squeue and sacct (addREST ran first)
 	// Batched submissions become PodGroups here; it runs even with the window off, to
 	// finish batches written before it was turned off.
 	submitQueue, err := kube.NewSubmitQueue(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace})

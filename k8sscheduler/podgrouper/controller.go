@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,11 @@ type Controller struct {
 	// (past maxMade) costs only a create answered AlreadyExists.
 	madeMu sync.Mutex
 	made   map[string]struct{}
+	// fed is set by Observer: pods come from the caller's informer and wait in
+	// pending until a worker has grouped them, instead of a pod informer of its own.
+	fed       bool
+	pendingMu sync.Mutex
+	pending   map[types.NamespacedName]*corev1.Pod
 }
 
 const maxMade = 1 << 16
@@ -76,9 +82,57 @@ func NewController(cfg *rest.Config, schedulerNames []string, log *slog.Logger) 
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())}, nil
 }
 
+// Observer makes the controller take its pods from the caller instead of watching them:
+// the returned function must see every pod add and update (the scheduler's informer
+// calls it, see scheduler.Config.PodObserver). One pod watch then serves both, which
+// spares the API server a second watch of every unbound pod (and a deep copy of each
+// pod it binds, which leaves that watch's field selector) and this process a second
+// decode of every pod event. Call it before Run.
+func (g *Controller) Observer() func(*corev1.Pod) {
+	g.fed = true
+	g.pending = map[types.NamespacedName]*corev1.Pod{}
+	return g.observe
+}
+
+// observe queues pod when it is one of the controller's, unbound and without its group.
+// It runs on the informer's goroutine, so it only files the pod.
+func (g *Controller) observe(pod *corev1.Pod) {
+	if pod.Spec.NodeName != "" || !slices.Contains(g.names, pod.Spec.SchedulerName) || pod.DeletionTimestamp != nil || !g.needsGroup(pod) {
+		return
+	}
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	g.pendingMu.Lock()
+	g.pending[key] = pod
+	g.pendingMu.Unlock()
+	g.queue.Add(key)
+}
+
+// fedPod is the latest observed version of a queued pod.
+func (g *Controller) fedPod(key types.NamespacedName) *corev1.Pod {
+	g.pendingMu.Lock()
+	defer g.pendingMu.Unlock()
+	return g.pending[key]
+}
+
+// grouped drops a fed pod that needs nothing more; a later observation files it again.
+func (g *Controller) grouped(key types.NamespacedName, pod *corev1.Pod) {
+	if !g.fed {
+		return
+	}
+	g.pendingMu.Lock()
+	defer g.pendingMu.Unlock()
+	if g.pending[key] == pod {
+		delete(g.pending, key)
+	}
+}
+
 // Run groups pods until ctx ends.
 func (g *Controller) Run(ctx context.Context) error {
 	defer g.queue.ShutDown()
+	if g.fed {
+		g.work(ctx, g.fedPod)
+		return nil
+	}
 	var synced []cache.InformerSynced
 	var indexers []cache.Indexer
 	for _, name := range g.names {
@@ -109,6 +163,12 @@ func (g *Controller) Run(ctx context.Context) error {
 		}
 		return nil
 	}
+	g.work(ctx, get)
+	return nil
+}
+
+// work groups queued pods, read with get, until ctx ends.
+func (g *Controller) work(ctx context.Context, get func(types.NamespacedName) *corev1.Pod) {
 	// Each group costs one create round trip (more under a busy API server); a stream
 	// of single-pod workloads needs many in flight to keep up with its creators.
 	const workers = 32
@@ -119,7 +179,6 @@ func (g *Controller) Run(ctx context.Context) error {
 		}()
 	}
 	<-ctx.Done()
-	return nil
 }
 
 func (g *Controller) enqueue(obj any) {
@@ -138,6 +197,7 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 	defer g.queue.Done(key)
 	pod := get(key)
 	if pod == nil || !g.needsGroup(pod) {
+		g.grouped(key, pod)
 		g.queue.Forget(key)
 		return true
 	}
@@ -146,6 +206,7 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 		g.queue.AddRateLimited(key)
 		return true
 	}
+	g.grouped(key, pod)
 	g.queue.Forget(key)
 	return true
 }

@@ -9,6 +9,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,9 +19,13 @@ import (
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
+// feeds are the two ways the controller gets its pods: a watch of its own, or an
+// informer of the caller's (sluice server's scheduler) calling its Observer.
+var feeds = []string{"own watch", "observer"}
+
 // runController runs a pod grouper for the Sluice scheduler on the rig until the test
-// ends, and returns a client, a fresh namespace and a context.
-func runController(t *testing.T) (client.Client, string, context.Context) {
+// ends, fed as feed says, and returns a client, a fresh namespace and a context.
+func runController(t *testing.T, feed string) (client.Client, string, context.Context) {
 	t.Helper()
 	c := rigClient(t)
 	rig := e2e.Rig(t)
@@ -30,16 +36,44 @@ func runController(t *testing.T) (client.Client, string, context.Context) {
 		cancel()
 		t.Fatal(err)
 	}
+	var factory informers.SharedInformerFactory
+	if feed == "observer" {
+		observe := ctrl.Observer()
+		factory = informers.NewSharedInformerFactory(rig.Client(), 0)
+		call := func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				observe(p)
+			}
+		}
+		if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: call, UpdateFunc: func(_, obj any) { call(obj) }}); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		factory.Start(ctx.Done())
+	}
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if factory != nil {
+			factory.Shutdown()
+		}
+	})
 	return c, ns, ctx
 }
 
 // The controller names one PodGroup (minMember = parallelism) on every pod
 // of a Job with the Sluice scheduler, and leaves other schedulers' pods alone.
 func TestControllerAnnotatesJobPodsWithTheirGroup(t *testing.T) {
-	c, ns, ctx := runController(t)
+	for _, feed := range feeds {
+		t.Run(feed, func(t *testing.T) { testAnnotatesJobPods(t, feed) })
+	}
+}
+
+func testAnnotatesJobPods(t *testing.T, feed string) {
+	c, ns, ctx := runController(t, feed)
 
 	mkJob := func(name, scheduler string) *batchv1.Job {
 		return &batchv1.Job{
@@ -103,7 +137,13 @@ func TestControllerAnnotatesJobPodsWithTheirGroup(t *testing.T) {
 // the pod, and is itself left untouched (no patch); a namesake group left by an
 // earlier pod of the same name is replaced, not joined.
 func TestControllerCreatesGroupsNamedAtAdmission(t *testing.T) {
-	c, ns, ctx := runController(t)
+	for _, feed := range feeds {
+		t.Run(feed, func(t *testing.T) { testCreatesGroupsNamedAtAdmission(t, feed) })
+	}
+}
+
+func testCreatesGroupsNamedAtAdmission(t *testing.T, feed string) {
+	c, ns, ctx := runController(t, feed)
 
 	admitted := func(name string) *corev1.Pod {
 		return &corev1.Pod{

@@ -50,6 +50,11 @@ type Config struct {
 	Usage func(ctx context.Context) ([]bridge.QueueUsage, error)
 	// UsageRefresh is the least time between two Usage calls; default 30s.
 	UsageRefresh time.Duration
+	// PodObserver, when set, sees every pod the scheduler's informer receives, whole,
+	// before the cache slims it: the pod grouper takes its pods from here rather than
+	// from a watch of its own (podgrouper.Controller.Observer). It runs on the informer's
+	// goroutine and must not block.
+	PodObserver func(*corev1.Pod)
 }
 
 func (c Config) withDefaults() Config {

@@ -56,10 +56,14 @@ func slimNode(n *corev1.Node) *corev1.Node {
 }
 
 // transform is the informers' transform: slim pods and nodes, no managed fields anywhere.
-func transform(schedulerName string) toolscache.TransformFunc {
+// observe, when not nil, sees each pod whole first.
+func transform(schedulerName string, observe func(*corev1.Pod)) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch o := obj.(type) {
 		case *corev1.Pod:
+			if observe != nil {
+				observe(o)
+			}
 			return slimPod(o, schedulerName), nil
 		case *corev1.Node:
 			return slimNode(o), nil

@@ -94,7 +94,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer broadcaster.Shutdown()
 	s.events = broadcaster.NewRecorder(s.scheme, corev1.EventSource{Component: s.cfg.SchedulerName})
 
-	informers, err := crcache.New(s.rest, crcache.Options{Scheme: s.scheme, DefaultTransform: transform(s.cfg.SchedulerName)})
+	informers, err := crcache.New(s.rest, crcache.Options{Scheme: s.scheme, DefaultTransform: transform(s.cfg.SchedulerName, s.cfg.PodObserver)})
 	if err != nil {
 		return fmt.Errorf("scheduler: informers: %w", err)
 	}

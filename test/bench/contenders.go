@@ -46,11 +46,12 @@ func (s *sluiceContender) schedulerName() string { return "sluice" }
 
 func (s *sluiceContender) start(ctx context.Context) (usageProbe, error) {
 	probe := selfUsage()
-	sched, err := scheduler.New(scheduler.Config{}, s.rc, prometheus.NewRegistry(), nil)
+	grouper, err := podgrouper.NewController(s.rc, []string{s.schedulerName()}, nil)
 	if err != nil {
 		return nil, err
 	}
-	grouper, err := podgrouper.NewController(s.rc, []string{s.schedulerName()}, nil)
+	// As sluice server wires them: the grouper reads the scheduler's pod watch.
+	sched, err := scheduler.New(scheduler.Config{PodObserver: grouper.Observer()}, s.rc, prometheus.NewRegistry(), nil)
 	if err != nil {
 		return nil, err
 	}
