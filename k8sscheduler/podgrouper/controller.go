@@ -71,7 +71,9 @@ func NewController(cfg *rest.Config, schedulerNames []string, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	pc := rest.CopyConfig(cfg) // pod patches and its own watch in protobuf, cheaper than JSON
+	pc.ContentType = runtime.ContentTypeProtobuf
+	kube, err := kubernetes.NewForConfig(pc)
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 	fmt.Fprintf(opts.Log, "bench: %s: starting a rig of %d nodes x %d GPUs\n", name, opts.Nodes, opts.GPUsPerNode)
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	rig, err := cluster.Start(startCtx, cluster.Options{Assets: opts.Assets, Log: opts.Log, Spec: cluster.Spec{NodePools: []cluster.NodePool{{
+	rig, err := cluster.Start(startCtx, cluster.Options{Assets: opts.Assets, Log: opts.Log, Benchmark: true, Spec: cluster.Spec{NodePools: []cluster.NodePool{{
 		Name: poolName, Count: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, GPUModel: "H100-80GB", GPUMemoryMiB: 81920, CPU: "128", Memory: "1Ti"}}}})
 	if err != nil {
 		return nil, err

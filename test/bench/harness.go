@@ -43,7 +43,11 @@ type harness struct {
 func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, error) {
 	rc := rig.RESTConfig()
 	rc.QPS, rc.Burst = 10000, 20000
-	kube, err := kubernetes.NewForConfig(rc)
+	// Pod creates, the run's watch and the bare binder in protobuf, as kube-scheduler and
+	// Sluice send built-in objects: JSON would charge the shared API server for the
+	// harness's encoding. controller-runtime's client (crs) picks protobuf for built-in
+	// kinds and JSON, the only encoding CRDs speak, for the others.
+	kube, err := kubernetes.NewForConfig(protobuf(rc))
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +75,13 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 		h.sched = &kubeSchedulerProcess{kubeconfig: rig.Kubeconfig, assets: opts.Assets, log: opts.Log}
 	}
 	return h, nil
+}
+
+// protobuf is rc sending and accepting protobuf: for clients of built-in kinds only.
+func protobuf(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.ContentType = runtime.ContentTypeProtobuf
+	return rc
 }
 
 // sluiceSite is the Queue and Partition every benchmark PodGroup names.

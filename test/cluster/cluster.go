@@ -31,6 +31,11 @@ type Options struct {
 	Assets string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Benchmark trims the control plane to what a scheduler benchmark needs, so its
+	// own overhead takes less of the cores the contenders share: no kube-scheduler
+	// (each contender brings its own) and only the kube-controller-manager controllers
+	// that pods need to be created on Ready nodes (see benchmarkControllers).
+	Benchmark bool
 }
 
 // Cluster is a running rig. All methods are safe for concurrent use.
@@ -46,6 +51,7 @@ type Cluster struct {
 	layout     layout
 	log        io.Writer
 	removeDir  bool
+	benchmark  bool
 	restConfig *rest.Config
 	client     kubernetes.Interface
 
@@ -54,8 +60,8 @@ type Cluster struct {
 	stopOnce   sync.Once
 }
 
-// Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-// kwok, creates the spec's nodes and returns once every node is Ready and
+// Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler (not on a
+// Benchmark rig) and kwok, creates the spec's nodes and returns once every node is Ready and
 // schedulable. ctx bounds startup only; the rig runs until Stop. On error,
 // everything started so far has been stopped again.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
@@ -88,7 +94,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // newCluster prepares the state directory and picks ports.
 func newCluster(spec Spec, opts Options) (*Cluster, error) {
-	c := &Cluster{spec: spec, log: opts.Log}
+	c := &Cluster{spec: spec, log: opts.Log, benchmark: opts.Benchmark}
 	if c.log == nil {
 		c.log = io.Discard
 	}

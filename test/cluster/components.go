@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // kwokStages is the kwok --config the rig runs with: its node and pod stages.
@@ -128,8 +129,20 @@ func (l layout) controlPlaneClientArgs(name string, port int, f pkiFiles) []stri
 	}
 }
 
-func (l layout) controllerManagerArgs(f pkiFiles) []string {
-	return append(l.controlPlaneClientArgs("kube-controller-manager", l.kcm, f),
+// benchmarkControllers are the kube-controller-manager controllers of a Benchmark rig:
+// service accounts and their tokens (pods are refused until their namespace's default
+// ServiceAccount exists), namespaces, the root CA ConfigMap, and node lifecycle (it lifts
+// the node.kubernetes.io/not-ready taint from new nodes). The others each decode every
+// pod event and find nothing to do with bare pods.
+var benchmarkControllers = []string{"serviceaccount-controller", "serviceaccount-token-controller", "namespace-controller",
+	"root-ca-certificate-publisher-controller", "node-lifecycle-controller"}
+
+func (l layout) controllerManagerArgs(f pkiFiles, benchmark bool) []string {
+	args := l.controlPlaneClientArgs("kube-controller-manager", l.kcm, f)
+	if benchmark {
+		args = append(args, "--controllers="+strings.Join(benchmarkControllers, ","))
+	}
+	return append(args,
 		"--service-account-private-key-file="+f.SAKey,
 		"--root-ca-file="+f.CACert,
 		"--cluster-signing-cert-file="+f.CACert,

@@ -69,13 +69,23 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 		return err
 	}
 
-	kcm, err := c.run("kube-controller-manager", bin("kube-controller-manager"), l.controllerManagerArgs(keys.files), nil)
+	kcm, err := c.run("kube-controller-manager", bin("kube-controller-manager"), l.controllerManagerArgs(keys.files, c.benchmark), nil)
 	if err != nil {
 		return err
 	}
-	scheduler, err := c.run("kube-scheduler", bin("kube-scheduler"), l.schedulerArgs(keys.files), nil)
-	if err != nil {
-		return err
+	healthz := []struct {
+		c    *component
+		port int
+	}{{kcm, l.kcm}}
+	if !c.benchmark {
+		scheduler, err := c.run("kube-scheduler", bin("kube-scheduler"), l.schedulerArgs(keys.files), nil)
+		if err != nil {
+			return err
+		}
+		healthz = append(healthz, struct {
+			c    *component
+			port int
+		}{scheduler, l.scheduler})
 	}
 	// kwok reads ~/.kwok/kwok.yaml if there is one; a private HOME keeps a
 	// developer's own kwok setup out of the rig.
@@ -83,10 +93,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	if err != nil {
 		return err
 	}
-	for _, comp := range []struct {
-		c    *component
-		port int
-	}{{kcm, l.kcm}, {scheduler, l.scheduler}} {
+	for _, comp := range healthz {
 		url := "https://127.0.0.1:" + strconv.Itoa(comp.port) + "/healthz"
 		if err := c.waitFor(ctx, comp.c, comp.c.name+" healthy", func(ctx context.Context) error { return httpGetOK(ctx, httpClient, url) }); err != nil {
 			return err
