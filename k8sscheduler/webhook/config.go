@@ -54,6 +54,9 @@ type Config struct {
 	// Owners reads a pod's owners (as unstructured objects) so the webhook can
 	// name the pod's PodGroup at admission, as the pod grouper would, sparing
 	// the pod a patch. nil names only bare pods' groups (they need no read).
+	// The owners read for one pod are reused for the other pods of the same
+	// workload (keyed by its controlling owner's UID) for 30 s, so a Job's
+	// burst of pods costs one read of the Job, not one per pod.
 	Owners client.Reader
 	// Log receives certificate rotations and request errors; nil discards.
 	Log *slog.Logger

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // maxReviewBytes bounds a request body. The API server caps an object at
@@ -29,7 +28,7 @@ type admitter struct {
 	schedulerNames []string
 	defaultQueue   string
 	namespace      namespaceGetter
-	owners         client.Reader // nil: only bare pods get their group at admission
+	owners         *ownerMemo // nil: only bare pods get their group at admission
 	log            *slog.Logger
 }
 

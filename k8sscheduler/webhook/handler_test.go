@@ -34,6 +34,12 @@ var testNamespaces = []*corev1.Namespace{
 // cache filled with testNamespaces, as the informer would fill it.
 func newTestServer(t testing.TB, getter namespaceGetter) *httptest.Server {
 	t.Helper()
+	return serveAdmitter(t, testAdmitter(t, getter))
+}
+
+// testAdmitter is the admitter newTestServer serves, without an owner reader.
+func testAdmitter(t testing.TB, getter namespaceGetter) *admitter {
+	t.Helper()
 	if getter == nil {
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 		for _, ns := range testNamespaces {
@@ -44,12 +50,17 @@ func newTestServer(t testing.TB, getter namespaceGetter) *httptest.Server {
 		lister := corelisters.NewNamespaceLister(idx)
 		getter = func(_ context.Context, name string) (*corev1.Namespace, error) { return lister.Get(name) }
 	}
-	srv := httptest.NewServer(&admitter{
+	return &admitter{
 		schedulerNames: []string{"sluice", "kai-scheduler"},
 		defaultQueue:   "default",
 		namespace:      getter,
 		log:            slog.New(slog.DiscardHandler),
-	})
+	}
+}
+
+// serveAdmitter serves a over HTTP until the test ends.
+func serveAdmitter(t testing.TB, a *admitter) *httptest.Server {
+	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	return srv
 }

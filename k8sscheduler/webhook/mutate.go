@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
-	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 )
 
 // patchOp is one RFC 6902 JSON patch operation; the webhook only adds.
@@ -46,17 +45,18 @@ func queuePatch(pod *corev1.Pod, queue string) []patchOp {
 	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.QueueLabel), Value: queue}}
 }
 
-// groupPatch names the pod's PodGroup at admission (podgrouper.AtAdmission), marked
-// as derived so the pod grouper creates the group and leaves the pod alone. When the
-// group cannot be named now (owners unreadable, a bare pod with only generateName) the
-// pod is admitted without it and the grouper names it later, as it always could.
+// groupPatch names the pod's PodGroup at admission (podgrouper.AtAdmission, with the
+// owner reads of the pod's workload remembered by a.owners), marked as derived so the
+// pod grouper creates the group and leaves the pod alone. When the group cannot be
+// named now (owners unreadable, a bare pod with only generateName) the pod is admitted
+// without it and the grouper names it later, as it always could.
 func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, namespace string, nsLabels map[string]string) []patchOp {
 	if pod.Annotations[v1alpha1.PodGroupAnnotation] != "" || (a.owners == nil && len(pod.OwnerReferences) > 0) {
 		return nil
 	}
 	named := *pod
 	named.Namespace = namespace // a create's object may leave it to the request
-	pg, err := podgrouper.AtAdmission(ctx, a.owners, &named, nsLabels)
+	pg, err := a.owners.atAdmission(ctx, &named, nsLabels)
 	if err != nil {
 		a.log.Info("webhook: PodGroup left to the pod grouper", "pod", namespace+"/"+pod.Name, "err", err)
 		return nil

@@ -56,8 +56,10 @@ func New(cfg Config) (*Server, error) {
 		schedulerNames: cfg.SchedulerNames,
 		defaultQueue:   cfg.DefaultQueue,
 		namespace:      s.namespaceFrom(nsInformer.Lister()),
-		owners:         cfg.Owners,
 		log:            cfg.Log,
+	}
+	if cfg.Owners != nil {
+		adm.owners = newOwnerMemo(cfg.Owners)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MutatePath, adm)
