@@ -1,12 +1,19 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -232,6 +239,48 @@ func TestAdmissionReadsAJobOncePerWorkload(t *testing.T) {
 				t.Errorf("the Job was read %d times in all after %d pods of %d Jobs, want once per Job", got, pods, round+1)
 			}
 		})
+	}
+}
+
+// Concurrent admissions of one Job's pods (the API server calls the webhook in
+// parallel) all get the Job's group, and at most each caller's first pod reads the Job.
+func TestConcurrentAdmissionsShareTheJobRead(t *testing.T) {
+	c := e2e.Rig(t)
+	ns := e2e.Namespace(t, c)
+	counted := newCountingReader(t, c)
+	adm := testAdmitter(t, rigNamespaces(c))
+	adm.owners = newOwnerMemo(counted)
+	job := createJob(t, c, ns, "burst")
+	body := reviewFor(t, jobPod(job), admissionv1.Create)
+	const callers, podsEach = 8, 10
+	groups := make(chan string, callers*podsEach)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range podsEach {
+				req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				adm.ServeHTTP(rec, req)
+				var review admissionv1.AdmissionReview
+				if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil || review.Response == nil {
+					groups <- fmt.Sprintf("status %d: %s", rec.Code, rec.Body)
+					continue
+				}
+				groups <- string(review.Response.Patch)
+			}
+		})
+	}
+	wg.Wait()
+	close(groups)
+	want := `"sluice.dev/pod-group":"burst-` + string(job.UID)[:8] + `"`
+	for patch := range groups {
+		if !strings.Contains(patch, want) {
+			t.Errorf("a pod was not named the Job's group (%s): %s", want, patch)
+		}
+	}
+	if got := counted.count("Job", "burst"); got < 1 || got > callers {
+		t.Errorf("the Job was read %d times for %d pods from %d callers, want 1 to %d", got, callers*podsEach, callers, callers)
 	}
 }
 
