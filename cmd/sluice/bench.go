@@ -24,6 +24,7 @@ func runBench(args []string) error {
 	pods := fs.Int("pods", 4000, "single-GPU pods per run")
 	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
+	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its Sluice contender so, in a process of its own")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the harness and the in-process contenders) to this file")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
@@ -33,7 +34,15 @@ func runBench(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ",")}
+	if *runSluiceOn != "" {
+		return bench.RunSluiceOn(ctx, *runSluiceOn)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
+		SluiceCommand: []string{self, "bench", "--run-sluice-on"}}
 	if *verbose {
 		opts.Log = os.Stderr
 	}

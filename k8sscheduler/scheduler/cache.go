@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/bridge"
@@ -24,6 +25,7 @@ type cache struct {
 	expanded  []bridge.Queue // queues with "*" quotas expanded; nil when stale
 	partNames []string       // every partition of the last snapshot
 	changed   chan struct{}  // signalled (never blocking) when a cycle should run soon
+	changes   atomic.Uint64  // how many times changed was signalled, for the loop's pacing
 	slurmPods bool           // a PodFactory is wired: pod-less (Slurm) groups may be placed
 }
 
@@ -44,6 +46,7 @@ func newCache() *cache {
 }
 
 func (c *cache) poke() {
+	c.changes.Add(1)
 	select {
 	case c.changed <- struct{}{}:
 	default:

@@ -41,6 +41,11 @@ type Options struct {
 	Assets string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// SluiceCommand, when set, runs Sluice as a process of its own, so its CPU and
+	// memory figures are its own: the command with the rig's kubeconfig appended must
+	// call RunSluiceOn (sluice bench runs itself). Empty runs Sluice in this process,
+	// whose figures then include the harness's creates and watch.
+	SluiceCommand []string
 }
 
 // Result is one contender in one mode.
@@ -56,7 +61,7 @@ type Result struct {
 	// Writes are the API server's write requests during the run, by verb and resource,
 	// without the benchmark's own pod creates and what kwok and node heartbeats write.
 	Writes     map[string]float64
-	CPUSeconds float64 // scheduler process CPU (in-process contenders: this whole process)
+	CPUSeconds float64 // the scheduler's process CPU (one in this process: this whole process)
 	PeakRSSMiB float64
 }
 

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -20,10 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
-	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
-	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
 // contender is a scheduler the harness starts for each mode and stops after it.
@@ -33,44 +28,6 @@ type contender interface {
 	// since the start.
 	start(ctx context.Context) (usageProbe, error)
 	stop()
-}
-
-// sluiceContender is Sluice's scheduler and pod grouper in this process.
-type sluiceContender struct {
-	rc     *rest.Config
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-}
-
-func (s *sluiceContender) schedulerName() string { return "sluice" }
-
-func (s *sluiceContender) start(ctx context.Context) (usageProbe, error) {
-	probe := selfUsage()
-	grouper, err := podgrouper.NewController(s.rc, []string{s.schedulerName()}, nil)
-	if err != nil {
-		return nil, err
-	}
-	// As sluice server wires them: the grouper reads the scheduler's pod watch.
-	sched, err := scheduler.New(scheduler.Config{PodObserver: grouper.Observer()}, s.rc, prometheus.NewRegistry(), nil)
-	if err != nil {
-		return nil, err
-	}
-	// Job ids for the groups, as sluice server's grouper takes them (one counter write
-	// per block of ids): the writes per pod count them.
-	backend, err := kube.New(s.rc, kube.Options{Namespace: metav1.NamespaceDefault})
-	if err != nil {
-		return nil, err
-	}
-	grouper.WithJobIDs(backend.JobIDs().Next)
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done.Go(func() { _ = sched.Run(ctx) })
-	s.done.Go(func() { _ = grouper.Run(ctx) })
-	return probe, nil
-}
-
-func (s *sluiceContender) stop() {
-	s.cancel()
-	s.done.Wait()
 }
 
 // bareBinder binds pending pods round-robin to the nodes through pods/binding, with no

@@ -62,7 +62,7 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 	h := &harness{rig: rig, opts: opts, name: name, rc: rc, kube: kube, crs: crs}
 	switch name {
 	case Sluice:
-		h.sched = &sluiceContender{rc: rc}
+		h.sched = &sluiceContender{rc: rc, kubeconfig: rig.Kubeconfig, command: opts.SluiceCommand, log: opts.Log}
 		if err := h.sluiceSite(context.Background()); err != nil {
 			return nil, err
 		}

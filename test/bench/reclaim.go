@@ -54,7 +54,8 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 		return r, err
 	}
 	defer w.stop()
-	if _, err := h.sched.start(ctx); err != nil {
+	usage, err := h.sched.start(ctx)
+	if err != nil {
 		return r, err
 	}
 	if err := h.createPods(ctx, fillNS, capacity, true); err != nil {
@@ -70,7 +71,7 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 		h.sched.stop()
 		return r, err
 	}
-	usage := selfUsage() // Sluice runs in this process
+	cpuBefore, _ := usage() // the samples' CPU only, not the fill's
 	began := time.Now()
 	for i := range reclaimSamples {
 		if err := h.createPod(ctx, ns, fmt.Sprintf("p%d", i), reclaimQueue, false); err != nil {
@@ -84,6 +85,7 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 	}
 	bound, running, werr := w.wait(ctx, waitLimit)
 	r.CPUSeconds, r.PeakRSSMiB = usage()
+	r.CPUSeconds -= cpuBefore
 	h.sched.stop()
 	if werr != nil {
 		return r, werr
