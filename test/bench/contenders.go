@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,8 +103,7 @@ func (b *bareBinder) stop() {
 type kubeSchedulerProcess struct {
 	kubeconfig, assets string
 	log                io.Writer
-	cmd                *exec.Cmd
-	exited             chan struct{}
+	proc               childProcess
 }
 
 const kubeSchedulerName = "bench-kube-scheduler"
@@ -135,35 +131,10 @@ profiles:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "bench-kube-scheduler.log"))
-	if err != nil {
-		return nil, err
-	}
-	k.cmd = exec.Command(bin, "--config="+cfgPath, "--secure-port=0")
-	k.cmd.Stdout, k.cmd.Stderr = logf, logf
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := k.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	k.exited = make(chan struct{})
-	go func() {
-		_ = k.cmd.Wait()
-		logf.Close()
-		close(k.exited)
-	}()
-	return processUsage(k.cmd.Process.Pid), nil
+	return k.proc.start(filepath.Join(dir, "bench-kube-scheduler.log"), bin, "--config="+cfgPath, "--secure-port=0")
 }
 
-func (k *kubeSchedulerProcess) stop() {
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.exited:
-	case <-time.After(10 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.exited
-	}
-}
+func (k *kubeSchedulerProcess) stop() { k.proc.stop() }
 
 // assetPath finds a rig binary: in assets if given, else $SLUICE_ASSETS, else bin/ in
 // the nearest directory above the working directory that has one.

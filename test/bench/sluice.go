@@ -4,12 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,8 +77,7 @@ type sluiceContender struct {
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
-	proc   *exec.Cmd
-	exited chan struct{}
+	proc   *childProcess // nil: Sluice runs in this process
 }
 
 func (s *sluiceContender) schedulerName() string { return sluiceName }
@@ -102,25 +97,9 @@ func (s *sluiceContender) start(ctx context.Context) (usageProbe, error) {
 }
 
 func (s *sluiceContender) startProcess() (usageProbe, error) {
-	logf, err := os.Create(filepath.Join(filepath.Dir(s.kubeconfig), "bench-sluice.log"))
-	if err != nil {
-		return nil, err
-	}
+	s.proc = &childProcess{}
 	args := append(append([]string{}, s.command[1:]...), s.kubeconfig)
-	s.proc = exec.Command(s.command[0], args...)
-	s.proc.Stdout, s.proc.Stderr = logf, logf
-	s.proc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.proc.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %v: %w", s.command, err)
-	}
-	s.exited = make(chan struct{})
-	go func() {
-		_ = s.proc.Wait()
-		logf.Close()
-		close(s.exited)
-	}()
-	return processUsage(s.proc.Process.Pid), nil
+	return s.proc.start(filepath.Join(filepath.Dir(s.kubeconfig), "bench-sluice.log"), s.command[0], args...)
 }
 
 func (s *sluiceContender) stop() {
@@ -129,12 +108,6 @@ func (s *sluiceContender) stop() {
 		s.done.Wait()
 		return
 	}
-	_ = s.proc.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.proc.Process.Kill()
-		<-s.exited
-	}
+	s.proc.stop()
 	s.proc = nil
 }
