@@ -228,7 +228,7 @@ func (g *Controller) needsGroup(pod *corev1.Pod) bool {
 // recreated under the same name is not taken for its predecessor.
 func madeKey(pod *corev1.Pod) string {
 	owner := string(pod.UID)
-	if ref := controllerOf(pod.OwnerReferences); ref != nil {
+	if ref := ControllerOf(pod.OwnerReferences); ref != nil {
 		owner = string(ref.UID)
 	}
 	return pod.Namespace + "/" + pod.Annotations[v1alpha1.PodGroupAnnotation] + "/" + owner

@@ -130,7 +130,7 @@ func ownerChain(ctx context.Context, c client.Reader, pod *corev1.Pod) ([]*unstr
 	var chain []*unstructured.Unstructured
 	refs := pod.OwnerReferences
 	for len(chain) < maxOwnerDepth {
-		ref := controllerOf(refs)
+		ref := ControllerOf(refs)
 		if ref == nil {
 			break
 		}
@@ -156,8 +156,8 @@ func ownerChain(ctx context.Context, c client.Reader, pod *corev1.Pod) ([]*unstr
 	return chain, nil
 }
 
-// controllerOf returns the controller reference among refs, else the first.
-func controllerOf(refs []metav1.OwnerReference) *metav1.OwnerReference {
+// ControllerOf returns the controller reference among refs, else the first.
+func ControllerOf(refs []metav1.OwnerReference) *metav1.OwnerReference {
 	if ref := metav1.GetControllerOfNoCopy(&metav1.ObjectMeta{OwnerReferences: refs}); ref != nil {
 		return ref
 	}

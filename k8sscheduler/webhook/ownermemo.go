@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,10 +103,7 @@ func (m *ownerMemo) atAdmission(ctx context.Context, pod *corev1.Pod, nsLabels m
 // controller reference, else the first. A reference without a UID (the API server
 // rejects it only after admission) is not keyed.
 func workloadOf(pod *corev1.Pod) (workloadKey, bool) {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil && len(pod.OwnerReferences) > 0 {
-		ref = &pod.OwnerReferences[0]
-	}
+	ref := podgrouper.ControllerOf(pod.OwnerReferences)
 	if ref == nil || ref.UID == "" {
 		return workloadKey{}, false
 	}
