@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -25,7 +26,7 @@ func runBench(args []string) error {
 	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its Sluice contender so, in a process of its own")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the harness and the in-process contenders) to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, and of each Sluice process to this file with .sluice.PID appended")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -35,6 +36,14 @@ func runBench(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *runSluiceOn != "" {
+		if *cpuProfile != "" {
+			*cpuProfile += "." + strconv.Itoa(os.Getpid())
+		}
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 		return bench.RunSluiceOn(ctx, *runSluiceOn)
 	}
 	self, err := os.Executable()
@@ -43,20 +52,17 @@ func runBench(args []string) error {
 	}
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
 		SluiceCommand: []string{self, "bench", "--run-sluice-on"}}
+	if *cpuProfile != "" {
+		opts.SluiceCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".sluice", "--run-sluice-on"}
+	}
 	if *verbose {
 		opts.Log = os.Stderr
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	results, err := bench.Run(ctx, opts)
 	if len(results) > 0 {
 		if perr := bench.PrintTable(os.Stdout, results); perr != nil {
@@ -64,4 +70,24 @@ func runBench(args []string) error {
 		}
 	}
 	return err
+}
+
+// startCPUProfile writes this process's CPU profile to path until the returned stop is
+// called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
