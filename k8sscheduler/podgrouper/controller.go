@@ -97,12 +97,22 @@ func (g *Controller) Observer() func(*corev1.Pod) {
 }
 
 // observe queues pod when it is one of the controller's, unbound and without its group.
-// It runs on the informer's goroutine, so it only files the pod.
+// A queued pod that is bound or being deleted meanwhile is dropped, so its worker finds
+// nothing to do. It runs on the informer's goroutine, so it only files the pod.
 func (g *Controller) observe(pod *corev1.Pod) {
-	if pod.Spec.NodeName != "" || !slices.Contains(g.names, pod.Spec.SchedulerName) || pod.DeletionTimestamp != nil || !g.needsGroup(pod) {
+	if !slices.Contains(g.names, pod.Spec.SchedulerName) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+		g.pendingMu.Lock()
+		delete(g.pending, key)
+		g.pendingMu.Unlock()
+		return
+	}
+	if !g.needsGroup(pod) {
+		return
+	}
 	g.pendingMu.Lock()
 	g.pending[key] = pod
 	g.pendingMu.Unlock()
