@@ -73,19 +73,13 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	if err != nil {
 		return err
 	}
-	healthz := []struct {
-		c    *component
-		port int
-	}{{kcm, l.kcm}}
+	healthz := []healthzPort{{kcm, l.kcm}}
 	if !c.benchmark {
 		scheduler, err := c.run("kube-scheduler", bin("kube-scheduler"), l.schedulerArgs(keys.files), nil)
 		if err != nil {
 			return err
 		}
-		healthz = append(healthz, struct {
-			c    *component
-			port int
-		}{scheduler, l.scheduler})
+		healthz = append(healthz, healthzPort{scheduler, l.scheduler})
 	}
 	// kwok reads ~/.kwok/kwok.yaml if there is one; a private HOME keeps a
 	// developer's own kwok setup out of the rig.
@@ -117,6 +111,12 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	}
 	c.progress("ready in %s: %d nodes; export KUBECONFIG=%s", time.Since(began).Round(time.Millisecond), c.spec.NodeCount(), c.Kubeconfig)
 	return nil
+}
+
+// healthzPort is a started component and the port of its /healthz.
+type healthzPort struct {
+	c    *component
+	port int
 }
 
 // run starts a component and registers it for Stop.
