@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -229,6 +230,14 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 	if err != nil {
 		return nil, err
 	}
+	if id == 0 || len(pgs) == 0 { // the groups of one not written yet
+		implied, podsOf, err := b.unwrittenGroups(ctx, id, pgs)
+		if err != nil {
+			return nil, err
+		}
+		pgs = append(pgs, implied...)
+		maps.Copy(pods, podsOf)
+	}
 	out := make([]slurmapi.Job, 0, len(pgs))
 	for i := range pgs {
 		j, err := JobFromPodGroup(&pgs[i])
@@ -252,9 +261,9 @@ func matches(f slurmapi.JobFilter, j *slurmapi.Job) bool {
 		in(f.Accounts, j.Desc.Account) && in(f.Partitions, j.Desc.Partition) && in(f.States, j.State[0])
 }
 
-// Job returns one job, 404 if no PodGroup has its id.
+// Job returns one job, 404 if neither a PodGroup nor a group of one has its id.
 func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
-	pg, err := b.podGroup(ctx, id)
+	pg, pod, err := b.jobGroup(ctx, id)
 	if err != nil {
 		return slurmapi.Job{}, err
 	}
@@ -262,30 +271,56 @@ func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
 	if err != nil {
 		return j, err
 	}
-	pods, err := b.manifestPods(ctx, []v1alpha1.PodGroup{*pg})
-	if err != nil {
+	pods := map[string][]corev1.Pod{}
+	if pod != nil {
+		pods[groupKey(pod.Namespace, pg.Name)] = []corev1.Pod{*pod}
+	} else if pods, err = b.manifestPods(ctx, []v1alpha1.PodGroup{*pg}); err != nil {
 		return j, err
 	}
-	stateFromPods(&j, pg, pods[pg.Namespace+"/"+pg.Name])
+	stateFromPods(&j, pg, pods[groupKey(pg.Namespace, pg.Name)])
 	return j, nil
 }
 
 func (b *Backend) podGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, error) {
+	pg, _, err := b.jobGroup(ctx, id)
+	return pg, err
+}
+
+// jobGroup is job id's PodGroup; without one, the implied group of the group of one
+// numbered id, with its pod (nil for a PodGroup); 404 when there is neither.
+func (b *Backend) jobGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, *corev1.Pod, error) {
 	pgs, err := b.podGroups(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(pgs) == 0 {
-		return nil, slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d does not exist", id)
+	if len(pgs) > 0 {
+		return &pgs[0], nil, nil
 	}
-	return &pgs[0], nil
+	implied, podsOf, err := b.unwrittenGroups(ctx, id, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(implied) == 0 {
+		return nil, nil, slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d does not exist", id)
+	}
+	pg := &implied[0]
+	return pg, &podsOf[groupKey(pg.Namespace, pg.Name)][0], nil
 }
 
 // slurmGroup loads a Slurm-submitted job's PodGroup for a change; a job
 // still in a batch gets its PodGroup first.
 func (b *Backend) slurmGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, error) {
 	pg, err := b.podGroup(ctx, id)
-	if err == nil && isBatched(pg) {
+	if err != nil {
+		return nil, err
+	}
+	return b.asSlurmGroup(ctx, id, pg)
+}
+
+// asSlurmGroup is slurmGroup for job id's group pg, already read.
+func (b *Backend) asSlurmGroup(ctx context.Context, id uint32, pg *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
+	var err error
+	if isBatched(pg) {
 		pg, err = b.materialize(ctx, pg)
 	}
 	if err != nil {
@@ -380,8 +415,17 @@ func (b *Backend) SignalJob(ctx context.Context, id uint32, req slurmapi.CancelR
 // ended yet (the record first, so no more are split off); with a task
 // index only that task (dropped from the record if not split off yet).
 func (b *Backend) cancel(ctx context.Context, id uint32, task *int) error {
-	pg, err := b.slurmGroup(ctx, id)
+	pg, pod, err := b.jobGroup(ctx, id)
+	if err == nil && pod == nil {
+		pod, err = b.groupOfOnePod(ctx, pg)
+	}
 	if err != nil {
+		return err
+	}
+	if pod != nil {
+		return b.cancelGroupOfOne(ctx, id, pod)
+	}
+	if pg, err = b.asSlurmGroup(ctx, id, pg); err != nil {
 		return err
 	}
 	switch {
