@@ -225,8 +225,13 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 	return true
 }
 
-// needsGroup: the pod names no group yet, or the webhook named one that may not exist.
+// needsGroup: the pod names no group yet, or the webhook named one that may not exist. A
+// group of one (v1alpha1.GroupOfOne) needs none: the scheduler writes its PodGroup if and
+// when it has to wait or is evicted.
 func (g *Controller) needsGroup(pod *corev1.Pod) bool {
+	if v1alpha1.GroupOfOne(pod) {
+		return false
+	}
 	if derived(pod) {
 		g.madeMu.Lock()
 		defer g.madeMu.Unlock()

@@ -43,12 +43,16 @@ func derived(pod *corev1.Pod) bool {
 // none); a group already there is the pod's, except a bare pod's namesake left by an
 // earlier pod of the same name that garbage collection has not removed yet: that one is
 // replaced.
+//
+// A group of one gets exactly the PodGroup it implies, under the job id it already has.
 func ensureDerived(ctx context.Context, c client.Client, pod *corev1.Pod, ids JobIDSource) (*v1alpha1.PodGroup, error) {
-	want, err := derive(ctx, c, pod, nil)
+	if v1alpha1.GroupOfOne(pod) {
+		ids = nil
+	}
+	want, err := derivedGroup(ctx, c, pod)
 	if err != nil {
 		return nil, err
 	}
-	want.Name = pod.Annotations[v1alpha1.PodGroupAnnotation]
 	key := client.ObjectKeyFromObject(want)
 	for attempt := 0; attempt < 3; attempt++ {
 		fresh := want.DeepCopy()
@@ -91,4 +95,17 @@ func stalePodGroupOf(pg *v1alpha1.PodGroup, pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// derivedGroup is the PodGroup the webhook named on pod, as it is to be created.
+func derivedGroup(ctx context.Context, c client.Client, pod *corev1.Pod) (*v1alpha1.PodGroup, error) {
+	if v1alpha1.GroupOfOne(pod) {
+		return v1alpha1.ImpliedPodGroup(pod), nil
+	}
+	want, err := derive(ctx, c, pod, nil)
+	if err != nil {
+		return nil, err
+	}
+	want.Name = pod.Annotations[v1alpha1.PodGroupAnnotation]
+	return want, nil
 }

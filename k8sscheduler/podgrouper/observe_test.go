@@ -24,6 +24,10 @@ func TestObserverQueuesOnlyPodsThatNeedAGroup(t *testing.T) {
 	}
 	named := pod("named", "sluice", "", false)
 	named.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: "g"} // named by the user: nothing to do
+	derived := pod("derived", "sluice", "", false) // named at admission: its group is to be made
+	derived.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: "derived", v1alpha1.PodGroupDerivedAnnotation: "true"}
+	one := derived.DeepCopy() // numbered too: a group of one, whose PodGroup the scheduler writes if needed
+	one.Labels = map[string]string{v1alpha1.JobIDLabel: "12"}
 	cases := []struct {
 		name   string
 		events []*corev1.Pod
@@ -33,6 +37,8 @@ func TestObserverQueuesOnlyPodsThatNeedAGroup(t *testing.T) {
 		{"another scheduler's pod", []*corev1.Pod{pod("a", "default-scheduler", "", false)}, false},
 		{"bound before observed", []*corev1.Pod{pod("a", "sluice", "n1", false)}, false},
 		{"group already named", []*corev1.Pod{named}, false},
+		{"group named at admission", []*corev1.Pod{derived}, true},
+		{"group of one", []*corev1.Pod{one}, false},
 		{"bound after queued", []*corev1.Pod{pod("a", "sluice", "", false), pod("a", "sluice", "n1", false)}, false},
 		{"deleted after queued", []*corev1.Pod{pod("a", "sluice", "", false), pod("a", "sluice", "", true)}, false},
 	}

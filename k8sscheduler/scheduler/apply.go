@@ -52,6 +52,9 @@ func (s *Scheduler) apply(ctx context.Context, d *bridge.Decisions, blocked []br
 		if job := s.groupStatusLocked(g, p, waits, now); job != nil {
 			jobs = append(jobs, job)
 		}
+		if evict := g.status.takeEvictAfter(); evict != nil { // no write took it
+			jobs = append(jobs, evict)
+		}
 	}
 	for key := range s.evicting {
 		if c.pods[key] == nil {
@@ -83,14 +86,22 @@ func (s *Scheduler) evictionLocked(e bridge.Eviction) func(context.Context) {
 	}
 	s.evicting[p.key()] = true
 	g.status.evicted = &e
-	return s.evictWork(p.namespace, p.name, p.uid, e)
+	evict := s.evictWork(p.namespace, p.name, p.uid, e)
+	if !g.implied() {
+		return evict
+	}
+	// A group of one is evicted after its PodGroup is written with the Evicted condition,
+	// so the ledger and squeue learn why it ended: this cycle's status pass writes it and
+	// chains the eviction.
+	g.status.evictAfter = evict
+	return nil
 }
 
 // bindsLocked assumes a job's binds and returns their work: one bind per existing pod, or
 // one create of all pods for a pod-less (Slurm) group.
 func (s *Scheduler) bindsLocked(job string, binds []bridge.Bind) []func(context.Context) {
 	g := s.cache.groups[job]
-	if g == nil || g.pg == nil {
+	if g == nil || g.podGroup() == nil {
 		return nil
 	}
 	if g.assumed == nil {

@@ -175,7 +175,8 @@ func (p *podEntry) sameAs(o *podEntry) bool {
 	return p.node == o.node && p.terminating == o.terminating && p.group == o.group && p.ours == o.ours &&
 		p.bad == o.bad && p.gpu == o.gpu && sameResources(&p.request, &o.request) &&
 		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
-		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil)
+		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
+		(p.implied == nil) == (o.implied == nil)
 }
 
 func sameResources(a, b *bridge.Resources) bool {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -47,14 +49,56 @@ func terminal(phase v1alpha1.PodGroupPhase) bool {
 	return false
 }
 
+// podGroup is the group's PodGroup: the written one, else the one its group of one implies
+// (v1alpha1.ImpliedPodGroup), else nil. A written one left by an earlier bare pod of the same
+// name (owned by another pod UID, not yet collected) is not this pod's: the implied one is.
+func (g *groupEntry) podGroup() *v1alpha1.PodGroup {
+	one := g.groupOfOne()
+	if g.pg != nil && (one == nil || ownedBy(g.pg, one.uid)) {
+		return g.pg
+	}
+	if one != nil {
+		return one.implied
+	}
+	return nil
+}
+
+// groupOfOne is the group's only pod when that pod is a group of one, else nil.
+func (g *groupEntry) groupOfOne() *podEntry {
+	if len(g.pods) != 1 {
+		return nil
+	}
+	for _, p := range g.pods {
+		if p.implied != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// implied reports whether the group's PodGroup is not written yet (or is a namesake's).
+func (g *groupEntry) implied() bool {
+	pg := g.podGroup()
+	return pg != nil && pg != g.pg
+}
+
+func ownedBy(pg *v1alpha1.PodGroup, uid types.UID) bool {
+	for _, o := range pg.OwnerReferences {
+		if o.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
 // memberBased reports whether the group's shape comes from its spec (a Slurm job) rather
 // than from its pods.
 func (g *groupEntry) memberBased() bool { return g.pg != nil && len(g.pg.Spec.Members) > 0 }
 
 // notStarted reports whether the group is pending with nothing of it placed: only then do
 // Slurm's hold and dependency keep it back (scontrol hold refuses a started job).
-func (g *groupEntry) notStarted() bool {
-	phase := g.pg.Status.Phase
+func (g *groupEntry) notStarted(pg *v1alpha1.PodGroup) bool {
+	phase := pg.Status.Phase
 	return !g.created && len(g.pods) == 0 && len(g.assumed) == 0 && (phase == "" || phase == v1alpha1.PodGroupPending)
 }
 
@@ -70,11 +114,11 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 		}
 	}
 	g.clearRequeued()
-	pg := g.pg
+	pg := g.podGroup()
 	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		return
 	}
-	if g.notStarted() {
+	if g.notStarted(pg) {
 		if code, msg, ok := slurmGate(pg); !ok {
 			g.block(code, "%s", msg)
 			return

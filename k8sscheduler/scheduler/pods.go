@@ -32,6 +32,9 @@ type podEntry struct {
 	queue           string
 	partition       string
 	start           time.Time
+	// implied is the PodGroup a group of one stands for (v1alpha1.ImpliedPodGroup); nil
+	// for every other pod.
+	implied *v1alpha1.PodGroup
 }
 
 func (p *podEntry) key() string { return p.namespace + "/" + p.name }
@@ -59,6 +62,9 @@ func convertPod(pod *corev1.Pod, schedulerName string) *podEntry {
 	}
 	if g := pod.Annotations[v1alpha1.PodGroupAnnotation]; g != "" {
 		e.group = pod.Namespace + "/" + g
+	}
+	if v1alpha1.GroupOfOne(pod) {
+		e.implied = v1alpha1.ImpliedPodGroup(pod)
 	}
 	e.taskGroup = pod.Annotations[v1alpha1.TaskGroupAnnotation]
 	e.selector = pod.Spec.NodeSelector

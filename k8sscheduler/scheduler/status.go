@@ -24,6 +24,14 @@ type groupStatus struct {
 	written      statusKey // what was last written (or found already there)
 	evicted      *bridge.Eviction
 	createErr    string
+	// evictAfter is a group of one's eviction, held until its PodGroup is written.
+	evictAfter func(context.Context)
+}
+
+func (st *groupStatus) takeEvictAfter() func(context.Context) {
+	f := st.evictAfter
+	st.evictAfter = nil
+	return f
 }
 
 // statusKey is the part of a PodGroup's status the scheduler owns; a write happens only
@@ -55,8 +63,11 @@ func currentKey(pg *v1alpha1.PodGroup) statusKey {
 // condition the API server sets) already say it runs, and a status patch per group would
 // be a third of the scheduler's writes for single-pod groups. Slurm groups always get
 // phase Running, which squeue and the Slurm lifecycle read.
+//
+// A group of one has no PodGroup until it needs a status: the write that would give it one
+// creates it (materializeWork), and a group of one placed at once never has one.
 func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits bool, now time.Time) func(context.Context) {
-	pg := g.pg
+	pg := g.podGroup()
 	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		return nil
 	}
@@ -100,6 +111,9 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	prev := g.status.written
 	g.status.written = want
 	g.status.createErr = ""
+	if pg != g.pg {
+		return s.materializeWork(g, want, prev, g.status.takeEvictAfter())
+	}
 	return s.groupStatusWork(pg, want, prev, g.bound)
 }
 

@@ -12,6 +12,7 @@
 package webhook
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,11 @@ type Config struct {
 	// workload (keyed by its controlling owner's UID) for 30 s, so a Job's
 	// burst of pods costs one read of the Job, not one per pod.
 	Owners client.Reader
+	// JobIDs hands out Slurm-style job ids (slurmapi/kube.JobIDs.Next, shared with sbatch).
+	// With it a bare pod is admitted as a group of one (v1alpha1.GroupOfOne): numbered
+	// here, its PodGroup written only if it has to wait or is evicted. nil leaves bare
+	// pods to the pod grouper, which writes a PodGroup for each.
+	JobIDs func(context.Context) (uint32, error)
 	// Log receives certificate rotations and request errors; nil discards.
 	Log *slog.Logger
 }

@@ -29,6 +29,7 @@ type admitter struct {
 	defaultQueue   string
 	namespace      namespaceGetter
 	owners         *ownerMemo // nil: only bare pods get their group at admission
+	jobIDs         func(context.Context) (uint32, error)
 	log            *slog.Logger
 }
 
@@ -109,7 +110,7 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 			"cannot read namespace %q for its queue label, try again: %v", namespace, err))
 	}
 	ops := queuePatch(&pod, queueFor(&pod, nsLabels, a.defaultQueue))
-	ops = append(ops, a.groupPatch(ctx, &pod, namespace, nsLabels)...)
+	ops = append(ops, a.groupPatch(ctx, &pod, namespace, nsLabels, req.DryRun != nil && *req.DryRun)...)
 	if usesGPUs {
 		ops = append(ops, envPatch(&pod)...)
 	}

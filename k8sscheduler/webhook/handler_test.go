@@ -149,7 +149,13 @@ func post(t *testing.T, srv *httptest.Server, body []byte) (int, *admissionv1.Ad
 // response and the pod as the API server would store it after the patch.
 func admitPod(t *testing.T, srv *httptest.Server, pod *corev1.Pod) (*admissionv1.AdmissionResponse, *corev1.Pod) {
 	t.Helper()
-	code, review, body := post(t, srv, reviewFor(t, pod, admissionv1.Create))
+	return admitRequest(t, srv, pod, reviewFor(t, pod, admissionv1.Create))
+}
+
+// admitRequest is admitPod with the review given.
+func admitRequest(t *testing.T, srv *httptest.Server, pod *corev1.Pod, request []byte) (*admissionv1.AdmissionResponse, *corev1.Pod) {
+	t.Helper()
+	code, review, body := post(t, srv, request)
 	if code != http.StatusOK {
 		t.Fatalf("status %d: %s", code, body)
 	}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +51,11 @@ func queuePatch(pod *corev1.Pod, queue string) []patchOp {
 // pod grouper creates the group and leaves the pod alone. When the group cannot be
 // named now (owners unreadable, a bare pod with only generateName) the pod is admitted
 // without it and the grouper names it later, as it always could.
-func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, namespace string, nsLabels map[string]string) []patchOp {
+//
+// A bare pod also gets its job id (sluice.dev/job-id) when the webhook has an id source,
+// which makes it a group of one (v1alpha1.GroupOfOne). Queue ops come first, so the labels
+// map exists. A dry run takes no id.
+func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, namespace string, nsLabels map[string]string, dryRun bool) []patchOp {
 	if pod.Annotations[v1alpha1.PodGroupAnnotation] != "" || (a.owners == nil && len(pod.OwnerReferences) > 0) {
 		return nil
 	}
@@ -64,14 +69,30 @@ func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, namespace st
 	if pg == nil {
 		return nil
 	}
+	ops := a.jobIDPatch(ctx, &named, dryRun)
 	add := map[string]string{v1alpha1.PodGroupAnnotation: pg.Name, v1alpha1.PodGroupDerivedAnnotation: "true"}
 	if pod.Annotations == nil {
-		return []patchOp{{Op: "add", Path: "/metadata/annotations", Value: add}}
+		return append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: add})
 	}
-	return []patchOp{
-		{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.PodGroupAnnotation), Value: pg.Name},
-		{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.PodGroupDerivedAnnotation), Value: "true"},
+	return append(ops,
+		patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.PodGroupAnnotation), Value: pg.Name},
+		patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.PodGroupDerivedAnnotation), Value: "true"},
+	)
+}
+
+// jobIDPatch numbers a bare pod (replacing any job id it came with: ids are Sluice's to
+// give). Without an id source, on a dry run, or when no id can be had, the pod is left
+// unnumbered and the pod grouper writes its PodGroup as for any pod.
+func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool) []patchOp {
+	if a.jobIDs == nil || dryRun || len(pod.OwnerReferences) > 0 {
+		return nil
 	}
+	id, err := a.jobIDs(ctx)
+	if err != nil {
+		a.log.Info("webhook: bare pod left to the pod grouper: no job id", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return nil
+	}
+	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: strconv.FormatUint(uint64(id), 10)}}
 }
 
 // gpuEnv is the environment every container of a GPU pod gets: each

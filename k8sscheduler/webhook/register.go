@@ -126,7 +126,8 @@ func (reg Registration) configuration() (*admissionregistrationv1.MutatingWebhoo
 	}
 	fail := admissionregistrationv1.Fail
 	equivalent := admissionregistrationv1.Equivalent
-	none := admissionregistrationv1.SideEffectClassNone
+	// Numbering a bare pod may move the job id counter; a dry run takes no id.
+	noneOnDryRun := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	namespaced := admissionregistrationv1.NamespacedScope
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
@@ -149,7 +150,7 @@ func (reg Registration) configuration() (*admissionregistrationv1.MutatingWebhoo
 			}},
 			FailurePolicy:           &fail,
 			MatchPolicy:             &equivalent,
-			SideEffects:             &none,
+			SideEffects:             &noneOnDryRun,
 			TimeoutSeconds:          &reg.TimeoutSeconds,
 			AdmissionReviewVersions: []string{"v1"},
 			// The patch is idempotent and fills in containers a later

@@ -23,7 +23,7 @@ func TestRegistrationConfiguration(t *testing.T) {
 				if *wh.ClientConfig.URL != "https://127.0.0.1:9443/mutate-pods" || wh.ClientConfig.Service != nil {
 					t.Errorf("client config %+v", wh.ClientConfig)
 				}
-				if *wh.FailurePolicy != admissionregistrationv1.Fail || *wh.SideEffects != admissionregistrationv1.SideEffectClassNone || *wh.TimeoutSeconds != 10 {
+				if *wh.FailurePolicy != admissionregistrationv1.Fail || *wh.SideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun || *wh.TimeoutSeconds != 10 {
 					t.Errorf("failurePolicy %s sideEffects %s timeout %d", *wh.FailurePolicy, *wh.SideEffects, *wh.TimeoutSeconds)
 				}
 				if got := wh.MatchConditions[0].Expression; got != "has(object.spec.schedulerName) && object.spec.schedulerName in ['sluice']" {

@@ -57,6 +57,7 @@ func New(cfg Config) (*Server, error) {
 		defaultQueue:   cfg.DefaultQueue,
 		namespace:      s.namespaceFrom(nsInformer.Lister()),
 		log:            cfg.Log,
+		jobIDs:         cfg.JobIDs,
 	}
 	if cfg.Owners != nil {
 		adm.owners = newOwnerMemo(cfg.Owners)

@@ -126,6 +126,7 @@ func serverNeeds(ns string) []access {
 		{verb: "patch", resource: "events", namespace: "team-a"},
 		{verb: "create", group: sched, resource: "podgroups", namespace: "team-a"},
 		{verb: "update", group: sched, resource: "podgroups", namespace: "slurm-nlp"},
+		{verb: "delete", group: sched, resource: "podgroups", namespace: "team-a"},
 		{verb: "update", group: sched, resource: "podgroups", subresource: "status", namespace: "slurm-nlp"},
 		{verb: "patch", group: sched, resource: "podgroups", subresource: "status", namespace: "team-a"},
 		{verb: "patch", group: sched, resource: "queues", subresource: "status"},
