@@ -3,6 +3,7 @@ package recorder
 import (
 	"encoding/json"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,7 +95,20 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 		add(at, st, "")
 		j.ExitCode, j.ExitSignal = code, sig
 	}
+	j.State, j.End = ledgerState(prev, ts)
 	return j, ts
+}
+
+// ledgerState is the state (and end, when final) the ledger holds once ts is written
+// over prev: the ledger derives it from the whole history, of which prev's end is the
+// part the objects may no longer show (a pod deleted after it finished).
+func ledgerState(prev *accounting.Job, ts []accounting.Transition) (accounting.JobState, time.Time) {
+	hist := ts
+	if prev != nil && prev.State.Final() && !prev.End.IsZero() {
+		hist = append(slices.Clip(ts), accounting.Transition{JobID: prev.JobID, At: prev.End, State: prev.State})
+	}
+	s := accounting.Summarize(hist)
+	return s.State, s.End
 }
 
 // jobName is the Slurm job name, else the workload that owns the group.

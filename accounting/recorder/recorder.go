@@ -178,6 +178,9 @@ func (r *Recorder) flush(ctx context.Context) error {
 	for _, w := range work {
 		prev := r.st.knownJob(w.id)
 		j, jts := derive(w.pg, w.pods, prev, now)
+		// A deleted workload not yet ended ends at its deletion; one that ended
+		// before (in the ledger, though its pods went first and no longer show it)
+		// keeps its end.
 		if w.deleted && !j.State.Final() && !finalIn(jts) {
 			at := now
 			if d := w.pg.DeletionTimestamp; d != nil {

@@ -72,8 +72,13 @@ func (s *state) deleteGroup(pg *v1alpha1.PodGroup) {
 		}
 	}
 	delete(s.groups, k)
-	s.deleted[k] = pg
 	s.dirty[k] = true
+	// A group of one whose pod lives on is not over: its implied group stands for
+	// the written one again, under the same job id.
+	if p := s.groupOfOnePodLocked(k); p != nil && p.DeletionTimestamp == nil && int64(v1alpha1.JobIDOf(p.Labels)) == JobID(pg) {
+		return
+	}
+	s.deleted[k] = pg
 }
 
 func remove(xs []string, x string) []string {
@@ -116,6 +121,9 @@ func (s *state) deletePod(p *corev1.Pod) {
 	s.unlinkLocked(old)
 	delete(s.pods, key(p.Namespace, p.Name))
 	s.markPodGroupsLocked(p)
+	if v1alpha1.GroupOfOne(p) {
+		s.endGroupOfOneLocked(p)
+	}
 }
 
 func (s *state) unlinkLocked(p *corev1.Pod) {
@@ -210,16 +218,24 @@ func (s *state) takeDirty() []groupWork {
 		return nil
 	}
 	var out []groupWork
+	add := func(k string, pg *v1alpha1.PodGroup, deleted bool) {
+		out = append(out, groupWork{key: k, id: JobID(pg), pg: pg, pods: s.podsOfLocked(k, pg), deleted: deleted})
+	}
 	for k := range s.dirty {
-		w := groupWork{key: k, pg: s.groups[k]}
-		if w.pg == nil {
-			w.pg, w.deleted = s.deleted[k], true
+		if pg := s.groups[k]; pg != nil {
+			add(k, pg, false)
+			continue
 		}
-		if w.pg == nil {
-			continue // pods of a group not seen (yet)
+		gone := s.deleted[k]
+		if gone != nil {
+			add(k, gone, true)
 		}
-		w.id, w.pods = JobID(w.pg), s.podsOfLocked(k, w.pg)
-		out = append(out, w)
+		// A group of one has no PodGroup until one has to be written (or a new pod
+		// took the name of one just closed); pods of other groups not seen (yet)
+		// wait for theirs.
+		if ig := s.impliedLocked(k); ig != nil && (gone == nil || JobID(gone) != JobID(ig)) {
+			add(k, ig, false)
+		}
 	}
 	s.dirty = map[string]bool{}
 	sort.Slice(out, func(a, b int) bool { return out[a].key < out[b].key })
