@@ -33,7 +33,12 @@ type runningWebhook struct {
 
 func startWebhook(t *testing.T, c *cluster.Cluster, stateDir string) *runningWebhook {
 	t.Helper()
-	srv, err := New(Config{Addr: "127.0.0.1:0", StateDir: stateDir, Client: c.Client()})
+	return startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", StateDir: stateDir, Client: c.Client()})
+}
+
+func startWebhookWith(t *testing.T, c *cluster.Cluster, cfg Config) *runningWebhook {
+	t.Helper()
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
