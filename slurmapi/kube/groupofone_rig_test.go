@@ -1,0 +1,166 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// TestGroupOfOneOnRig: a bare pod the webhook numbered is one job in squeue from
+// admission to scancel, whether or not the scheduler wrote its PodGroup: listed once
+// with its id and its pod's state, found by id, refused changes as any manifest job is,
+// and scancel deletes the pod (and with it the PodGroup).
+func TestGroupOfOneOnRig(t *testing.T) {
+	ts, b := rigServer(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "group-of-one"}}
+	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	node := firstNode(t, b)
+	for _, tt := range []struct {
+		name  string
+		write bool // the scheduler writes its PodGroup (it waited, or is evicted)
+	}{
+		{"no PodGroup", false},
+		{"PodGroup written", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := b.JobIDs().Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := admittedBarePod(ns.Name, id)
+			createPod(t, b, pod)
+			path := fmt.Sprintf("/slurm/v0.0.44/job/%d", id)
+			t.Cleanup(func() { _ = b.c.Delete(ctx, pod) })
+
+			pending := listedOnce(t, ts, id)
+			if pending["job_state"].([]any)[0] != "PENDING" || pending["account"] != "nlp" || pending["name"] != ns.Name+"/pod-"+pod.Name {
+				t.Errorf("unbound: %v %v %v, want PENDING nlp %s/pod-%s", pending["job_state"], pending["account"], pending["name"], ns.Name, pod.Name)
+			}
+			bind(t, b, pod, node)
+			running := listedOnce(t, ts, id)
+			if running["job_state"].([]any)[0] != "RUNNING" || running["nodes"] != node {
+				t.Errorf("bound to %s: %v on %v", node, running["job_state"], running["nodes"])
+			}
+			if tt.write {
+				if err := b.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.c.Create(ctx, v1alpha1.ImpliedPodGroup(pod)); err != nil {
+					t.Fatal(err)
+				}
+				written := listedOnce(t, ts, id)
+				if written["job_state"].([]any)[0] != "RUNNING" || fmt.Sprint(written["submit_time"]) != fmt.Sprint(running["submit_time"]) {
+					t.Errorf("after its PodGroup was written: %v submitted %v, want RUNNING submitted %v", written["job_state"], written["submit_time"], running["submit_time"])
+				}
+			}
+
+			status, doc := call(t, ts, "slurm", "GET", path, "")
+			if status != http.StatusOK || len(doc["jobs"].([]any)) != 1 {
+				t.Fatalf("GET %s: %d %v", path, status, doc)
+			}
+			if j := doc["jobs"].([]any)[0].(map[string]any); j["job_id"] != float64(id) || j["job_state"].([]any)[0] != "RUNNING" {
+				t.Errorf("GET %s: job %v %v, want %d RUNNING", path, j["job_id"], j["job_state"], id)
+			}
+			if status, doc := call(t, ts, "slurm", "POST", path, `{"hold":true}`); status != http.StatusBadRequest {
+				t.Errorf("hold: %d %v, want 400 (change it with kubectl)", status, doc)
+			}
+			group := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: pod.Annotations[v1alpha1.PodGroupAnnotation]}}
+			if err := b.c.Get(ctx, client.ObjectKeyFromObject(group), group); tt.write != (err == nil) {
+				t.Errorf("after the refused hold, its PodGroup read: %v; want one only if written", err)
+			}
+
+			if status, doc := call(t, ts, "slurm", "DELETE", path, ""); status != http.StatusOK {
+				t.Fatalf("scancel: %d %v", status, doc)
+			}
+			waitGone(t, b, pod)
+			if tt.write {
+				waitGone(t, b, group)
+			}
+			if status, doc := call(t, ts, "slurm", "GET", path, ""); status != http.StatusNotFound {
+				t.Errorf("GET %s after scancel: %d %v, want 404", path, status, doc)
+			}
+		})
+	}
+}
+
+// admittedBarePod is a bare pod as the webhook admits it: its PodGroup named and
+// marked derived, numbered id, in queue nlp, for Sluice to schedule.
+func admittedBarePod(namespace string, id uint32) *corev1.Pod {
+	name := "solo-" + strconv.FormatUint(uint64(id), 10)
+	no := false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: name,
+			Labels:      map[string]string{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10), v1alpha1.QueueLabel: "nlp"},
+			Annotations: map[string]string{v1alpha1.PodGroupAnnotation: "pod-" + name, v1alpha1.PodGroupDerivedAnnotation: "true"},
+		},
+		Spec: corev1.PodSpec{
+			SchedulerName: "sluice", AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
+		},
+	}
+}
+
+// bind binds pod to node through the binding subresource, as the scheduler does.
+func bind(t *testing.T, b *Backend, pod *corev1.Pod, node string) {
+	t.Helper()
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := b.c.SubResource("binding").Create(context.Background(), pod, binding); err != nil {
+		t.Fatalf("bind %s to %s: %v", pod.Name, node, err)
+	}
+}
+
+// listedOnce is job id as GET jobs lists it, failing unless it is there exactly once.
+func listedOnce(t *testing.T, ts *httptest.Server, id uint32) map[string]any {
+	t.Helper()
+	status, doc := call(t, ts, "slurm", "GET", "/slurm/v0.0.44/jobs", "")
+	if status != http.StatusOK {
+		t.Fatalf("GET jobs: %d %v", status, doc)
+	}
+	var found []map[string]any
+	for _, j := range doc["jobs"].([]any) {
+		if j := j.(map[string]any); j["job_id"] == float64(id) {
+			found = append(found, j)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("job %d listed %d times: %v", id, len(found), found)
+	}
+	return found[0]
+}
+
+// waitGone waits for obj to leave the API server (kwok ends a deleted pod's
+// containers, the garbage collector removes what a deleted pod owned).
+func waitGone(t *testing.T, b *Backend, obj client.Object) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := b.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("%T %s/%s still there after a minute (%v)", obj, obj.GetNamespace(), obj.GetName(), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
