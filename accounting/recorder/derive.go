@@ -94,6 +94,9 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 	if st, at, code, sig := finalState(pg, live, pods, now); st != "" {
 		add(at, st, "")
 		j.ExitCode, j.ExitSignal = code, sig
+	} else if prev != nil && prev.State.Final() {
+		// It ended before and its pods no longer show how (deleted since).
+		j.ExitCode, j.ExitSignal = prev.ExitCode, prev.ExitSignal
 	}
 	j.State, j.End = ledgerState(prev, ts)
 	return j, ts

@@ -72,6 +72,7 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 		name   string
 		events []event
 		want   []step // the job's whole history in the ledger
+		exit   int
 	}{
 		{name: "placed at once and finished", events: []event{
 			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),
@@ -83,7 +84,7 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			podSeen(lonePod("n1", 5, corev1.PodFailed, 3, 65)),
 			podSeen(deleting(lonePod("n1", 5, corev1.PodFailed, 3, 65), 300)),
 			podGone(deleting(lonePod("n1", 5, corev1.PodFailed, 3, 65), 300)),
-		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"FAILED", 65}}},
+		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"FAILED", 65}}, exit: 3},
 		{name: "waited, PodGroup written, then ran", events: []event{
 			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),
 			groupSeen(waited),
@@ -146,6 +147,9 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) || j.State != tt.want[len(tt.want)-1].State {
 				t.Errorf("history %v, state %s; want %v", got, j.State, tt.want)
+			}
+			if j.ExitCode != tt.exit {
+				t.Errorf("exit code %d, want %d", j.ExitCode, tt.exit)
 			}
 		})
 	}
