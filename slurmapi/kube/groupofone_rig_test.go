@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/test/e2e"
 )
 
 // TestGroupOfOneOnRig: a bare pod the webhook numbered is one job in squeue from
@@ -97,6 +101,65 @@ func TestGroupOfOneOnRig(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupsOfOneCostOneListOnRig: squeue reads the groups of one with one List of
+// numbered pods however many there are, never a read per pod.
+func TestGroupsOfOneCostOneListOnRig(t *testing.T) {
+	var mu sync.Mutex
+	var podReads []string
+	cfg := rest.CopyConfig(e2e.Rig(t).RESTConfig())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.Contains(r.URL.Path, "/pods") {
+				mu.Lock()
+				podReads = append(podReads, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+				mu.Unlock()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	ts, b := rigServerWith(t, cfg, Options{Namespace: "default", IDBlock: 10})
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "groups-of-one"}}
+	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	var ids []uint32
+	for range 5 {
+		id, err := b.JobIDs().Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := admittedBarePod(ns.Name, id)
+		createPod(t, b, pod)
+		t.Cleanup(func() { _ = b.c.Delete(ctx, pod) })
+		ids = append(ids, id)
+	}
+	mu.Lock()
+	podReads = nil
+	mu.Unlock()
+	for _, id := range ids {
+		listedOnce(t, ts, id)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	numbered := 0
+	for _, r := range podReads {
+		switch {
+		case strings.HasPrefix(r, "GET /api/v1/pods?") && strings.Contains(r, "sluice.dev%2Fjob-id"):
+			numbered++
+		case !strings.HasSuffix(strings.SplitN(r, "?", 2)[0], "/pods"):
+			t.Errorf("a read of one pod: %s", r)
+		}
+	}
+	if numbered != len(ids) { // listedOnce lists the jobs once per id
+		t.Errorf("%d GET jobs listed numbered pods %d times, want once each: %v", len(ids), numbered, podReads)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // admittedBarePod is a bare pod as the webhook admits it: its PodGroup named and
 // marked derived, numbered id, in queue nlp, for Sluice to schedule.
