@@ -99,6 +99,11 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			podSeen(deleting(lonePod("n1", 5, corev1.PodFailed, 143, 101), 100)), // the kubelet stopped it
 			podGone(deleting(lonePod("n1", 5, corev1.PodFailed, 143, 101), 100)),
 		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"CANCELLED", 100}}},
+		{name: "deleted while pending", events: []event{
+			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),
+			podSeen(deleting(lonePod("", -1, corev1.PodPending, -1, 0), 40)),
+			podGone(deleting(lonePod("", -1, corev1.PodPending, -1, 0), 40)),
+		}, want: []step{{"PENDING", 0}, {"CANCELLED", 40}}},
 		{name: "removed at once while running", events: []event{
 			podSeen(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
 			podGone(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
@@ -132,10 +137,13 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			if err != nil || len(jobs) != 1 {
 				t.Fatalf("ledger %+v, %v: want one job", jobs, err)
 			}
-			j := jobs[0]
+			j, gpus := jobs[0], 0.0
+			if tt.want[1].State != accounting.StateCancelled { // it ran
+				gpus = 2
+			}
 			if j.JobID != loneID || j.Name != "infer" || j.User != "team" || j.Account != "vision" || j.PodGroup != "infer-pg" ||
-				j.Namespace != "team" || !j.Submit.Equal(at(0)) || j.Origin != accounting.OriginKubernetes || j.Allocated.GPUs != 2 {
-				t.Errorf("job %+v: want %d, infer by team in vision, PodGroup infer-pg, submitted %s, on 2 GPUs", j, loneID, at(0))
+				j.Namespace != "team" || !j.Submit.Equal(at(0)) || j.Origin != accounting.OriginKubernetes || j.Allocated.GPUs != gpus {
+				t.Errorf("job %+v: want %d, infer by team in vision, PodGroup infer-pg, submitted %s, on %v GPUs", j, loneID, at(0), gpus)
 			}
 			hist, err := db.Transitions(ctx, loneID)
 			if err != nil {
