@@ -34,6 +34,10 @@ func TestGroupOfOneOnRig(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := firstNode(t, b)
+	logs, err := NewJobLogs(e2e.Rig(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name  string
 		write bool // the scheduler writes its PodGroup (it waited, or is evicted)
@@ -79,6 +83,13 @@ func TestGroupOfOneOnRig(t *testing.T) {
 			}
 			if j := doc["jobs"].([]any)[0].(map[string]any); j["job_id"] != float64(id) || j["job_state"].([]any)[0] != "RUNNING" {
 				t.Errorf("GET %s: job %v %v, want %d RUNNING", path, j["job_id"], j["job_state"], id)
+			}
+			job, err := b.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, err := logs.taskPod(ctx, &job, 0); err != nil || p.Name != pod.Name {
+				t.Errorf("its log is read from pod %v (%v), want %s", podName(p), err, pod.Name)
 			}
 			if status, doc := call(t, ts, "slurm", "POST", path, `{"hold":true}`); status != http.StatusBadRequest {
 				t.Errorf("hold: %d %v, want 400 (change it with kubectl)", status, doc)

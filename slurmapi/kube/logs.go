@@ -130,11 +130,15 @@ func noTask(job *slurmapi.Job, index, nodes int) *slurmapi.Error {
 		"job %d has no output yet: its task on node %d has not started (job state %s)", job.ID, index, strings.Join(job.State, ","))
 }
 
-// manifestPods are a manifest workload's pods, in name order.
+// manifestPods are a manifest workload's pods, in name order; without a
+// PodGroup, the group of one numbered with the job's id.
 func (l *JobLogs) manifestPods(ctx context.Context, job *slurmapi.Job) ([]corev1.Pod, error) {
 	var groups v1alpha1.PodGroupList
 	if err := l.c.List(ctx, &groups, client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(job.ID), 10)}); err != nil {
 		return nil, fmt.Errorf("find the PodGroup of job %d: %w", job.ID, err)
+	}
+	if len(groups.Items) == 0 {
+		return l.groupOfOne(ctx, job.ID)
 	}
 	var out []corev1.Pod
 	for _, g := range groups.Items {
@@ -150,4 +154,17 @@ func (l *JobLogs) manifestPods(ctx context.Context, job *slurmapi.Job) ([]corev1
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// groupOfOne is the pod of the group of one numbered id whose PodGroup is not written.
+func (l *JobLogs) groupOfOne(ctx context.Context, id uint32) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := l.c.List(ctx, &pods, numberedPods(id)); err != nil {
+		return nil, fmt.Errorf("list the pods of job %d: %w", id, err)
+	}
+	_, podsOf := impliedGroups(pods.Items, nil)
+	for _, p := range podsOf {
+		return p, nil
+	}
+	return nil, nil
 }
