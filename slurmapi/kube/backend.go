@@ -231,7 +231,7 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 		return nil, err
 	}
 	if id == 0 || len(pgs) == 0 { // the groups of one not written yet
-		implied, podsOf, err := b.unwrittenGroups(ctx, id, pgs)
+		implied, podsOf, err := unwrittenGroups(ctx, b.c, id, pgs)
 		if err != nil {
 			return nil, err
 		}
@@ -296,15 +296,11 @@ func (b *Backend) jobGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, 
 	if len(pgs) > 0 {
 		return &pgs[0], nil, nil
 	}
-	implied, podsOf, err := b.unwrittenGroups(ctx, id, nil)
-	if err != nil {
-		return nil, nil, err
+	pg, pod, err := unwrittenGroup(ctx, b.c, id)
+	if err == nil && pg == nil {
+		err = slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d does not exist", id)
 	}
-	if len(implied) == 0 {
-		return nil, nil, slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d does not exist", id)
-	}
-	pg := &implied[0]
-	return pg, &podsOf[groupKey(pg.Namespace, pg.Name)][0], nil
+	return pg, pod, err
 }
 
 // slurmGroup loads a Slurm-submitted job's PodGroup for a change; a job

@@ -68,13 +68,24 @@ func impliedGroups(pods []corev1.Pod, written []v1alpha1.PodGroup) ([]v1alpha1.P
 
 // unwrittenGroups lists the pods numbered id (0: any) and returns the implied groups of
 // the groups of one among them whose PodGroup is not in written: one List of pods.
-func (b *Backend) unwrittenGroups(ctx context.Context, id uint32, written []v1alpha1.PodGroup) ([]v1alpha1.PodGroup, map[string][]corev1.Pod, error) {
+func unwrittenGroups(ctx context.Context, c client.Reader, id uint32, written []v1alpha1.PodGroup) ([]v1alpha1.PodGroup, map[string][]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := b.c.List(ctx, &pods, numberedPods(id)); err != nil {
+	if err := c.List(ctx, &pods, numberedPods(id)); err != nil {
 		return nil, nil, fmt.Errorf("list numbered Pods: %w", err)
 	}
 	implied, podsOf := impliedGroups(pods.Items, written)
 	return implied, podsOf, nil
+}
+
+// unwrittenGroup is the implied group of the group of one numbered id, for a job id no
+// PodGroup carries, with its pod; nil when no group of one has the id either.
+func unwrittenGroup(ctx context.Context, c client.Reader, id uint32) (*v1alpha1.PodGroup, *corev1.Pod, error) {
+	implied, podsOf, err := unwrittenGroups(ctx, c, id, nil)
+	if err != nil || len(implied) == 0 {
+		return nil, nil, err
+	}
+	pg := &implied[0]
+	return pg, &podsOf[groupKey(pg.Namespace, pg.Name)][0], nil
 }
 
 // groupOfOnePod is the pod pg stands for when pg is a group of one's PodGroup, implied

@@ -138,7 +138,11 @@ func (l *JobLogs) manifestPods(ctx context.Context, job *slurmapi.Job) ([]corev1
 		return nil, fmt.Errorf("find the PodGroup of job %d: %w", job.ID, err)
 	}
 	if len(groups.Items) == 0 {
-		return l.groupOfOne(ctx, job.ID)
+		_, pod, err := unwrittenGroup(ctx, l.c, job.ID)
+		if pod == nil {
+			return nil, err
+		}
+		return []corev1.Pod{*pod}, nil
 	}
 	var out []corev1.Pod
 	for _, g := range groups.Items {
@@ -154,17 +158,4 @@ func (l *JobLogs) manifestPods(ctx context.Context, job *slurmapi.Job) ([]corev1
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// groupOfOne is the pod of the group of one numbered id whose PodGroup is not written.
-func (l *JobLogs) groupOfOne(ctx context.Context, id uint32) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := l.c.List(ctx, &pods, numberedPods(id)); err != nil {
-		return nil, fmt.Errorf("list the pods of job %d: %w", id, err)
-	}
-	_, podsOf := impliedGroups(pods.Items, nil)
-	for _, p := range podsOf {
-		return p, nil
-	}
-	return nil, nil
 }
