@@ -100,12 +100,10 @@ func (b *Backend) groupOfOnePod(ctx context.Context, pg *v1alpha1.PodGroup) (*co
 	err := b.c.Get(ctx, client.ObjectKey{Namespace: pg.Namespace, Name: ref.Name}, &pod)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "job_id",
-			"job %s already ended: its pod %s/%s is gone", pg.Labels[v1alpha1.JobIDLabel], pg.Namespace, ref.Name)
+		return nil, nil // gone, the group with it shortly: nothing to cancel, refused as before
 	case err != nil:
 		return nil, fmt.Errorf("read pod %s/%s: %w", pg.Namespace, ref.Name, err)
-	}
-	if pod.UID != ref.UID || !v1alpha1.GroupOfOne(&pod) || pod.Labels[v1alpha1.JobIDLabel] != pg.Labels[v1alpha1.JobIDLabel] {
+	case pod.UID != ref.UID || !v1alpha1.GroupOfOne(&pod) || pod.Labels[v1alpha1.JobIDLabel] != pg.Labels[v1alpha1.JobIDLabel]:
 		return nil, nil // a pod grouper's group of a bare pod, or a namesake of the pod
 	}
 	return &pod, nil
