@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
@@ -108,6 +110,52 @@ func TestGroupOfOneOnRig(t *testing.T) {
 			}
 			if status, doc := call(t, ts, "slurm", "GET", path, ""); status != http.StatusNotFound {
 				t.Errorf("GET %s after scancel: %d %v, want 404", path, status, doc)
+			}
+		})
+	}
+}
+
+// TestEndedGroupOfOneOnRig: a group of one whose pod ended is listed COMPLETED or
+// FAILED from its pod, and scancel refuses it (409), keeping the pod that records how
+// it ended.
+func TestEndedGroupOfOneOnRig(t *testing.T) {
+	ts, b := rigServer(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "group-of-one"}}
+	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	node := firstNode(t, b)
+	for _, tt := range []struct {
+		exitCode int
+		state    string
+	}{
+		{0, "COMPLETED"},
+		{3, "FAILED"},
+	} {
+		t.Run(tt.state, func(t *testing.T) {
+			id, err := b.JobIDs().Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := admittedBarePod(ns.Name, id)
+			maps.Copy(pod.Annotations, cluster.SimulatedRun(100*time.Millisecond, tt.exitCode))
+			createPod(t, b, pod)
+			t.Cleanup(func() { _ = b.c.Delete(ctx, pod) })
+			bind(t, b, pod, node)
+			deadline := time.Now().Add(30 * time.Second)
+			for listedOnce(t, ts, id)["job_state"].([]any)[0] != tt.state {
+				if time.Now().After(deadline) {
+					t.Fatalf("job %d not %s after 30s", id, tt.state)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			path := fmt.Sprintf("/slurm/v0.0.44/job/%d", id)
+			if status, doc := call(t, ts, "slurm", "DELETE", path, ""); status != http.StatusConflict {
+				t.Errorf("scancel of an ended job: %d %v, want 409", status, doc)
+			}
+			if err := b.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil || pod.DeletionTimestamp != nil {
+				t.Errorf("the ended job's pod after the refused scancel: %v, deleting %v", err, pod.DeletionTimestamp)
 			}
 		})
 	}
