@@ -58,7 +58,10 @@ func (s *Server) addWebhook() error {
 		return fmt.Errorf("webhook owner reader: %w", err)
 	}
 	hook, err := webhook.New(webhook.Config{
-		Owners:         owners,
+		Owners: owners,
+		// Bare pods are numbered at admission (groups of one): their PodGroup is written
+		// only if they have to wait or are evicted (addREST ran first).
+		JobIDs:         s.jobIDs.Next,
 		Addr:           w.Addr,
 		StateDir:       s.cfg.WebhookCertDir(),
 		Hosts:          w.Hosts,

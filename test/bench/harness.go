@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	slurmkube "github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
@@ -38,6 +39,8 @@ type harness struct {
 	kube  kubernetes.Interface
 	crs   client.Client
 	sched contender
+	// jobIDs numbers Sluice's pods as its webhook would.
+	jobIDs *slurmkube.JobIDs
 }
 
 func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, error) {
@@ -63,6 +66,11 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 	switch name {
 	case Sluice:
 		h.sched = &sluiceContender{rc: rc, kubeconfig: rig.Kubeconfig, command: opts.SluiceCommand, log: opts.Log}
+		backend, err := slurmkube.New(rc, slurmkube.Options{Namespace: metav1.NamespaceDefault})
+		if err != nil {
+			return nil, err
+		}
+		h.jobIDs = backend.JobIDs()
 		if err := h.sluiceSite(context.Background()); err != nil {
 			return nil, err
 		}
@@ -126,7 +134,7 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 			return r, err
 		}
 		began = time.Now()
-		if err := h.createPods(ctx, ns, h.opts.Pods, false); err != nil {
+		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
 			h.sched.stop()
 			return r, err
 		}
@@ -134,7 +142,7 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 		if before, err = scrapeWrites(ctx, h.kube); err != nil {
 			return r, err
 		}
-		if err := h.createPods(ctx, ns, h.opts.Pods, true); err != nil {
+		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
 			return r, err
 		}
 		if err := w.waitSeen(ctx); err != nil {
@@ -189,7 +197,7 @@ func (h *harness) awaitReady(ctx context.Context, mode string) error {
 		return err
 	}
 	name := "ready-" + mode
-	if err := h.createPod(ctx, readyNamespace, name, benchQueue, false); err != nil {
+	if err := h.createPod(ctx, readyNamespace, name, benchQueue); err != nil {
 		return err
 	}
 	if err := poll(ctx, func() bool {
@@ -209,15 +217,8 @@ func (h *harness) awaitReady(ctx context.Context, mode string) error {
 }
 
 // createPods creates n pods named p0..p(n-1) from Options.Creators goroutines.
-//
-// Sluice's pods carry what its admission webhook adds to a bare pod: the queue and
-// partition labels, the PodGroup named after the pod. Pods that arrive while Sluice runs
-// (stream) leave the group to its pod grouper, off the creators' path, as in a cluster.
-// A backlog's groups exist before the scheduler starts (grouped is true): the grouper
-// made them as the pods arrived, before the leader that would place them went away,
-// so the backlog measures placing, as it does for the other contenders.
-func (h *harness) createPods(ctx context.Context, ns string, n int, grouped bool) error {
-	return h.parallel(ctx, n, func(i int) error { return h.createPod(ctx, ns, "p"+strconv.Itoa(i), benchQueue, grouped) })
+func (h *harness) createPods(ctx context.Context, ns string, n int) error {
+	return h.parallel(ctx, n, func(i int) error { return h.createPod(ctx, ns, "p"+strconv.Itoa(i), benchQueue) })
 }
 
 // parallel calls fn for 0..n-1 from Options.Creators goroutines and returns the first
@@ -245,23 +246,25 @@ func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) err
 	return <-errs // nil when the channel is empty
 }
 
-func (h *harness) createPod(ctx context.Context, ns, name, queue string, grouped bool) error {
+// createPod creates one single-GPU pod. Sluice's pods carry what its admission webhook
+// adds to a bare pod: the queue and partition labels, the PodGroup named after the pod,
+// and a job id from the Slurm API's counter (blocks of ids, as the webhook takes them),
+// which makes each a group of one: a PodGroup is written only for one that has to wait
+// or is evicted.
+func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{SchedulerName: h.sched.schedulerName(), Containers: []corev1.Container{{Name: "main", Image: "busybox",
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), v1alpha1.GPUResource: resource.MustParse("1")},
 				Limits:   corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}}}}
 	if h.name == Sluice {
-		pod.Labels = map[string]string{v1alpha1.QueueLabel: queue, v1alpha1.PartitionLabel: poolName}
-		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: name, v1alpha1.PodGroupDerivedAnnotation: "true"}
-		if grouped {
-			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: queue, Partition: poolName}}
-			if err := h.crs.Create(ctx, pg); err != nil {
-				return fmt.Errorf("create PodGroup %s: %w", name, err)
-			}
-			delete(pod.Annotations, v1alpha1.PodGroupDerivedAnnotation)
+		id, err := h.jobIDs.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("a job id for pod %s: %w", name, err)
 		}
+		pod.Labels = map[string]string{v1alpha1.QueueLabel: queue, v1alpha1.PartitionLabel: poolName,
+			v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
+		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: name, v1alpha1.PodGroupDerivedAnnotation: "true"}
 	}
 	if _, err := h.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod %s: %w", name, err)

@@ -58,7 +58,7 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := h.createPods(ctx, fillNS, capacity, true); err != nil {
+	if err := h.createPods(ctx, fillNS, capacity); err != nil {
 		h.sched.stop()
 		return r, err
 	}
@@ -74,7 +74,7 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 	cpuBefore, _ := usage() // the samples' CPU only, not the fill's
 	began := time.Now()
 	for i := range reclaimSamples {
-		if err := h.createPod(ctx, ns, fmt.Sprintf("p%d", i), reclaimQueue, false); err != nil {
+		if err := h.createPod(ctx, ns, fmt.Sprintf("p%d", i), reclaimQueue); err != nil {
 			h.sched.stop()
 			return r, err
 		}
