@@ -24,7 +24,7 @@ func TestObserverQueuesOnlyPodsThatNeedAGroup(t *testing.T) {
 	}
 	named := pod("named", "sluice", "", false)
 	named.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: "g"} // named by the user: nothing to do
-	derived := pod("derived", "sluice", "", false) // named at admission: its group is to be made
+	derived := pod("derived", "sluice", "", false)                          // named at admission: its group is to be made
 	derived.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: "derived", v1alpha1.PodGroupDerivedAnnotation: "true"}
 	one := derived.DeepCopy() // numbered too: a group of one, whose PodGroup the scheduler writes if needed
 	one.Labels = map[string]string{v1alpha1.JobIDLabel: "12"}

@@ -105,7 +105,7 @@ func (c *cache) setPod(key string, p *podEntry) {
 	if old != nil && p != nil && old.sameAs(p) {
 		c.pods[key] = p
 		if g := c.groups[p.group]; p.member() && g != nil {
-			g.pods[p.name] = p // keeps the start time fresh without rebuilding the job
+			g.putPod(p) // keeps the start time fresh without rebuilding the job
 		}
 		return
 	}
@@ -133,7 +133,7 @@ func (p *podEntry) member() bool { return p.ours && p.group != "" }
 func (c *cache) attach(p *podEntry) (confirmed bool) {
 	if p.member() {
 		g := c.group(p.group)
-		g.pods[p.name] = p
+		g.putPod(p)
 		if p.node != "" {
 			b, ok := g.assumed[p.name]
 			confirmed = ok && b.Node == p.node
@@ -153,7 +153,7 @@ func (c *cache) attach(p *podEntry) (confirmed bool) {
 func (c *cache) detach(p *podEntry) {
 	if p.member() {
 		if g := c.groups[p.group]; g != nil {
-			delete(g.pods, p.name)
+			g.dropPod(p.name)
 			g.dirty = true
 			if g.pg == nil && len(g.pods) == 0 && len(g.assumed) == 0 {
 				delete(c.groups, p.group)

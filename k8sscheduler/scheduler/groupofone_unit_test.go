@@ -35,7 +35,7 @@ func TestGroupEntryPodGroup(t *testing.T) {
 	for _, tt := range tests {
 		g := &groupEntry{pg: tt.pg, pods: map[string]*podEntry{}}
 		for _, p := range tt.pods {
-			g.pods[p.name] = p
+			g.putPod(p)
 		}
 		got := ""
 		if pg := g.podGroup(); pg != nil {

@@ -19,6 +19,7 @@ type groupEntry struct {
 	key   string
 	pg    *v1alpha1.PodGroup // nil while pods name a group not (yet) seen
 	pods  map[string]*podEntry
+	one   *podEntry // the only pod, when it is a group of one (groupOfOne)
 	dirty bool
 	// assumed are binds in flight, by task name: counted as running until the pod shows
 	// up bound (or the bind fails), so the next cycle does not place them twice.
@@ -64,16 +65,29 @@ func (g *groupEntry) podGroup() *v1alpha1.PodGroup {
 }
 
 // groupOfOne is the group's only pod when that pod is a group of one, else nil.
-func (g *groupEntry) groupOfOne() *podEntry {
-	if len(g.pods) != 1 {
-		return nil
-	}
-	for _, p := range g.pods {
-		if p.implied != nil {
-			return p
+func (g *groupEntry) groupOfOne() *podEntry { return g.one }
+
+// putPod files p under the group and dropPod removes the named pod; both keep one
+// current, since every cycle asks every group for it.
+func (g *groupEntry) putPod(p *podEntry) {
+	g.pods[p.name] = p
+	g.refreshOne()
+}
+
+func (g *groupEntry) dropPod(name string) {
+	delete(g.pods, name)
+	g.refreshOne()
+}
+
+func (g *groupEntry) refreshOne() {
+	g.one = nil
+	if len(g.pods) == 1 {
+		for _, p := range g.pods {
+			if p.implied != nil {
+				g.one = p
+			}
 		}
 	}
-	return nil
 }
 
 // implied reports whether the group's PodGroup is not written yet (or is a namesake's).
