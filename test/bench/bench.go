@@ -61,7 +61,10 @@ type Result struct {
 	// Writes are the API server's write requests during the run, by verb and resource,
 	// without the benchmark's own pod creates and what kwok and node heartbeats write.
 	Writes     map[string]float64
-	CPUSeconds float64 // the scheduler's process CPU (one in this process: this whole process)
+	// CPUSeconds is the scheduler's process CPU (one in this process: this whole process):
+	// from the first create in a stream, from the start in a backlog, for the samples in
+	// a reclaim.
+	CPUSeconds float64
 	PeakRSSMiB float64
 }
 
