@@ -60,7 +60,7 @@ type Result struct {
 	BindP50, BindMax time.Duration
 	// Writes are the API server's write requests during the run, by verb and resource,
 	// without the benchmark's own pod creates and what kwok and node heartbeats write.
-	Writes     map[string]float64
+	Writes map[string]float64
 	// CPUSeconds is the scheduler's process CPU (one in this process: this whole process):
 	// from the first create in a stream, from the start in a backlog, for the samples in
 	// a reclaim.
