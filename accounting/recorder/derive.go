@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -78,8 +79,9 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 	if c := meta.FindStatusCondition(pg.Status.Conditions, conditionEvicted); c != nil && c.Status == "True" {
 		// The evicted pods' run ended at the eviction; the group goes back to
 		// pending (requeued) unless the eviction ended it for good.
-		// A group preempted for good is closed by finalState at its end time.
-		if pg.Status.Phase != v1alpha1.PodGroupPreempted {
+		// A group preempted for good, or a bare pod's, which nothing recreates, is
+		// closed by finalState.
+		if pg.Status.Phase != v1alpha1.PodGroupPreempted && !barePodGroup(pg) {
 			add(c.LastTransitionTime.Time, accounting.StateRequeued, c.Reason+": "+c.Message)
 		}
 	} else if prev != nil && int(pg.Status.Requeues) > prev.RequeueCount {
@@ -180,6 +182,9 @@ func finalState(pg *v1alpha1.PodGroup, live, all []*corev1.Pod, now time.Time) (
 	}
 	if at.IsZero() {
 		at = now
+	}
+	if c := meta.FindStatusCondition(pg.Status.Conditions, conditionEvicted); barePodEvicted(pg, c, live) {
+		return accounting.StatePreempted, c.LastTransitionTime.Time, code, sig
 	}
 	switch pg.Status.Phase {
 	case v1alpha1.PodGroupSucceeded:
@@ -412,4 +417,25 @@ func fallbackAllocation(pg *v1alpha1.PodGroup, req accounting.TRES, prev *accoun
 		return req, strings.Join(nodes, ",")
 	}
 	return accounting.TRES{}, ""
+}
+
+// barePodEvicted: the group is a bare pod's (barePodGroup), its Evicted condition c holds
+// and the pod no longer runs. Nothing recreates a bare pod, so the eviction ended the job:
+// PREEMPTED, never requeued.
+func barePodEvicted(pg *v1alpha1.PodGroup, c *metav1.Condition, live []*corev1.Pod) bool {
+	return c != nil && c.Status == metav1.ConditionTrue && len(live) == 0 && barePodGroup(pg)
+}
+
+// barePodGroup: pg is a bare pod's group, owned by the Pod (as a group of one's written
+// PodGroup is, and the pod grouper's group of a bare pod).
+func barePodGroup(pg *v1alpha1.PodGroup) bool {
+	if pg.Spec.Slurm != nil {
+		return false
+	}
+	for _, o := range pg.OwnerReferences {
+		if o.APIVersion == "v1" && o.Kind == "Pod" {
+			return true
+		}
+	}
+	return false
 }

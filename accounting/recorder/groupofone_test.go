@@ -108,13 +108,13 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			podSeen(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
 			podGone(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
 		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"CANCELLED", 500}}},
-		{name: "evicted: PodGroup written, pod and then PodGroup deleted", events: []event{
+		{name: "evicted: PodGroup written, pod and then PodGroup deleted: nothing recreates a bare pod", events: []event{
 			podSeen(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
 			groupSeen(evicted),
 			podSeen(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 50)),
 			podGone(deleting(lonePod("n1", 5, corev1.PodFailed, 143, 51), 50)),
 			groupGone(func() *v1alpha1.PodGroup { g := evicted.DeepCopy(); g.DeletionTimestamp = mt(52); return g }()),
-		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"REQUEUED", 50}, {"CANCELLED", 52}}},
+		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"PREEMPTED", 50}}},
 		{name: "PodGroup deleted while the pod runs on", events: []event{
 			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),
 			groupSeen(waited),
