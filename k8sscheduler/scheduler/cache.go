@@ -97,6 +97,14 @@ func (c *cache) deleteNode(name string) {
 	}
 }
 
+// pod is the entry under key, nil when none. Entries are not changed once stored, so the
+// caller may read it unlocked.
+func (c *cache) pod(key string) *podEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pods[key]
+}
+
 // setPod records a pod; nil removes the one under key.
 func (c *cache) setPod(key string, p *podEntry) {
 	c.mu.Lock()

@@ -207,3 +207,39 @@ func TestConditionReason(t *testing.T) {
 		}
 	}
 }
+
+// A new version of a pod reads its GPU assignment from its own annotation: the one parsed
+// before is kept only while the annotation is the same.
+func TestConvertPodAfterKeepsOnlyAnUnchangedAssignment(t *testing.T) {
+	one := `{"gpus":[{"index":1}],"portion":1}`
+	two := `{"gpus":[{"index":2}],"portion":0.5}`
+	tests := []struct {
+		name      string
+		prev, now string // annotations; "" for none
+		wantIndex int32  // -1: no assignment
+		reused    bool
+	}{
+		{"unchanged", one, one, 1, true},
+		{"changed", one, two, 2, false},
+		{"newly bound", "", two, 2, false},
+		{"removed", one, "", -1, false},
+	}
+	for _, tt := range tests {
+		ann := func(raw string) map[string]string {
+			if raw == "" {
+				return nil
+			}
+			return map[string]string{v1alpha1.GPUAssignmentAnnotation: raw}
+		}
+		prev := convertPod(testPod("p", "1", ann(tt.prev), "n1"), "sluice")
+		got := convertPodAfter(testPod("p", "1", ann(tt.now), "n1"), "sluice", prev)
+		switch {
+		case tt.wantIndex < 0 && got.assignment != nil:
+			t.Errorf("%s: assignment %+v, want none", tt.name, got.assignment)
+		case tt.wantIndex >= 0 && (got.assignment == nil || got.assignment.GPUs[0].Index != tt.wantIndex):
+			t.Errorf("%s: assignment %+v, want GPU %d", tt.name, got.assignment, tt.wantIndex)
+		case tt.wantIndex >= 0 && (got.assignment == prev.assignment) != tt.reused:
+			t.Errorf("%s: parsed again = %v, want %v", tt.name, got.assignment != prev.assignment, !tt.reused)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func (s *Scheduler) podHandlers() toolscache.ResourceEventHandler {
 			s.cache.setPod(key, nil)
 			return
 		}
-		s.cache.setPod(key, convertPod(p, s.cfg.SchedulerName))
+		s.cache.setPod(key, convertPodAfter(p, s.cfg.SchedulerName, s.cache.pod(key)))
 	}, func(p *corev1.Pod) { s.cache.setPod(podKey(p.Namespace, p.Name), nil) })
 }
 

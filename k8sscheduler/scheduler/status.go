@@ -28,6 +28,11 @@ type groupStatus struct {
 	evictAfter func(context.Context)
 }
 
+// quiet: nothing was ever written, waited for or evicted.
+func (st *groupStatus) quiet() bool {
+	return st.written == (statusKey{}) && st.pendingSince.IsZero() && st.evicted == nil && st.evictAfter == nil && st.createErr == ""
+}
+
 func (st *groupStatus) takeEvictAfter() func(context.Context) {
 	f := st.evictAfter
 	st.evictAfter = nil
@@ -67,6 +72,9 @@ func currentKey(pg *v1alpha1.PodGroup) statusKey {
 // A group of one has no PodGroup until it needs a status: the write that would give it one
 // creates it (materializeWork), and a group of one placed at once never has one.
 func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits bool, now time.Time) func(context.Context) {
+	if g.pg == nil && g.bound > 0 && !waits && g.status.quiet() {
+		return nil // placed with nothing ever to say: most groups, decided without reaching their pod
+	}
 	pg := g.podGroup()
 	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		return nil
