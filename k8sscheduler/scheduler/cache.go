@@ -27,6 +27,11 @@ type cache struct {
 	changed   chan struct{}  // signalled (never blocking) when a cycle should run soon
 	changes   atomic.Uint64  // how many times changed was signalled, for the loop's pacing
 	slurmPods bool           // a PodFactory is wired: pod-less (Slurm) groups may be placed
+	// nodeBuf and jobBuf back the last snapshot's Nodes and Jobs; the next snapshot reuses
+	// them (the cycle that read it is over), sparing a megabyte of garbage per cycle at
+	// 4000 pods.
+	nodeBuf []bridge.Node
+	jobBuf  []bridge.Job
 }
 
 // nodeEntry is one node: its own conversion plus the pods of other schedulers on it.
@@ -256,11 +261,12 @@ func (c *cache) setQOS(name string, q *bridge.QOS) {
 }
 
 // snapshot assembles the core's input from the converted objects, rebuilding only what
-// changed. It also returns the pending entries of groups the core is not shown.
+// changed. It also returns the pending entries of groups the core is not shown. The
+// snapshot is valid until the next call, which reuses its Nodes and Jobs.
 func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := &bridge.Snapshot{Now: now, Nodes: make([]bridge.Node, 0, len(c.nodes))}
+	s := &bridge.Snapshot{Now: now, Nodes: c.nodeBuf[:0]}
 	names := map[string]bool{}
 	for _, p := range c.parts {
 		s.Partitions = append(s.Partitions, p.p)
@@ -299,7 +305,7 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 		s.QOS = append(s.QOS, q)
 	}
 	def := c.defaultPartition()
-	s.Jobs = make([]bridge.Job, 0, len(c.groups))
+	s.Jobs = c.jobBuf[:0]
 	var blocked []bridge.Pending
 	for _, g := range c.groups {
 		if g.dirty {
@@ -312,6 +318,7 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 		}
 	}
 	c.addOrphans(s)
+	c.nodeBuf, c.jobBuf = s.Nodes, s.Jobs
 	return s, blocked
 }
 
