@@ -3,11 +3,15 @@ package chart
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
 )
@@ -110,4 +115,53 @@ func hasEnv(c corev1.Container, name string) bool {
 		}
 	}
 	return false
+}
+
+// barePodPlaced: a bare pod the chart's server admits is numbered (a group of one), placed
+// with no PodGroup written, and is a job in the Slurm API under its id, whose user is the
+// namespace (jwtKey signs that user's token).
+func barePodPlaced(t *testing.T, c *cluster.Cluster, base string, jwtKey []byte) {
+	t.Helper()
+	ctx := context.Background()
+	ns := e2e.Namespace(t, c)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "eval", Labels: map[string]string{v1alpha1.QueueLabel: "nlp"}},
+		Spec: corev1.PodSpec{SchedulerName: v1alpha1.DefaultSchedulerName, Containers: []corev1.Container{{Name: "main", Image: "registry.example/eval:latest",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{cluster.ResourceGPU: resource.MustParse("1")}}}}}}
+	if _, err := c.Client().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod %s/%s: %v", ns, pod.Name, err)
+	}
+	var got *corev1.Pod
+	e2e.WaitFor(t, "the bare pod bound", time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := c.Client().CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		return p.Spec.NodeName != "", fmt.Errorf("not bound")
+	})
+	id := v1alpha1.JobIDOf(got.Labels)
+	var err error
+	if !v1alpha1.GroupOfOne(got) {
+		t.Fatalf("the bare pod is not a group of one: labels %v annotations %v", got.Labels, got.Annotations)
+	}
+	pgs := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "podgroups"}
+	_, err = dynamic.NewForConfigOrDie(c.RESTConfig()).Resource(pgs).Namespace(ns).Get(ctx, got.Annotations[v1alpha1.PodGroupAnnotation], metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the bare pod was placed at once, yet its PodGroup was written (err %v)", err)
+	}
+	token, err := slurmapi.MintToken(jwtKey, ns, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/slurm/v0.0.44/job/%d", base, id), nil)
+	req.Header.Set("X-SLURM-USER-TOKEN", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`"job_id":%d`, id)) || !strings.Contains(string(body), "RUNNING") {
+		t.Errorf("GET job/%d: %d %s; want the bare pod's job, RUNNING", id, resp.StatusCode, body)
+	}
 }

@@ -143,6 +143,7 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	}
 	slurmJobPlaced(t, c)
 	manifestJobPlaced(t, c)
+	barePodPlaced(t, c, base, jwtKey)
 	if _, err := os.Stat(ledgerFile); err != nil {
 		t.Errorf("the ledger named by accounting.dsnFile: %v", err)
 	}
