@@ -31,10 +31,7 @@ import (
 func TestGroupOfOneOnRig(t *testing.T) {
 	ts, b := rigServer(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "group-of-one"}}
-	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ns := groupOfOneNamespace(t, b)
 	node := firstNode(t, b)
 	logs, err := NewJobLogs(e2e.Rig(t).RESTConfig())
 	if err != nil {
@@ -121,10 +118,7 @@ func TestGroupOfOneOnRig(t *testing.T) {
 func TestEndedGroupOfOneOnRig(t *testing.T) {
 	ts, b := rigServer(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "group-of-one"}}
-	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ns := groupOfOneNamespace(t, b)
 	node := firstNode(t, b)
 	for _, tt := range []struct {
 		exitCode int
@@ -285,4 +279,14 @@ func waitGone(t *testing.T, b *Backend, obj client.Object) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// groupOfOneNamespace makes sure the namespace the group-of-one tests use exists.
+func groupOfOneNamespace(t *testing.T, b *Backend) *corev1.Namespace {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "group-of-one"}}
+	if err := b.c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return ns
 }
