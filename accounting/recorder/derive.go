@@ -429,13 +429,5 @@ func barePodEvicted(pg *v1alpha1.PodGroup, c *metav1.Condition, live []*corev1.P
 // barePodGroup: pg is a bare pod's group, owned by the Pod (as a group of one's written
 // PodGroup is, and the pod grouper's group of a bare pod).
 func barePodGroup(pg *v1alpha1.PodGroup) bool {
-	if pg.Spec.Slurm != nil {
-		return false
-	}
-	for _, o := range pg.OwnerReferences {
-		if o.APIVersion == "v1" && o.Kind == "Pod" {
-			return true
-		}
-	}
-	return false
+	return pg.Spec.Slurm == nil && v1alpha1.OwningPod(pg) != nil
 }

@@ -89,12 +89,8 @@ func stalePodGroupOf(pg *v1alpha1.PodGroup, pod *corev1.Pod) bool {
 	if len(pod.OwnerReferences) > 0 {
 		return false
 	}
-	for _, o := range pg.OwnerReferences {
-		if o.Kind == "Pod" && o.APIVersion == "v1" && o.Name == pod.Name {
-			return o.UID != pod.UID
-		}
-	}
-	return false
+	o := v1alpha1.OwningPod(pg)
+	return o != nil && o.Name == pod.Name && o.UID != pod.UID
 }
 
 // derivedGroup is the PodGroup the webhook named on pod, as it is to be created.

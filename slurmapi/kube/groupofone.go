@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,11 +90,10 @@ func unwrittenGroup(ctx context.Context, c client.Reader, id uint32) (*v1alpha1.
 // groupOfOnePod is the pod pg stands for when pg is a group of one's PodGroup, implied
 // or written (ImpliedPodGroup makes it owned by its pod); nil for every other group.
 func (b *Backend) groupOfOnePod(ctx context.Context, pg *v1alpha1.PodGroup) (*corev1.Pod, error) {
-	i := slices.IndexFunc(pg.OwnerReferences, func(r metav1.OwnerReference) bool { return r.Kind == "Pod" && r.APIVersion == "v1" })
-	if pg.Spec.Slurm != nil || i < 0 {
+	ref := v1alpha1.OwningPod(pg)
+	if pg.Spec.Slurm != nil || ref == nil {
 		return nil, nil
 	}
-	ref := pg.OwnerReferences[i]
 	var pod corev1.Pod
 	err := b.c.Get(ctx, client.ObjectKey{Namespace: pg.Namespace, Name: ref.Name}, &pod)
 	switch {

@@ -32,6 +32,17 @@ func JobIDOf(labels map[string]string) uint32 {
 	return uint32(id)
 }
 
+// OwningPod is the owner reference of the bare pod that owns pg (a group of one's written
+// PodGroup, or the pod grouper's group of a bare pod); nil when no pod owns it.
+func OwningPod(pg *PodGroup) *metav1.OwnerReference {
+	for i := range pg.OwnerReferences {
+		if o := &pg.OwnerReferences[i]; o.APIVersion == "v1" && o.Kind == "Pod" {
+			return o
+		}
+	}
+	return nil
+}
+
 // ImpliedPodGroup is the PodGroup a group of one stands for: the one the scheduler writes
 // when it first has to (namespace, name, job id, owner and spec as they will be written;
 // submitted when the pod was created). Only for a pod GroupOfOne accepts.
