@@ -40,6 +40,12 @@ func TestAdmitNumbersBarePods(t *testing.T) {
 		{"generateName only", func() *corev1.Pod { return podSpec{}.pod("nlp-team") }, false, false, "", false},
 		{"dry run", func() *corev1.Pod { return namedPod("eval-4", nil, nil) }, true, false, "", false},
 		{"no id to be had", func() *corev1.Pod { return namedPod("eval-5", nil, nil) }, false, true, "", false},
+		{"no id to be had: the user's made-up one is removed", func() *corev1.Pod {
+			return namedPod("eval-6", map[string]string{v1alpha1.JobIDLabel: "7"}, nil)
+		}, false, true, "", false},
+		{"dry run: the user's made-up one is removed", func() *corev1.Pod {
+			return namedPod("eval-7", map[string]string{v1alpha1.JobIDLabel: "7"}, nil)
+		}, true, false, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +64,7 @@ func TestAdmitNumbersBarePods(t *testing.T) {
 			if !resp.Allowed {
 				t.Fatalf("denied: %v", resp.Result)
 			}
-			if id := got.Labels[v1alpha1.JobIDLabel]; id != tt.wantID && !(tt.wantID == "" && id == pod.Labels[v1alpha1.JobIDLabel]) {
+			if id := got.Labels[v1alpha1.JobIDLabel]; id != tt.wantID {
 				t.Errorf("job id label %q, want %q", id, tt.wantID)
 			}
 			if g := v1alpha1.GroupOfOne(got); g != tt.groupOfOne {

@@ -80,19 +80,28 @@ func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, namespace st
 	)
 }
 
-// jobIDPatch numbers a bare pod (replacing any job id it came with: ids are Sluice's to
-// give). Without an id source, on a dry run, or when no id can be had, the pod is left
-// unnumbered and the pod grouper writes its PodGroup as for any pod.
+// jobIDPatch numbers a bare pod, replacing any job id it came with: ids are Sluice's to
+// give, and a made-up one could name another job in the ledger. Without an id source, on
+// a dry run, or when no id can be had, the pod is left unnumbered (a job id it came with
+// is removed) and the pod grouper writes its PodGroup as for any pod.
 func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool) []patchOp {
-	if a.jobIDs == nil || dryRun || len(pod.OwnerReferences) > 0 {
+	if len(pod.OwnerReferences) > 0 {
 		return nil
+	}
+	path := "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel)
+	unnumbered := []patchOp(nil)
+	if _, ok := pod.Labels[v1alpha1.JobIDLabel]; ok {
+		unnumbered = []patchOp{{Op: "remove", Path: path}}
+	}
+	if a.jobIDs == nil || dryRun {
+		return unnumbered
 	}
 	id, err := a.jobIDs(ctx)
 	if err != nil {
 		a.log.Info("webhook: bare pod left to the pod grouper: no job id", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		return nil
+		return unnumbered
 	}
-	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: strconv.FormatUint(uint64(id), 10)}}
+	return []patchOp{{Op: "add", Path: path, Value: strconv.FormatUint(uint64(id), 10)}}
 }
 
 // gpuEnv is the environment every container of a GPU pod gets: each
