@@ -273,8 +273,18 @@ func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) (s
 			return false, fmt.Errorf("conditions %v", conds)
 		})
 	}
-	disco.Invalidate()
-	mapper.Reset()
+	// Established is not yet served: discovery may lag it by a moment, and a kind it
+	// does not list yet would be taken for one the rig cannot serve.
+	for _, o := range crds {
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		e2e.WaitFor(t, "discovery serving "+kind, time.Minute, func(context.Context) (bool, error) {
+			disco.Invalidate()
+			mapper.Reset()
+			_, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
+			return err == nil, err
+		})
+	}
 	for _, o := range rest {
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
