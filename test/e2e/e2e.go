@@ -31,6 +31,30 @@ var shared struct {
 	mu      sync.Mutex
 	cluster *cluster.Cluster
 	err     error
+	// beforeStop run, last registered first, after the tests and before
+	// the rig stops (BeforeRigStop).
+	beforeStop []func()
+}
+
+// BeforeRigStop registers f to run once the package's tests have ended and
+// before Main stops the rig: for what several tests share and the rig must
+// outlive, such as a `sluice server` process started by the first test that
+// needs it. Functions run last registered first.
+func BeforeRigStop(f func()) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	shared.beforeStop = append(shared.beforeStop, f)
+}
+
+// runBeforeStop runs and forgets the BeforeRigStop functions.
+func runBeforeStop() {
+	shared.mu.Lock()
+	fs := shared.beforeStop
+	shared.beforeStop = nil
+	shared.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
 }
 
 // Main starts the rig with spec, runs the package's tests on it, stops it and
@@ -65,6 +89,7 @@ func Main(m *testing.M, spec cluster.Spec) int {
 	}
 
 	code := m.Run() // with a start error, every test that needs the rig fails with it
+	runBeforeStop()
 	if c != nil {
 		c.Stop()
 		if err := c.Leftovers(); err != nil {

@@ -40,6 +40,21 @@ type Process struct {
 // tells servers apart in messages.
 func Start(t testing.TB, name string, config map[string]any) *Process {
 	t.Helper()
+	p := Launch(t, name, config)
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("%s (pid %d) log, last lines:\n%s", name, p.PID(), p.Tail(failureLogLines))
+		}
+	})
+	return p
+}
+
+// Launch is Start without the stop at the end of t: for a server several
+// tests share, which its owner stops (Stop) once they have all run, for
+// example from e2e.BeforeRigStop. t only reports a failed start.
+func Launch(t testing.TB, name string, config map[string]any) *Process {
+	t.Helper()
 	bin := Binary(t)
 	data, err := yaml.Marshal(config)
 	if err != nil {
@@ -64,13 +79,14 @@ func Start(t testing.TB, name string, config map[string]any) *Process {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			t.Logf("%s (pid %d) log, last lines:\n%s", name, p.PID(), p.Tail(failureLogLines))
+	listening := false
+	defer func() {
+		if !listening { // t.Fatalf below: nobody else would stop it
+			p.Stop()
 		}
-	})
+	}()
 	p.waitListening(t)
+	listening = true
 	return p
 }
 
