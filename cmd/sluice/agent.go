@@ -23,8 +23,9 @@ func runAgent(args []string) error {
 	node := fs.String("node-name", os.Getenv("NODE_NAME"), "the node this agent reports on (default $NODE_NAME, from the downward API)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
 	sysfs := fs.String("sysfs-root", "/sys/class/infiniband", "InfiniBand sysfs class directory")
-	ibPorts := fs.Int("ib-ports", 0, "InfiniBand ports the node must have (0: don't check)")
-	ibRates := fs.String("ib-rate", "", "lowest port rate per GPU model in Gb/s, e.g. H100=400,A100=200")
+	ibPorts := fs.Int("ib-ports", 0, "InfiniBand ports the node must have at least (0: every port seen since the agent started)")
+	ibRates := fs.String("ib-rate", "", "optional floor on port rates per GPU model in Gb/s, e.g. H100=400,A100=200 (ports are judged against their peers and their best rate without it)")
+	ibSymbols := fs.Uint64("ib-symbol-errors", 10, "symbol errors a port may gain between two polls before its link counts as degraded")
 	gpus := fs.Int("expected-gpus", 0, "GPUs the node must enumerate (0: the nvidia.com/gpu.count label)")
 	faultFile := fs.String("fault-file", "", "JSON fault-injection file laid over the readings (the rig's simulated faults)")
 	poll := fs.Duration("poll", 10*time.Second, "how often NVML and sysfs are read (XID events are handled at once)")
@@ -54,6 +55,7 @@ func runAgent(args []string) error {
 		SysfsRoot:       *sysfs,
 		ExpectedIBPorts: *ibPorts,
 		IBRateGbps:      rates,
+		IBSymbolErrors:  *ibSymbols,
 		ExpectedGPUs:    *gpus,
 		FaultFile:       *faultFile,
 		PollInterval:    *poll,

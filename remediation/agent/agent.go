@@ -49,10 +49,14 @@ type agent struct {
 	held     []health.XIDRecord
 	reported map[string]bool // injected XIDs already announced as Events
 	polls    uint64
+	// ibBest is the best rate each InfiniBand port has run at, and ibSeen the most ports
+	// seen, since the agent started: what the node's links can do, learned, not configured.
+	ibBest map[string]float64
+	ibSeen int
 }
 
 func newAgent(cfg Config, events *eventWriter) *agent {
-	a := &agent{cfg: cfg, events: events, reported: map[string]bool{}}
+	a := &agent{cfg: cfg, events: events, reported: map[string]bool{}, ibBest: map[string]float64{}}
 	lib := cfg.NVML
 	if lib == nil {
 		lib = nvml.New()
@@ -125,13 +129,28 @@ func (a *agent) cycle(ctx context.Context) error {
 func (a *agent) assess(node *corev1.Node, now time.Time) ([]corev1.NodeCondition, []health.GPUInfo) {
 	a.polls++
 	r := a.read(node, now)
-	exp := health.Expectations{IBPorts: a.cfg.ExpectedIBPorts}
+	exp := health.Expectations{IBPorts: max(a.cfg.ExpectedIBPorts, a.ibSeen), IBPortRates: a.ibBest, IBSymbolErrors: a.cfg.IBSymbolErrors}
 	if len(r.GPUs) > 0 {
 		exp.IBRateGbps = a.cfg.ibRateFor(r.GPUs[0].Model)
 	}
 	findings := health.Evaluate(a.prev, r, exp)
 	a.prev = &r
+	a.learnIB(r)
 	return health.Conditions(r, findings, now), health.GPUHealth(r, findings)
+}
+
+// learnIB remembers how many ports the node has and the best rate each active port ran
+// at, after the poll is judged, so a later drop is compared with what the link did.
+func (a *agent) learnIB(r health.Readings) {
+	if r.IBError != "" {
+		return
+	}
+	a.ibSeen = max(a.ibSeen, len(r.IBPorts))
+	for _, p := range r.IBPorts {
+		if p.State == "ACTIVE" && p.PhysState == "LinkUp" {
+			a.ibBest[p.Name()] = max(a.ibBest[p.Name()], p.RateGbps)
+		}
+	}
 }
 
 // read gathers one poll: NVML (or the simulated inventory), held XIDs, InfiniBand, and the
@@ -153,11 +172,11 @@ func (a *agent) read(node *corev1.Node, now time.Time) health.Readings {
 	}
 	a.dropRepaired(node)
 	r.XIDs = append(r.XIDs, a.held...)
-	ports, err := readIB(a.cfg.SysfsRoot)
+	ports, devices, err := readIB(a.cfg.SysfsRoot)
 	if err != nil {
 		r.IBError = err.Error()
 	}
-	r.IBPorts = ports
+	r.IBPorts, r.IBDevices = ports, devices
 	if a.cfg.FaultFile != "" {
 		faults, err := readFaults(a.cfg.FaultFile)
 		if err != nil {

@@ -11,17 +11,24 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/remediation/health"
 )
 
-// fakeIB writes a sysfs InfiniBand tree with healthy 200 Gb/s ports and returns its root.
+// fakeIB writes a sysfs InfiniBand tree as a ConnectX-6 node shows it: each adapter
+// (hca_type MT4123) on a PCIe Gen4 x16 link, each port a healthy 200 Gb/s HDR link with
+// its error counters. It returns the tree's root.
 func fakeIB(t *testing.T, ports ...string) string {
 	t.Helper()
 	root := t.TempDir()
 	for _, p := range ports {
+		dev, _, _ := strings.Cut(p, "/")
+		writeSysfs(t, filepath.Join(root, dev), map[string]string{"hca_type": "MT4123"})
+		setHCALink(t, root, dev, "16", "16.0 GT/s PCIe")
 		setIBPort(t, root, p, "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)")
+		setIBCounters(t, root, p, 0, 0)
 	}
 	return root
 }
@@ -29,11 +36,31 @@ func fakeIB(t *testing.T, ports ...string) string {
 func setIBPort(t *testing.T, root, name, state, phys, rate string) {
 	t.Helper()
 	dev, port, _ := strings.Cut(name, "/")
-	dir := filepath.Join(root, dev, "ports", port)
+	writeSysfs(t, filepath.Join(root, dev, "ports", port),
+		map[string]string{"state": state, "phys_state": phys, "rate": rate, "link_layer": "InfiniBand"})
+}
+
+func setIBCounters(t *testing.T, root, name string, linkDowned, symbolErrors int) {
+	t.Helper()
+	dev, port, _ := strings.Cut(name, "/")
+	writeSysfs(t, filepath.Join(root, dev, "ports", port, "counters"),
+		map[string]string{"link_downed": itoa(linkDowned), "symbol_error": itoa(symbolErrors)})
+}
+
+// setHCALink sets the adapter's current PCIe link; its maximum is x16 at 16 GT/s.
+func setHCALink(t *testing.T, root, dev, width, speed string) {
+	t.Helper()
+	writeSysfs(t, filepath.Join(root, dev, "device"), map[string]string{
+		"current_link_width": width, "max_link_width": "16",
+		"current_link_speed": speed, "max_link_speed": "16.0 GT/s PCIe"})
+}
+
+func writeSysfs(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for file, v := range map[string]string{"state": state, "phys_state": phys, "rate": rate} {
+	for file, v := range files {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(v+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +96,9 @@ func assertAllFalse(t *testing.T, when string, conds []corev1.NodeCondition) {
 
 // TestAgentFaultClasses drives the agent through go-nvml's DGX A100 mock and a fake sysfs
 // tree: healthy, then one fault class, then healed. Each must raise exactly its condition,
-// name the GPU's UUID, mark only that GPU unhealthy, and clear.
+// name the GPU's UUID, mark only that GPU unhealthy, and clear. The agent runs with the
+// default configuration (no InfiniBand port count or rate table): the InfiniBand checks
+// are on without one.
 func TestAgentFaultClasses(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -100,18 +129,40 @@ func TestAgentFaultClasses(t *testing.T) {
 		}, func(_ *gpuState, root string) {
 			setIBPort(t, root, "mlx5_1/1", "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)")
 		}, health.InfiniBandDegraded, health.ActionLinkService},
-		{"InfiniBand rate below the model's", -1, func(_ *gpuState, root string) {
+		{"InfiniBand 200 Gb/s port running at 100", -1, func(_ *gpuState, root string) {
 			setIBPort(t, root, "mlx5_0/1", "4: ACTIVE", "5: LinkUp", "100 Gb/sec (4X EDR)")
 		}, func(_ *gpuState, root string) {
 			setIBPort(t, root, "mlx5_0/1", "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)")
+		}, health.InfiniBandDegraded, health.ActionLinkService},
+		{"InfiniBand link retrained", -1, func(_ *gpuState, root string) {
+			setIBCounters(t, root, "mlx5_1/1", 1, 0)
+		}, func(*gpuState, string) {}, health.InfiniBandDegraded, health.ActionLinkService},
+		{"InfiniBand symbol errors", -1, func(_ *gpuState, root string) {
+			setIBCounters(t, root, "mlx5_1/1", 0, 500)
+		}, func(*gpuState, string) {}, health.InfiniBandDegraded, health.ActionLinkService},
+		{"InfiniBand adapter's PCIe link narrower", -1, func(_ *gpuState, root string) {
+			setHCALink(t, root, "mlx5_0", "8", "16.0 GT/s PCIe")
+		}, func(_ *gpuState, root string) {
+			setHCALink(t, root, "mlx5_0", "16", "16.0 GT/s PCIe")
+		}, health.InfiniBandDegraded, health.ActionLinkService},
+		{"InfiniBand port gone", -1, func(_ *gpuState, root string) {
+			if err := os.RemoveAll(filepath.Join(root, "mlx5_1")); err != nil {
+				t.Fatal(err)
+			}
+		}, func(_ *gpuState, root string) {
+			writeSysfs(t, filepath.Join(root, "mlx5_1"), map[string]string{"hca_type": "MT4123"})
+			setIBPort(t, root, "mlx5_1/1", "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)")
 		}, health.InfiniBandDegraded, health.ActionLinkService},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lib, states := newDGX()
 			root := fakeIB(t, "mlx5_0/1", "mlx5_1/1")
-			a, _ := testAgent(Config{NodeName: "gpu-1", SysfsRoot: root, ExpectedIBPorts: 2,
-				IBRateGbps: map[string]float64{"A100": 200, "H100": 400}}, lib)
+			cfg, err := Config{NodeName: "gpu-1", SysfsRoot: root, RESTConfig: &rest.Config{}}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := testAgent(cfg, lib)
 			node := &corev1.Node{}
 			now := time.Unix(1700000000, 0)
 			conds, gpus := a.assess(node, now)

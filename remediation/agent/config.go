@@ -27,12 +27,18 @@ type Config struct {
 	NVML nvml.Interface
 	// SysfsRoot is the InfiniBand class directory; default /sys/class/infiniband.
 	SysfsRoot string
-	// ExpectedIBPorts is how many InfiniBand ports the node must have; 0 skips the check.
+	// ExpectedIBPorts is how many InfiniBand ports the node must have at least. Without it
+	// (0) the node must keep every port the agent has seen since it started.
 	ExpectedIBPorts int
-	// IBRateGbps is the lowest acceptable port rate per GPU model, keyed by a substring of
-	// the NVML model name (e.g. {"H100": 400, "A100": 200}); the longest key the node's first
-	// GPU model contains applies. No match skips the rate check.
+	// IBRateGbps is an optional floor on every port's rate per GPU model, keyed by a
+	// substring of the NVML model name (e.g. {"H100": 400}); the longest key the node's
+	// first GPU model contains applies. Without it a port is still judged against the rate
+	// of the node's other ports on the same adapter model and against the best rate it has
+	// run at (see health.Expectations).
 	IBRateGbps map[string]float64
+	// IBSymbolErrors is how many symbol errors a port may gain between two polls before
+	// its link counts as degraded; default 10.
+	IBSymbolErrors uint64
 	// ExpectedGPUs is the GPU count the node must enumerate; fewer means the rest are lost
 	// from the bus. 0 uses the node's nvidia.com/gpu.count label.
 	ExpectedGPUs int
@@ -57,6 +63,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SysfsRoot == "" {
 		c.SysfsRoot = "/sys/class/infiniband"
+	}
+	if c.IBSymbolErrors == 0 {
+		c.IBSymbolErrors = 10
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 10 * time.Second

@@ -17,11 +17,13 @@ import (
 //
 //	{"xids":[{"gpu":0,"xid":79}],
 //	 "gpus":[{"index":3,"rowRemapPending":true}],
-//	 "ibPortsDown":["mlx5_0/1"]}
+//	 "ibPortsDown":["mlx5_0/1"], "ibPortRates":{"mlx5_1/1":100}}
 type Faults struct {
 	XIDs        []InjectedXID `json:"xids,omitempty"`
 	GPUs        []InjectedGPU `json:"gpus,omitempty"`
 	IBPortsDown []string      `json:"ibPortsDown,omitempty"`
+	// IBPortRates sets a port's rate in Gb/s: a link that trained below its speed.
+	IBPortRates map[string]float64 `json:"ibPortRates,omitempty"`
 }
 
 // InjectedXID is a critical XID on the GPU at index GPU. DriverAction is the driver's
@@ -99,9 +101,14 @@ func (f Faults) apply(r *health.Readings, poll uint64, at time.Time) {
 	}
 	for _, name := range f.IBPortsDown {
 		for i := range r.IBPorts {
-			if p := &r.IBPorts[i]; p.Device+"/"+p.Port == name {
+			if p := &r.IBPorts[i]; p.Name() == name {
 				p.State, p.PhysState = "DOWN", "Disabled"
 			}
+		}
+	}
+	for i := range r.IBPorts {
+		if rate, ok := f.IBPortRates[r.IBPorts[i].Name()]; ok {
+			r.IBPorts[i].RateGbps = rate
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -45,6 +46,7 @@ func TestFaultInjectionOnSimulatedNode(t *testing.T) {
 		{"NVLink errors", `{"gpus":[{"index":2,"nvlinkErrors":5}]}`, health.GPUNVLinkDegraded, health.ActionGPUReset, 2},
 		{"PCIe width", `{"gpus":[{"index":3,"pcieWidth":4}]}`, health.GPUPCIeDegraded, health.ActionGPUReset, 3},
 		{"InfiniBand", `{"ibPortsDown":["mlx5_0/1"]}`, health.InfiniBandDegraded, health.ActionLinkService, -1},
+		{"InfiniBand rate", `{"ibPortRates":{"mlx5_0/1":100}}`, health.InfiniBandDegraded, health.ActionLinkService, -1},
 	}
 	noDriver := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_DRIVER_NOT_LOADED }}
 	for _, tt := range tests {
@@ -112,30 +114,41 @@ func TestReadIB(t *testing.T) {
 		name    string
 		setup   func(t *testing.T, root string)
 		want    []health.IBPort
+		devices []health.IBDevice
 		wantErr string
 	}{
 		{"two NDR ports", func(t *testing.T, root string) {
 			setIBPort(t, root, "mlx5_0/1", "4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)")
 			setIBPort(t, root, "mlx5_1/1", "2: INIT", "7: Phy Test", "400 Gb/sec (4X NDR)")
 		}, []health.IBPort{
-			{Device: "mlx5_0", Port: "1", State: "ACTIVE", PhysState: "LinkUp", RateGbps: 400},
-			{Device: "mlx5_1", Port: "1", State: "INIT", PhysState: "Phy Test", RateGbps: 400},
-		}, ""},
+			{Device: "mlx5_0", Port: "1", State: "ACTIVE", PhysState: "LinkUp", RateGbps: 400, LinkLayer: "InfiniBand"},
+			{Device: "mlx5_1", Port: "1", State: "INIT", PhysState: "Phy Test", RateGbps: 400, LinkLayer: "InfiniBand"},
+		}, []health.IBDevice{{Name: "mlx5_0"}, {Name: "mlx5_1"}}, ""},
+		{"adapter model, PCIe link and counters", func(t *testing.T, root string) {
+			writeSysfs(t, filepath.Join(root, "mlx5_0"), map[string]string{"hca_type": "MT4129"})
+			setHCALink(t, root, "mlx5_0", "8", "8.0 GT/s PCIe")
+			setIBPort(t, root, "mlx5_0/1", "4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)")
+			setIBCounters(t, root, "mlx5_0/1", 2, 31)
+		}, []health.IBPort{
+			{Device: "mlx5_0", Port: "1", State: "ACTIVE", PhysState: "LinkUp", RateGbps: 400, LinkLayer: "InfiniBand",
+				Counters: &health.IBCounters{LinkDowned: 2, SymbolErrors: 31}},
+		}, []health.IBDevice{{Name: "mlx5_0", HCAType: "MT4129",
+			PCIe: health.PCIeLink{Width: 8, MaxWidth: 16, SpeedGTs: 8, MaxSpeedGTs: 16}}}, ""},
 		{"unreadable rate", func(t *testing.T, root string) {
 			setIBPort(t, root, "mlx5_0/1", "4: ACTIVE", "5: LinkUp", "fast")
-		}, nil, "rate"},
+		}, nil, nil, "rate"},
 		{"missing state file", func(t *testing.T, root string) {
 			setIBPort(t, root, "mlx5_0/1", "4: ACTIVE", "5: LinkUp", "400 Gb/sec")
 			if err := os.Remove(filepath.Join(root, "mlx5_0", "ports", "1", "state")); err != nil {
 				t.Fatal(err)
 			}
-		}, nil, "state"},
+		}, nil, nil, "state"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			tt.setup(t, root)
-			got, err := readIB(root)
+			got, devices, err := readIB(root)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one about %s", err, tt.wantErr)
@@ -145,14 +158,28 @@ func TestReadIB(t *testing.T) {
 			if err != nil || len(got) != len(tt.want) {
 				t.Fatalf("got %+v, %v", got, err)
 			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Errorf("port %d = %+v, want %+v", i, got[i], tt.want[i])
-				}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ports = %s, want %s", show(got), show(tt.want))
+			}
+			if !reflect.DeepEqual(devices, tt.devices) {
+				t.Errorf("adapters = %+v, want %+v", devices, tt.devices)
 			}
 		})
 	}
-	if ports, err := readIB(filepath.Join(t.TempDir(), "absent")); err != nil || len(ports) != 0 {
+	if ports, _, err := readIB(filepath.Join(t.TempDir(), "absent")); err != nil || len(ports) != 0 {
 		t.Errorf("a node without InfiniBand: %v, %v; want no ports, no error", ports, err)
 	}
+}
+
+// show prints ports with their counters rather than the counters' address.
+func show(ports []health.IBPort) string {
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, "%+v", p)
+		if p.Counters != nil {
+			fmt.Fprintf(&b, " counters %+v", *p.Counters)
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
 }

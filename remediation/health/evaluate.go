@@ -27,7 +27,7 @@ func Evaluate(prev *Readings, cur Readings, exp Expectations) []Finding {
 		}
 	}
 	if cur.IBError == "" {
-		out = append(out, evaluateIB(cur.IBPorts, exp)...)
+		out = append(out, evaluateIB(prev, cur, exp)...)
 	}
 	return out
 }
@@ -92,26 +92,4 @@ func previousLink(prev *GPUReading, link int) *NVLinkReading {
 		}
 	}
 	return nil
-}
-
-func evaluateIB(ports []IBPort, exp Expectations) []Finding {
-	node := func(detail string) Finding {
-		return Finding{Condition: InfiniBandDegraded, GPU: -1, Action: ActionLinkService, Detail: detail}
-	}
-	var out []Finding
-	if exp.IBPorts > 0 && len(ports) < exp.IBPorts {
-		out = append(out, node(fmt.Sprintf("%d of %d InfiniBand ports present", len(ports), exp.IBPorts)))
-	}
-	for _, p := range ports {
-		name := p.Device + "/" + p.Port
-		switch {
-		case p.State != "ACTIVE":
-			out = append(out, node(fmt.Sprintf("port %s state %s", name, p.State)))
-		case p.PhysState != "LinkUp":
-			out = append(out, node(fmt.Sprintf("port %s physical state %s", name, p.PhysState)))
-		case exp.IBRateGbps > 0 && p.RateGbps < exp.IBRateGbps:
-			out = append(out, node(fmt.Sprintf("port %s rate %g Gb/s below %g Gb/s", name, p.RateGbps, exp.IBRateGbps)))
-		}
-	}
-	return out
 }

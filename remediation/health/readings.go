@@ -16,6 +16,8 @@ type Readings struct {
 	// condition is then Unknown.
 	IBError string
 	IBPorts []IBPort
+	// IBDevices are the host channel adapters the ports belong to.
+	IBDevices []IBDevice
 }
 
 // GPUReading is one GPU's state.
@@ -69,12 +71,54 @@ type IBPort struct {
 	State     string // e.g. "ACTIVE" (from "4: ACTIVE")
 	PhysState string // e.g. "LinkUp" (from "5: LinkUp")
 	RateGbps  float64
+	// LinkLayer is "InfiniBand" or "Ethernet" (RoCE); empty when sysfs does not say.
+	LinkLayer string
+	// Counters are the port's error counters; nil when the port has none in sysfs.
+	Counters *IBCounters
 }
 
-// Expectations are what a healthy node of this model looks like.
+// Name is the port as messages and Expectations.IBPortRates name it: "mlx5_0/1".
+func (p IBPort) Name() string { return p.Device + "/" + p.Port }
+
+// IBCounters are a port's error counters (ports/<p>/counters). They only grow, until the
+// fabric manager or a reboot clears them; a drop is read as a reset, not as a fault.
+type IBCounters struct {
+	// LinkDowned counts the times the link went down and had to retrain.
+	LinkDowned uint64
+	// SymbolErrors counts bit errors on the wire: a failing cable or transceiver.
+	SymbolErrors uint64
+}
+
+// IBDevice is one host channel adapter (/sys/class/infiniband/<Name>).
+type IBDevice struct {
+	Name string
+	// HCAType is the adapter's model as its driver reports it (hca_type, e.g. "MT4129");
+	// ports of the same model on a node should all run at the same rate.
+	HCAType string
+	// PCIe is the adapter's own PCIe link (device/current_link_* against max_link_*).
+	PCIe PCIeLink
+}
+
+// PCIeLink is a PCIe link's width and speed, now and at most. Zero means not reported
+// (a virtual function reports "Unknown") and is not judged.
+type PCIeLink struct {
+	Width, MaxWidth       int
+	SpeedGTs, MaxSpeedGTs float64
+}
+
+// Expectations are what a healthy node looks like: what the agent has seen of it, and
+// what an operator configured on top.
 type Expectations struct {
-	// IBPorts is the number of InfiniBand ports the node must have; 0 skips the count check.
+	// IBPorts is the number of InfiniBand ports the node must have (the most the agent has
+	// seen, or more if configured); 0 skips the count check.
 	IBPorts int
-	// IBRateGbps is the lowest acceptable port rate; 0 skips the rate check.
+	// IBRateGbps is a configured floor for every port's rate; 0 leaves the rate to be
+	// judged against the HCA's (see IBPortRates).
 	IBRateGbps float64
+	// IBPortRates is the best rate each port (by IBPort.Name) has run at since the agent
+	// started: a port that falls below it has been downgraded.
+	IBPortRates map[string]float64
+	// IBSymbolErrors is how many symbol errors a port may gain between two polls before
+	// its link counts as degraded.
+	IBSymbolErrors uint64
 }
