@@ -10,31 +10,35 @@ import (
 // Slurm error numbers (slurm/slurm_errno.h) used in errors[] entries, so
 // that clients which switch on error_number behave as with slurmrestd.
 const (
-	ErrControllerDown    = 1001 // SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR
-	ErrInvalidPartition  = 2000 // ESLURM_INVALID_PARTITION_NAME
-	ErrAccessDenied      = 2002 // ESLURM_ACCESS_DENIED
-	ErrInvalidNodeCount  = 2006 // ESLURM_INVALID_NODE_COUNT
-	ErrScriptMissing     = 2009 // ESLURM_JOB_SCRIPT_MISSING
-	ErrInvalidJobID      = 2017 // ESLURM_INVALID_JOB_ID
-	ErrInvalidNodeName   = 2018 // ESLURM_INVALID_NODE_NAME
-	ErrAlreadyDone       = 2021 // ESLURM_ALREADY_DONE
-	ErrBadTaskCount      = 2025 // ESLURM_BAD_TASK_COUNT
-	ErrNotSupported      = 2036 // ESLURM_NOT_SUPPORTED
-	ErrDependency        = 2038 // ESLURM_DEPENDENCY
-	ErrInvalidAccount    = 2045 // ESLURM_INVALID_ACCOUNT
-	ErrAccountingPolicy  = 2050 // ESLURM_ACCOUNTING_POLICY
-	ErrInvalidTimeLimit  = 2051 // ESLURM_INVALID_TIME_LIMIT
-	ErrInvalidTimeValue  = 2054 // ESLURM_INVALID_TIME_VALUE
-	ErrInvalidQOS        = 2066 // ESLURM_INVALID_QOS
-	ErrInvalidGRES       = 2072 // ESLURM_INVALID_GRES
-	ErrRestInvalidQuery  = 9000 // ESLURM_REST_INVALID_QUERY
-	ErrRestFailParsing   = 9001 // ESLURM_REST_FAIL_PARSING
-	ErrRestInvalidJobs   = 9002 // ESLURM_REST_INVALID_JOBS_DESC
-	ErrRestEmptyResult   = 9003 // ESLURM_REST_EMPTY_RESULT
-	ErrRestUnknownURL    = 9006 // ESLURM_REST_UNKNOWN_URL
-	ErrRestUnknownMethod = 9007 // ESLURM_REST_UNKNOWN_URL_METHOD
-	ErrRestAuthFail      = 9008 // ESLURM_REST_AUTH_FAIL
-	ErrRestBadRequest    = 9009 // ESLURM_REST_BAD_REQUEST
+	ErrControllerDown        = 1001 // SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR
+	ErrInvalidPartition      = 2000 // ESLURM_INVALID_PARTITION_NAME
+	ErrAccessDenied          = 2002 // ESLURM_ACCESS_DENIED
+	ErrInvalidNodeCount      = 2006 // ESLURM_INVALID_NODE_COUNT
+	ErrScriptMissing         = 2009 // ESLURM_JOB_SCRIPT_MISSING
+	ErrPathnameTooLong       = 2012 // ESLURM_PATHNAME_TOO_LONG
+	ErrNodeConfigUnavailable = 2014 // ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
+	ErrInvalidJobID          = 2017 // ESLURM_INVALID_JOB_ID
+	ErrInvalidNodeName       = 2018 // ESLURM_INVALID_NODE_NAME
+	ErrAlreadyDone           = 2021 // ESLURM_ALREADY_DONE
+	ErrBadTaskCount          = 2025 // ESLURM_BAD_TASK_COUNT
+	ErrNotSupported          = 2036 // ESLURM_NOT_SUPPORTED
+	ErrDependency            = 2038 // ESLURM_DEPENDENCY
+	ErrInvalidTaskMemory     = 2044 // ESLURM_INVALID_TASK_MEMORY
+	ErrInvalidAccount        = 2045 // ESLURM_INVALID_ACCOUNT
+	ErrAccountingPolicy      = 2050 // ESLURM_ACCOUNTING_POLICY
+	ErrInvalidTimeLimit      = 2051 // ESLURM_INVALID_TIME_LIMIT
+	ErrInvalidTimeValue      = 2054 // ESLURM_INVALID_TIME_VALUE
+	ErrInvalidQOS            = 2066 // ESLURM_INVALID_QOS
+	ErrInvalidGRES           = 2072 // ESLURM_INVALID_GRES
+	ErrInvalidArray          = 2081 // ESLURM_INVALID_ARRAY
+	ErrRestInvalidQuery      = 9000 // ESLURM_REST_INVALID_QUERY
+	ErrRestFailParsing       = 9001 // ESLURM_REST_FAIL_PARSING
+	ErrRestInvalidJobs       = 9002 // ESLURM_REST_INVALID_JOBS_DESC
+	ErrRestEmptyResult       = 9003 // ESLURM_REST_EMPTY_RESULT
+	ErrRestUnknownURL        = 9006 // ESLURM_REST_UNKNOWN_URL
+	ErrRestUnknownMethod     = 9007 // ESLURM_REST_UNKNOWN_URL_METHOD
+	ErrRestAuthFail          = 9008 // ESLURM_REST_AUTH_FAIL
+	ErrRestBadRequest        = 9009 // ESLURM_REST_BAD_REQUEST
 )
 
 // Error is one errors[] entry together with the HTTP status it answers
@@ -60,31 +64,35 @@ func (e *Error) Error() string {
 
 // short texts as slurm_strerror() gives them.
 var shortText = map[int]string{
-	ErrControllerDown:    "Unable to contact slurm controller (connect failure)",
-	ErrInvalidPartition:  "Invalid partition name specified",
-	ErrAccessDenied:      "Access/permission denied",
-	ErrInvalidNodeCount:  "Node count specification invalid",
-	ErrScriptMissing:     "Batch job script missing or invalid",
-	ErrInvalidJobID:      "Invalid job id specified",
-	ErrInvalidNodeName:   "Invalid node name specified",
-	ErrAlreadyDone:       "Job/step already completing or completed",
-	ErrBadTaskCount:      "Task count specification invalid",
-	ErrNotSupported:      "Requested operation not supported on this system",
-	ErrDependency:        "Job dependency problem",
-	ErrInvalidAccount:    "Invalid account or account/partition combination specified",
-	ErrAccountingPolicy:  "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)",
-	ErrInvalidTimeLimit:  "Requested time limit is invalid (missing or exceeds some limit)",
-	ErrInvalidTimeValue:  "Invalid time specified",
-	ErrInvalidQOS:        "Invalid qos specification",
-	ErrInvalidGRES:       "Invalid generic resource (gres) specification",
-	ErrRestInvalidQuery:  "Query empty or incorrect type",
-	ErrRestFailParsing:   "Unable to parse request",
-	ErrRestInvalidJobs:   "Invalid job description",
-	ErrRestEmptyResult:   "Nothing found with query",
-	ErrRestUnknownURL:    "Unable to find requested URL endpoint",
-	ErrRestUnknownMethod: "Unknown HTTP method requested on known URL endpoint",
-	ErrRestAuthFail:      "Authentication failure",
-	ErrRestBadRequest:    "Request does not match expected format",
+	ErrControllerDown:        "Unable to contact slurm controller (connect failure)",
+	ErrInvalidPartition:      "Invalid partition name specified",
+	ErrAccessDenied:          "Access/permission denied",
+	ErrInvalidNodeCount:      "Node count specification invalid",
+	ErrScriptMissing:         "Batch job script missing or invalid",
+	ErrPathnameTooLong:       "Pathname of a file, directory or other parameter too long",
+	ErrNodeConfigUnavailable: "Requested node configuration is not available",
+	ErrInvalidJobID:          "Invalid job id specified",
+	ErrInvalidNodeName:       "Invalid node name specified",
+	ErrAlreadyDone:           "Job/step already completing or completed",
+	ErrBadTaskCount:          "Task count specification invalid",
+	ErrNotSupported:          "Requested operation not supported on this system",
+	ErrDependency:            "Job dependency problem",
+	ErrInvalidTaskMemory:     "Memory required by task is not available",
+	ErrInvalidAccount:        "Invalid account or account/partition combination specified",
+	ErrAccountingPolicy:      "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)",
+	ErrInvalidTimeLimit:      "Requested time limit is invalid (missing or exceeds some limit)",
+	ErrInvalidTimeValue:      "Invalid time specified",
+	ErrInvalidQOS:            "Invalid qos specification",
+	ErrInvalidGRES:           "Invalid generic resource (gres) specification",
+	ErrInvalidArray:          "Invalid job array specification",
+	ErrRestInvalidQuery:      "Query empty or incorrect type",
+	ErrRestFailParsing:       "Unable to parse request",
+	ErrRestInvalidJobs:       "Invalid job description",
+	ErrRestEmptyResult:       "Nothing found with query",
+	ErrRestUnknownURL:        "Unable to find requested URL endpoint",
+	ErrRestUnknownMethod:     "Unknown HTTP method requested on known URL endpoint",
+	ErrRestAuthFail:          "Authentication failure",
+	ErrRestBadRequest:        "Request does not match expected format",
 }
 
 // Errorf builds an Error with the short text of its Slurm number.

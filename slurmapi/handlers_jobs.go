@@ -193,13 +193,21 @@ func handleUpdateJob(s *Server, c *call) (map[string]any, error) {
 		return nil, BadRequest(ErrRestFailParsing, "body", "%s", jsonProblem(err))
 	}
 	u := JobUpdate{Hold: in.Hold, Comment: in.Comment, Name: in.Name}
-	if in.TimeLimit.Set {
-		limit := time.Duration(in.TimeLimit.Number) * time.Minute
-		if in.TimeLimit.Infinite {
-			limit = -1
-		} else if in.TimeLimit.Number < 1 {
-			return nil, BadRequest(ErrInvalidTimeLimit, "time_limit", "time_limit must be at least 1 minute")
+	if in.Name != nil {
+		if e := checkText("name", *in.Name, MaxNameChars, false); e != nil {
+			return nil, e
 		}
+	}
+	if in.Comment != nil {
+		if e := checkText("comment", *in.Comment, MaxCommentChars, true); e != nil {
+			return nil, e
+		}
+	}
+	limit, e := timeLimit(in.TimeLimit, "time_limit")
+	if e != nil && in.TimeLimit.Set {
+		return nil, e
+	}
+	if in.TimeLimit.Set && limit != 0 { // NO_VAL leaves the limit as it is
 		// As in Slurm, only operators may raise a limit.
 		if !c.id.IsOperator() && (limit < 0 || (j.Desc.TimeLimit > 0 && limit > j.Desc.TimeLimit)) {
 			return nil, Forbidden("time_limit", "only operators may raise a job's time limit")

@@ -40,6 +40,10 @@ type Partition struct {
 	DefaultImage   string
 	Priority       int
 	MaxNodesPerJob int // 0: unlimited
+	// NodesKnown says NodeCount and NodeSizes describe the partition's
+	// nodes; submissions are then checked against them.
+	NodesKnown bool
+	NodeSizes  []NodeSize
 }
 
 // Share is one row of sshare: an account, or a user inside an account.

@@ -18,6 +18,16 @@ type SubmitPolicy struct {
 	// ShardsPerGPU is how many gres/shard make one GPU (Slurm's shard
 	// count per device); gres/shard:N asks for N/ShardsPerGPU of a GPU.
 	ShardsPerGPU int
+	// MaxArraySize is Slurm's MaxArraySize: array task indices must be
+	// below it. 0 means Slurm's default, 1001.
+	MaxArraySize int
+}
+
+func (p SubmitPolicy) maxArraySize() int {
+	if p.MaxArraySize <= 0 {
+		return sbatch.DefaultMaxArraySize
+	}
+	return min(p.MaxArraySize, sbatch.MaxArraySizeLimit)
 }
 
 // buildJobDesc turns a decoded request into a JobDesc: explicit REST
@@ -87,16 +97,17 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 			return nil, nil, BadRequest(ErrDependency, "job.dependency", "%v", err)
 		}
 	}
-	if d.Array != "" {
-		if _, err := sbatch.ParseArray(d.Array); err != nil {
-			return nil, nil, BadRequest(ErrRestInvalidJobs, "job.array", "%v", err)
-		}
+	if e := checkArray(d, pol.maxArraySize()); e != nil {
+		return nil, nil, e
 	}
 	if p, ok := in.Priority.Value(); ok {
 		if p < 0 {
 			return nil, nil, BadRequest(ErrRestInvalidJobs, "job.priority", "priority must not be negative")
 		}
 		d.Priority = p
+	}
+	if e := checkBounds(d); e != nil {
+		return nil, nil, e
 	}
 	return d, warnings, nil
 }
@@ -117,14 +128,19 @@ func envValue(env []string, name string) string {
 	return ""
 }
 
+// maxCount bounds every count of a submission (nodes, tasks, CPUs per
+// task, GPUs), as the scheduler bounds a task group: products of two
+// counts then stay far inside int64, and int32 holds each.
+const maxCount = 1 << 20
+
 // count reads a REST NoVal count, falling back to the directive value.
 func count(v NoVal, directive int, source string) (int, *Error) {
 	n, ok := v.Value()
 	if !ok {
 		return directive, nil
 	}
-	if n < 1 || n > 1<<20 {
-		return 0, BadRequest(ErrRestInvalidJobs, source, "%s must be between 1 and %d, got %d", source, 1<<20, n)
+	if n < 1 || n > maxCount {
+		return 0, BadRequest(ErrRestInvalidJobs, source, "%s must be between 1 and %d, got %d", source, maxCount, n)
 	}
 	return int(n), nil
 }
@@ -139,8 +155,8 @@ func setCounts(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 		if isRange {
 			maxN, err2 = strconv.Atoi(hi)
 		}
-		if err1 != nil || err2 != nil || minN < 1 || maxN < minN {
-			return BadRequest(ErrInvalidNodeCount, "job.nodes", "nodes %q must be N or MIN-MAX with 1 <= MIN <= MAX", *in.Nodes)
+		if err1 != nil || err2 != nil || minN < 1 || maxN < minN || maxN > maxCount {
+			return BadRequest(ErrInvalidNodeCount, "job.nodes", "nodes %q must be N or MIN-MAX with 1 <= MIN <= MAX <= %d", *in.Nodes, maxCount)
 		}
 		d.Nodes, d.MaxNodes = minN, maxN
 	}
@@ -161,6 +177,11 @@ func setCounts(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 	}
 	if d.Nodes == 0 {
 		d.Nodes = 1
+	}
+	for _, n := range []int{d.Nodes, d.MaxNodes, d.Tasks, d.TasksPerNode, d.CPUsPerTask} {
+		if n < 0 || n > maxCount {
+			return BadRequest(ErrInvalidNodeCount, "script", "node, task and CPU counts must be between 1 and %d, got %d", maxCount, n)
+		}
 	}
 	if d.MaxNodes != 0 && d.MaxNodes < d.Nodes {
 		return BadRequest(ErrInvalidNodeCount, "job.maximum_nodes", "maximum_nodes %d is below minimum_nodes %d", d.MaxNodes, d.Nodes)
@@ -237,16 +258,37 @@ func perGPUValue(s string) (int64, error) {
 	return 0, fmt.Errorf("%q names no gres/gpu", s)
 }
 
+// Slurm's 32-bit "no value" numbers: a time limit of INFINITE is
+// unlimited, one of NO_VAL is not set.
+const (
+	slurmInfinite = 1<<32 - 1
+	slurmNoVal    = 1<<32 - 2
+)
+
+// timeLimit reads a time limit in minutes (0: not set). Minutes are
+// checked before they are multiplied, so no value wraps around.
+func timeLimit(v NoVal, source string) (time.Duration, *Error) {
+	minutes, finite := v.Value()
+	switch {
+	case !finite || minutes == slurmInfinite:
+		return sbatch.Unlimited, nil
+	case minutes == slurmNoVal:
+		return 0, nil
+	case minutes < 1 || minutes > sbatch.MaxTimeLimitMinutes:
+		return 0, BadRequest(ErrInvalidTimeLimit, source, "time_limit is in minutes and must be between 1 and %d (or INFINITE), got %d", sbatch.MaxTimeLimitMinutes, minutes)
+	}
+	return time.Duration(minutes) * time.Minute, nil
+}
+
 func setTimes(d *JobDesc, in *jobDescIn, opts *sbatch.Options, now time.Time) *Error {
 	d.TimeLimit = opts.Time
 	if in.TimeLimit.Set {
-		switch minutes, finite := in.TimeLimit.Value(); {
-		case !finite:
-			d.TimeLimit = sbatch.Unlimited
-		case minutes < 1 || minutes > 1<<31:
-			return BadRequest(ErrInvalidTimeLimit, "job.time_limit", "time_limit is in minutes and must be at least 1, got %d", minutes)
-		default:
-			d.TimeLimit = time.Duration(minutes) * time.Minute
+		limit, e := timeLimit(in.TimeLimit, "job.time_limit")
+		if e != nil {
+			return e
+		}
+		if limit != 0 {
+			d.TimeLimit = limit
 		}
 	}
 	if at, ok := in.BeginTime.Value(); ok {

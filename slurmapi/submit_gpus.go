@@ -79,6 +79,9 @@ func combineGPUs(d *JobDesc, specs []gpuSpec, pol SubmitPolicy) *Error {
 			if e := setType(s.source, r.Type); e != nil {
 				return e
 			}
+			if r.Count < 0 || r.Count > maxCount {
+				return BadRequest(ErrInvalidGRES, s.source, "gres/%s:%d: counts must be between 0 and %d", r.Name, r.Count, maxCount)
+			}
 			whole := 0
 			switch r.Name {
 			case "gpu":

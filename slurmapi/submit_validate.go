@@ -36,6 +36,9 @@ func (c *Catalog) resolve(d *JobDesc) *Error {
 	if part.MaxNodesPerJob > 0 && d.Nodes > part.MaxNodesPerJob {
 		return BadRequest(ErrInvalidNodeCount, "job.minimum_nodes", "partition %q allows at most %d nodes per job, the job asks for %d", part.Name, part.MaxNodesPerJob, d.Nodes)
 	}
+	if e := part.checkNodes(d); e != nil {
+		return e
+	}
 	if d.TimeLimit == 0 {
 		d.TimeLimit = part.DefaultTime
 	}

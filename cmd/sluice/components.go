@@ -115,7 +115,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 		Auth:         *auth,
 		ClusterName:  r.ClusterName,
 		MaxBodyBytes: r.MaxBodyBytes,
-		Submit:       slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU},
+		Submit:       slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU, MaxArraySize: r.MaxArraySize},
 	}, slurmapi.WithLedger(backend, ledger))
 	if err != nil {
 		return fmt.Errorf("REST API: %w", err)

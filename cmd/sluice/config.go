@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // Config is the `sluice server` configuration file. Every field is
@@ -122,6 +124,9 @@ type RESTConfig struct {
 	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 	// ShardsPerGPU is how many gres/shard make one GPU.
 	ShardsPerGPU int `yaml:"shardsPerGPU"`
+	// MaxArraySize is Slurm's MaxArraySize: array task indices must be
+	// below it (0: Slurm's default, 1001).
+	MaxArraySize int `yaml:"maxArraySize"`
 	// SubmitWindow commits submissions in groups: those validated within the
 	// window share one API write and are answered together (0 creates each
 	// job's PodGroup at once). See docs/rest-compatibility.md.
@@ -260,6 +265,9 @@ func (c Config) Validate() error {
 	}
 	if r := c.Remediation; r.BreakerShare < 0 || r.BreakerShare > 1 {
 		return fmt.Errorf("remediation.breakerShare %v: want a share between 0 and 1", r.BreakerShare)
+	}
+	if n := c.REST.MaxArraySize; n < 0 || n > sbatch.MaxArraySizeLimit {
+		return fmt.Errorf("rest.maxArraySize %d: want 0 (Slurm's default, %d) to %d", n, sbatch.DefaultMaxArraySize, sbatch.MaxArraySizeLimit)
 	}
 	le := c.LeaderElection
 	if le.Enabled {

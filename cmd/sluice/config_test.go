@@ -36,6 +36,12 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad duration names its line", yaml: "shutdownTimeout: soon\n", wantErr: "line 1"},
 		{name: "bad log level", yaml: "log:\n  level: loud\n", wantErr: "log.level"},
 		{name: "lease ordering", yaml: "leaderElection:\n  renewDeadline: 20s\n", wantErr: "leaseDuration"},
+		{name: "maxArraySize past Slurm's ceiling", yaml: "rest:\n  maxArraySize: 4000002\n", wantErr: "rest.maxArraySize"},
+		{name: "maxArraySize", yaml: "rest:\n  maxArraySize: 5000\n", check: func(t *testing.T, c Config) {
+			if c.REST.MaxArraySize != 5000 {
+				t.Errorf("maxArraySize = %d", c.REST.MaxArraySize)
+			}
+		}},
 		{name: "lease ordering ignored when disabled", yaml: "leaderElection:\n  enabled: false\n  renewDeadline: 20s\n"},
 	}
 	for _, tt := range tests {

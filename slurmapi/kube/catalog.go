@@ -4,6 +4,9 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
@@ -124,4 +127,35 @@ func CatalogFrom(parts []v1alpha1.Partition, queues []v1alpha1.Queue, qos []v1al
 		c.QOS[q.Name] = &q
 	}
 	return c
+}
+
+// withNodes gives each partition of c its node count and node sizes
+// (allocatable CPUs, memory, GPUs), which submissions are checked
+// against. Every node the partition selects counts, drained or down
+// ones too: they come back, as in Slurm.
+func withNodes(c *slurmapi.Catalog, parts []v1alpha1.Partition, nodes []corev1.Node) {
+	for i := range parts {
+		p := c.Partitions[parts[i].Name]
+		if p == nil {
+			continue
+		}
+		sel := labels.SelectorFromSet(parts[i].Spec.NodeSelector)
+		sizes := map[slurmapi.NodeSize]int{}
+		p.NodeCount = 0
+		for j := range nodes {
+			n := &nodes[j]
+			if !sel.Matches(labels.Set(n.Labels)) {
+				continue
+			}
+			gpus := n.Status.Allocatable[v1alpha1.GPUResource]
+			size := slurmapi.NodeSize{CPUs: n.Status.Allocatable.Cpu().Value(), MemoryMiB: n.Status.Allocatable.Memory().Value() >> 20, GPUs: gpus.Value()}
+			sizes[size]++
+			p.NodeCount++
+		}
+		p.NodesKnown, p.NodeSizes = true, make([]slurmapi.NodeSize, 0, len(sizes))
+		for s, n := range sizes {
+			s.Count = n
+			p.NodeSizes = append(p.NodeSizes, s)
+		}
+	}
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/sluicehq/sluice/slurmapi"
 )
 
-// Catalog returns a snapshot of Partitions, Queues and QOS at most
-// CatalogTTL old, so submissions cost no reads of their own.
+// Catalog returns a snapshot of Partitions (with their nodes' count and
+// sizes), Queues and QOS at most CatalogTTL old, so submissions cost no
+// reads of their own.
 func (b *Backend) Catalog(ctx context.Context) (*slurmapi.Catalog, error) {
 	b.catMu.Lock()
 	defer b.catMu.Unlock()
@@ -27,7 +28,13 @@ func (b *Backend) Catalog(ctx context.Context) (*slurmapi.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.catalog, b.catAt = CatalogFrom(parts, queues, qos), time.Now()
+	var nodes corev1.NodeList
+	if err := b.c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list Nodes: %w", err)
+	}
+	cat := CatalogFrom(parts, queues, qos)
+	withNodes(cat, parts, nodes.Items)
+	b.catalog, b.catAt = cat, time.Now()
 	return b.catalog, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
 )
 
 func gpuNode(name string, readyStatus corev1.ConditionStatus, taints []corev1.Taint, cordoned bool) *corev1.Node {
@@ -69,5 +70,28 @@ func TestPodUsageCountsBoundLivePods(t *testing.T) {
 	u := podUsage([]corev1.Pod{pod("n1", corev1.PodRunning, "2"), pod("n1", corev1.PodPending, "1"), pod("n1", corev1.PodSucceeded, "4"), pod("", corev1.PodPending, "8")})
 	if got := u["n1"]; got.gpus != 3 || got.cpuMilli != 1000 || len(u) != 1 {
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// TestCatalogKnowsPartitionNodes: the catalogue counts each partition's
+// nodes (drained and down ones too) and groups them by size, so a
+// submission can be checked against the largest.
+func TestCatalogKnowsPartitionNodes(t *testing.T) {
+	parts := []v1alpha1.Partition{
+		{ObjectMeta: metav1.ObjectMeta{Name: "h100"}, Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: "h100"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: "none"}}},
+	}
+	small := gpuNode("n3", corev1.ConditionTrue, nil, false)
+	small.Status.Allocatable[v1alpha1.GPUResource] = resource.MustParse("4")
+	nodes := []corev1.Node{*gpuNode("n1", corev1.ConditionTrue, nil, false), *gpuNode("n2", corev1.ConditionFalse, nil, true), *small}
+	cat := CatalogFrom(parts, nil, nil)
+	withNodes(cat, parts, nodes)
+	h := cat.Partitions["h100"]
+	want := map[slurmapi.NodeSize]bool{{CPUs: 64, MemoryMiB: 512 << 10, GPUs: 8, Count: 2}: true, {CPUs: 64, MemoryMiB: 512 << 10, GPUs: 4, Count: 1}: true}
+	if !h.NodesKnown || h.NodeCount != 3 || len(h.NodeSizes) != 2 || !want[h.NodeSizes[0]] || !want[h.NodeSizes[1]] {
+		t.Errorf("h100: %+v", h)
+	}
+	if e := cat.Partitions["empty"]; !e.NodesKnown || e.NodeCount != 0 || len(e.NodeSizes) != 0 {
+		t.Errorf("empty: %+v", e)
 	}
 }

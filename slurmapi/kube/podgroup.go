@@ -104,47 +104,14 @@ func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
 	return pg
 }
 
-// tasksPerNode is the tasks each node runs: as asked, or spread evenly
-// (rounded up, as Slurm's block distribution fills nodes).
-func tasksPerNode(d *slurmapi.JobDesc) int {
-	if d.TasksPerNode > 0 {
-		return d.TasksPerNode
-	}
-	return (d.Tasks + d.Nodes - 1) / d.Nodes
-}
-
-// gpusPerNode is the whole GPUs each node's pod requests.
-func gpusPerNode(d *slurmapi.JobDesc) int {
-	g := d.GPUs
-	switch {
-	case g.PerNode > 0:
-		return g.PerNode
-	case g.PerTask > 0:
-		return g.PerTask * tasksPerNode(d)
-	case g.PerJob > 0:
-		return (g.PerJob + d.Nodes - 1) / d.Nodes
-	}
-	return 0
-}
-
 func perNode(d *slurmapi.JobDesc) corev1.ResourceList {
-	cpus := tasksPerNode(d) * d.CPUsPerTask
-	rl := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(cpus), resource.DecimalSI)}
-	gpus := gpusPerNode(d)
-	var mib int64
-	switch {
-	case d.MemoryPerNode > 0:
-		mib = d.MemoryPerNode
-	case d.MemoryPerCPU > 0:
-		mib = d.MemoryPerCPU * int64(cpus)
-	case d.MemoryPerGPU > 0:
-		mib = d.MemoryPerGPU * int64(max(gpus, 1))
+	n := d.PerNode()
+	rl := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(n.CPUs, resource.DecimalSI)}
+	if n.MemoryMiB > 0 {
+		rl[corev1.ResourceMemory] = *resource.NewQuantity(n.MemoryMiB<<20, resource.BinarySI)
 	}
-	if mib > 0 {
-		rl[corev1.ResourceMemory] = *resource.NewQuantity(mib<<20, resource.BinarySI)
-	}
-	if gpus > 0 {
-		rl[v1alpha1.GPUResource] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	if n.GPUs > 0 {
+		rl[v1alpha1.GPUResource] = *resource.NewQuantity(n.GPUs, resource.DecimalSI)
 	}
 	return rl
 }
@@ -179,8 +146,8 @@ func slurmJob(d *slurmapi.JobDesc) *v1alpha1.SlurmJob {
 	case d.GPUs.Fraction > 0:
 		q := resource.MustParse(fraction(d.GPUs.Fraction))
 		s.GPUsPerNode = &q
-	case gpusPerNode(d) > 0:
-		q := *resource.NewQuantity(int64(gpusPerNode(d)), resource.DecimalSI)
+	case d.PerNode().GPUs > 0:
+		q := *resource.NewQuantity(d.PerNode().GPUs, resource.DecimalSI)
 		s.GPUsPerNode = &q
 	}
 	if len(d.Environment) > 0 {

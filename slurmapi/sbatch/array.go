@@ -6,9 +6,14 @@ import (
 	"strings"
 )
 
-// MaxArraySize bounds the number of tasks in one array, as Slurm's
-// MaxArraySize does (its default is 1001; indices are below it).
-const MaxArraySize = 1001
+// DefaultMaxArraySize is Slurm's default MaxArraySize: array indices are
+// below it. A site sets its own (the REST server's maxArraySize).
+const DefaultMaxArraySize = 1001
+
+// MaxArraySizeLimit is the largest MaxArraySize a site may set (Slurm's
+// own ceiling). ParseArray refuses indices at or above it, whatever the
+// site's setting, so that reading back a stored array never depends on it.
+const MaxArraySizeLimit = 4000001
 
 // IndexRange is start-end with a step, all inclusive.
 type IndexRange struct{ Start, End, Step int }
@@ -62,10 +67,16 @@ func ParseArray(s string) (Array, error) {
 		}
 		a.Ranges = append(a.Ranges, r)
 	}
-	if a.Count() > MaxArraySize {
-		return a, fmt.Errorf("invalid array %q: %d tasks, at most %d", s, a.Count(), MaxArraySize)
-	}
 	return a, nil
+}
+
+// MaxIndex is the highest task index.
+func (a Array) MaxIndex() int {
+	high := 0
+	for _, r := range a.Ranges {
+		high = max(high, r.Start+(r.End-r.Start)/r.Step*r.Step)
+	}
+	return high
 }
 
 func parseIndexRange(part string) (IndexRange, error) {
@@ -97,8 +108,8 @@ func parseIndexRange(part string) (IndexRange, error) {
 
 func index(s string) (int, error) {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n >= MaxArraySize {
-		return 0, fmt.Errorf("index %q must be a number from 0 to %d", s, MaxArraySize-1)
+	if err != nil || n < 0 || n >= MaxArraySizeLimit {
+		return 0, fmt.Errorf("index %q must be a number from 0 to %d", s, MaxArraySizeLimit-1)
 	}
 	return n, nil
 }

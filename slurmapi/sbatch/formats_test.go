@@ -118,13 +118,20 @@ func TestParseArray(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(a.Indices(), []int{0, 2, 4, 6, 9}) || a.MaxRunning != 3 || a.Count() != 5 {
+	if !reflect.DeepEqual(a.Indices(), []int{0, 2, 4, 6, 9}) || a.MaxRunning != 3 || a.Count() != 5 || a.MaxIndex() != 9 {
 		t.Errorf("got %v max %d", a.Indices(), a.MaxRunning)
 	}
-	for _, bad := range []string{"", "%2", "1-", "a", "0-5%0", "0-5:0", "0-2000", "3-1"} {
+	for _, bad := range []string{"", "%2", "1-", "a", "0-5%0", "0-5:0", "0-4000001", "3-1"} {
 		if _, err := ParseArray(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+func TestArrayMaxIndexFollowsTheStep(t *testing.T) {
+	a, err := ParseArray("0-10:4")
+	if err != nil || a.MaxIndex() != 8 {
+		t.Errorf("0-10:4: max index %d (%v), want 8", a.MaxIndex(), err)
 	}
 }
 

@@ -67,11 +67,18 @@ func ParseTimeLimit(s string) (time.Duration, error) {
 	}
 	total := ((days*24+hours)*60+mins)*60 + secs
 	minutes := (total + 59) / 60
-	if minutes > 1<<31 {
-		return 0, fmt.Errorf("time limit %q is too long", s)
+	if minutes > MaxTimeLimitMinutes {
+		return 0, fmt.Errorf("time limit %q is too long: at most %d minutes", s, MaxTimeLimitMinutes)
 	}
 	return time.Duration(minutes) * time.Minute, nil
 }
+
+// MaxTimeLimitMinutes is the longest finite time limit: a job's pods carry
+// it as activeDeadlineSeconds, which Kubernetes caps at 2^31-1 seconds
+// (about 68 years). Slurm's own field is 32-bit minutes with 0xffffffff
+// meaning INFINITE, so every limit it would accept as finite and this one
+// rules out is over 68 years anyway.
+const MaxTimeLimitMinutes = (1<<31 - 1) / 60
 
 // FormatTimeLimit writes a limit as Slurm shows it: [days-]hours:minutes:seconds.
 func FormatTimeLimit(d time.Duration) string {
