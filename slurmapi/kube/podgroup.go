@@ -250,6 +250,9 @@ func jobState(pg *v1alpha1.PodGroup) ([]string, string) {
 	case v1alpha1.PodGroupSucceeded:
 		return []string{"COMPLETED"}, "None"
 	case v1alpha1.PodGroupFailed:
+		if _, refused := storeRefused(pg); refused {
+			return []string{"FAILED"}, reasonStoreRefused
+		}
 		if pg.Status.ExitCode == nil { // the lifecycle ends a job lost with its node without one
 			return []string{"NODE_FAIL"}, "NodeDown"
 		}

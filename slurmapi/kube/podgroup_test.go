@@ -276,3 +276,35 @@ func TestStoredSubmissionFields(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedJobIsAlwaysStorable: what stays of a refused job keeps what
+// can be kept and nothing the schema could refuse again.
+func TestFailedJobIsAlwaysStorable(t *testing.T) {
+	bad := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "slurm-nlp", Annotations: map[string]string{SubmitTimeAnnotation: "2026-01-01T00:00:00Z"}},
+		Spec: v1alpha1.PodGroupSpec{Queue: "nlp", Partition: "Bad Partition", QOS: "normal",
+			Slurm: &v1alpha1.SlurmJob{Name: strings.Repeat("é", 300) + "\x1b", User: "alice", Nodes: 2, Tasks: 4, Script: "#!/bin/sh"}},
+	}
+	cases := []struct {
+		name string
+		pg   *v1alpha1.PodGroup
+		ns   string
+		user string
+		q    string
+		part string
+	}{
+		{"refused group", bad, "slurm-nlp", "alice", "nlp", ""},
+		{"undecodable entry", nil, "sluice-system", "unknown", "unknown", ""},
+	}
+	for _, tc := range cases {
+		got := failedJob(42, "sluice-system", tc.pg)
+		s := got.Spec.Slurm
+		if got.Name != "job-42" || got.Namespace != tc.ns || got.Labels[v1alpha1.JobIDLabel] != "42" || s.User != tc.user ||
+			got.Spec.Queue != tc.q || got.Spec.Partition != tc.part || len(got.Spec.Members) != 0 || s.Script != "" {
+			t.Errorf("%s: %+v %+v", tc.name, got.ObjectMeta, got.Spec)
+		}
+		if n := len([]rune(s.Name)); n > slurmapi.MaxNameChars || strings.ContainsRune(s.Name, 0x1b) {
+			t.Errorf("%s: name of %d characters %q", tc.name, n, s.Name)
+		}
+	}
+}

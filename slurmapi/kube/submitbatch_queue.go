@@ -122,7 +122,10 @@ func (q *SubmitQueue) materializeBatch(ctx context.Context, cm *corev1.ConfigMap
 	for _, key := range keys {
 		pg, err := decodeBatched(cm, key)
 		if err != nil {
-			q.refuse(ctx, cm, key, err) // can never be created: said, then dropped
+			// Can never be created as it is: kept as a failed job, and said.
+			if err := q.refuse(ctx, cm, key, nil, err); err != nil && first == nil {
+				first = err
+			}
 			continue
 		}
 		if pg.Spec.Slurm != nil && pg.Spec.Slurm.Dependency != "" {
@@ -154,7 +157,9 @@ func (q *SubmitQueue) materializeBatch(ctx context.Context, cm *corev1.ConfigMap
 }
 
 // create stores one batched job's PodGroup; already there is done. A job
-// the API server refuses can never be created: it is reported and dropped.
+// the API server refuses can never be created as it is: it is kept as a
+// failed job (submitbatch_failed.go) and reported. Any other error is
+// transient: the batch stays, its jobs stay visible, the next pass retries.
 func (q *SubmitQueue) create(ctx context.Context, cm *corev1.ConfigMap, key string, pg *v1alpha1.PodGroup) error {
 	err := q.c.Create(ctx, pg.DeepCopy())
 	if apierrors.IsNotFound(err) { // its namespace went away since the submission
@@ -167,29 +172,32 @@ func (q *SubmitQueue) create(ctx context.Context, cm *corev1.ConfigMap, key stri
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return nil
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		q.refuse(ctx, cm, key, err)
-		return nil
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsRequestEntityTooLargeError(err):
+		return q.refuse(ctx, cm, key, pg, err)
 	}
 	return fmt.Errorf("create PodGroup of job %s from batch %s: %w", key, cm.Name, err)
 }
 
-// refuse reports a batched job that cannot become a PodGroup with a
-// Warning Event on its batch and in the log.
-func (q *SubmitQueue) refuse(ctx context.Context, cm *corev1.ConfigMap, key string, why error) {
-	klog.ErrorS(why, "submit queue: a batched job cannot be created and is dropped", "batch", cm.Name, "job", key)
+// refuse keeps a batched job that cannot become its PodGroup as a failed
+// job and reports it with a Warning Event on its batch and in the log.
+func (q *SubmitQueue) refuse(ctx context.Context, cm *corev1.ConfigMap, key string, pg *v1alpha1.PodGroup, why error) error {
+	klog.ErrorS(why, "submit queue: the cluster refused a batched job; it is kept as FAILED", "batch", cm.Name, "job", key)
+	if err := q.keepFailed(ctx, cm.Namespace, key, pg, why); err != nil {
+		return err
+	}
 	now := metav1.Now()
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: cm.Name + "-", Namespace: cm.Namespace},
 		InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID},
 		Type:           corev1.EventTypeWarning, Reason: "JobRefused",
-		Message:        fmt.Sprintf("job %s was acknowledged but the cluster refused its PodGroup; it is dropped: %v", key, why),
+		Message:        printable(fmt.Sprintf("job %s was acknowledged but the cluster refused its PodGroup; it is kept as FAILED: %v", key, why), 1024),
 		Source:         corev1.EventSource{Component: "sluice-submit-queue"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
 	if err := q.c.Create(ctx, ev); err != nil {
 		klog.ErrorS(err, "submit queue: recording the refusal failed", "batch", cm.Name, "job", key)
 	}
+	return nil
 }
 
 // lowestID is the lowest job id in batch cm.
