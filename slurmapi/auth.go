@@ -40,8 +40,9 @@ type Identity struct {
 // Authenticate reads the token from X-SLURM-USER-TOKEN (with an optional
 // X-SLURM-USER-NAME) or from Authorization: Bearer, as slurmrestd's
 // auth/jwt does, and returns the caller. A user-name header that differs
-// from the token's user is impersonation, allowed only to operators and
-// admins (like SlurmUser tokens in slurmrestd).
+// from the token's user is acting as that user, allowed only to admins
+// (slurmrestd allows it only for SlurmUser and root): the request then has
+// the named user's rights, never the admin's.
 func (c *AuthConfig) Authenticate(r *http.Request, now time.Time) (Identity, *Error) {
 	slurmToken := r.Header.Get("X-SLURM-USER-TOKEN")
 	userName := r.Header.Get("X-SLURM-USER-NAME")
@@ -61,8 +62,8 @@ func (c *AuthConfig) Authenticate(r *http.Request, now time.Time) (Identity, *Er
 	}
 	id := c.identity(claims.User)
 	if userName != "" && userName != claims.User {
-		if id.Role < RoleOperator {
-			return Identity{}, unauthorized("X-SLURM-USER-NAME %q does not match the token's user %q", userName, claims.User)
+		if id.Role < RoleAdmin {
+			return Identity{}, unauthorized("X-SLURM-USER-NAME %q does not match the token's user %q; only administrators may act as another user", userName, claims.User)
 		}
 		id = c.identity(userName)
 	}

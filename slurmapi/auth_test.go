@@ -34,6 +34,8 @@ func mustMint(t *testing.T, user string, life time.Duration) string {
 func TestAuthenticate(t *testing.T) {
 	alice := mustMint(t, "alice", time.Hour)
 	op := mustMint(t, "slurm", time.Hour)
+	admin := mustMint(t, "root", time.Hour)
+	coord := mustMint(t, "carol", time.Hour)
 	expired, _ := mintAt(testKey, "alice", time.Now().Add(-2*time.Hour), time.Hour)
 	otherKey, _ := MintToken(bytes.Repeat([]byte("x"), 32), "alice", time.Hour)
 	parts := strings.Split(alice, ".")
@@ -48,7 +50,10 @@ func TestAuthenticate(t *testing.T) {
 		{"slurm header", map[string]string{"X-SLURM-USER-TOKEN": alice}, "alice", RoleUser, ""},
 		{"slurm header with matching name", map[string]string{"X-SLURM-USER-TOKEN": alice, "X-SLURM-USER-NAME": "alice"}, "alice", RoleUser, ""},
 		{"bearer", map[string]string{"Authorization": "Bearer " + alice}, "alice", RoleUser, ""},
-		{"operator impersonates", map[string]string{"X-SLURM-USER-TOKEN": op, "X-SLURM-USER-NAME": "bob"}, "bob", RoleUser, ""},
+		{"admin acts as bob with bob's rights", map[string]string{"X-SLURM-USER-TOKEN": admin, "X-SLURM-USER-NAME": "bob"}, "bob", RoleUser, ""},
+		{"admin acts as an operator with the operator's rights", map[string]string{"X-SLURM-USER-TOKEN": admin, "X-SLURM-USER-NAME": "slurm"}, "slurm", RoleOperator, ""},
+		{"operator may not act as another user", map[string]string{"X-SLURM-USER-TOKEN": op, "X-SLURM-USER-NAME": "bob"}, "", 0, "only administrators"},
+		{"coordinator may not act as a user of its account", map[string]string{"X-SLURM-USER-TOKEN": coord, "X-SLURM-USER-NAME": "alice"}, "", 0, "only administrators"},
 		{"operator role", map[string]string{"X-SLURM-USER-TOKEN": op}, "slurm", RoleOperator, ""},
 		{"user impersonation refused", map[string]string{"X-SLURM-USER-TOKEN": alice, "X-SLURM-USER-NAME": "bob"}, "", 0, "does not match"},
 		{"both at once", map[string]string{"X-SLURM-USER-TOKEN": alice, "Authorization": "Bearer " + alice}, "", 0, "both"},

@@ -1,6 +1,9 @@
 package slurmapi
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Catalog is a snapshot of what a submission may name: partitions,
 // accounts, QOS and which users belong to which accounts. The Kubernetes
@@ -18,24 +21,33 @@ type Catalog struct {
 	UserAccounts map[string][]string
 	// DefaultAccount is, per user, the account of jobs that name none.
 	DefaultAccount map[string]string
-	// OpenAccounts any user may submit to (a Queue that lists no users).
-	OpenAccounts map[string]bool
-	// AccountQOS lists the QOS an account's users may use, the first
-	// being the default. An account missing here may use any QOS.
+	// AccountQOS lists the QOS an account's users may use (Slurm's
+	// association QOS). An account missing here may use any QOS.
 	AccountQOS map[string][]string
+	// DefaultQOS is, per account, the QOS of jobs that name none (Slurm's
+	// DefaultQOS); an account missing here defaults to the QOS named
+	// normal, as Slurm's default association does, if the site has one.
+	DefaultQOS map[string]string
 }
 
-// userInAccount reports whether user may submit to account.
+// fallbackQOS is Slurm's default QOS, used where no association names one.
+const fallbackQOS = "normal"
+
+// userInAccount reports whether user may submit to account: only through
+// an association, as with Slurm's AccountingStorageEnforce=associations.
 func (c *Catalog) userInAccount(user, account string) bool {
-	if c.OpenAccounts[account] {
-		return true
+	return slices.Contains(c.UserAccounts[user], account)
+}
+
+// defaultQOS is the QOS of account's jobs that name none, or "".
+func (c *Catalog) defaultQOS(account string) string {
+	if q := c.DefaultQOS[account]; q != "" {
+		return q
 	}
-	for _, a := range c.UserAccounts[user] {
-		if a == account {
-			return true
-		}
+	if _, ok := c.QOS[fallbackQOS]; ok {
+		return fallbackQOS
 	}
-	return false
+	return ""
 }
 
 // defaultAccount is the user's default account, or "".

@@ -12,7 +12,9 @@ import (
 
 // testCatalog is the site `sluice dev` seeds: partitions h100 and a100,
 // accounts research -> nlp, vision, plus default; QOS normal, preemptible,
-// high; alice in nlp, bob in vision.
+// high; alice in nlp (normal, preemptible), bob in vision (also high, and
+// preemptible by default), dave in default (no QOS list: any, normal by
+// default).
 func testCatalog() *Catalog {
 	return &Catalog{
 		Partitions: map[string]*Partition{
@@ -29,10 +31,10 @@ func testCatalog() *Catalog {
 			"preemptible": {Name: "preemptible"},
 			"high":        {Name: "high", MaxWall: 4 * time.Hour},
 		},
-		UserAccounts:   map[string][]string{"alice": {"nlp"}, "bob": {"vision"}},
-		DefaultAccount: map[string]string{"alice": "nlp", "bob": "vision"},
-		OpenAccounts:   map[string]bool{"default": true},
-		AccountQOS:     map[string][]string{"nlp": {"normal", "high", "preemptible"}, "vision": {"normal", "preemptible"}},
+		UserAccounts:   map[string][]string{"alice": {"nlp"}, "bob": {"vision"}, "dave": {"default"}},
+		DefaultAccount: map[string]string{"alice": "nlp", "bob": "vision", "dave": "default"},
+		AccountQOS:     map[string][]string{"nlp": {"normal", "preemptible"}, "vision": {"normal", "preemptible", "high"}},
+		DefaultQOS:     map[string]string{"nlp": "normal", "vision": "preemptible"},
 	}
 }
 
@@ -88,8 +90,14 @@ func TestDecodeSubmissionAccepts(t *testing.T) {
 		{"begin directive relative to now", body(map[string]any{}, "#!/bin/sh\n#SBATCH --begin=now+1hour\n"), "alice", func(d *JobDesc) bool {
 			return d.BeginTime.Equal(now.Add(time.Hour))
 		}},
-		{"open account", body(map[string]any{"account": "default"}, script), "alice", func(d *JobDesc) bool {
-			return d.Account == "default"
+		{"the association's default QOS", body(map[string]any{"partition": "a100"}, script), "bob", func(d *JobDesc) bool {
+			return d.Account == "vision" && d.QOS == "preemptible"
+		}},
+		{"no QOS list: any QOS, normal by default", body(map[string]any{}, script), "dave", func(d *JobDesc) bool {
+			return d.Account == "default" && d.QOS == "normal"
+		}},
+		{"a QOS of the association", body(map[string]any{"qos": "preemptible"}, script), "alice", func(d *JobDesc) bool {
+			return d.QOS == "preemptible"
 		}},
 		{"script inside job", []byte(`{"job":{"script":"#!/bin/sh\necho","account":"vision","partition":"a100","qos":"preemptible"}}`), "bob", func(d *JobDesc) bool {
 			return d.Account == "vision" && d.Partition == "a100" && d.QOS == "preemptible"
@@ -128,10 +136,11 @@ func TestDecodeSubmissionRejects(t *testing.T) {
 		{"no default account", `{"script":"#!/bin/sh\n","job":{}}`, "mallory", ErrInvalidAccount, "no default account"},
 		{"partition refuses account", `{"script":"#!/bin/sh\n","job":{"partition":"a100"}}`, "alice", ErrInvalidAccount, "does not allow account"},
 		{"unknown QOS", `{"script":"#!/bin/sh\n","job":{"qos":"turbo"}}`, "alice", ErrInvalidQOS, "does not exist"},
-		{"QOS not allowed for account", `{"script":"#!/bin/sh\n","job":{"qos":"high","account":"vision"}}`, "bob", ErrInvalidQOS, "may not use"},
+		{"QOS outside the association", `{"script":"#!/bin/sh\n","job":{"qos":"high"}}`, "alice", ErrInvalidQOS, "may not use"},
+		{"account without users is closed", `{"script":"#!/bin/sh\n","job":{"account":"default"}}`, "alice", ErrInvalidAccount, "not associated"},
 		{"GPU type mismatch", `{"script":"#!/bin/sh\n","job":{"partition":"h100","tres_per_node":"gres/gpu:a100:2"}}`, "alice", ErrInvalidGRES, "has H100-80GB GPUs"},
 		{"over QOS GPU limit", `{"script":"#!/bin/sh\n","job":{"tres_per_node":"gres/gpu:8","minimum_nodes":3}}`, "alice", ErrAccountingPolicy, "allows 16"},
-		{"over QOS MaxWall", `{"script":"#!/bin/sh\n","job":{"qos":"high","time_limit":600}}`, "alice", ErrAccountingPolicy, "MaxWall"},
+		{"over QOS MaxWall", `{"script":"#!/bin/sh\n","job":{"qos":"high","time_limit":600}}`, "bob", ErrAccountingPolicy, "MaxWall"},
 		{"over partition MaxTime", `{"script":"#!/bin/sh\n","job":{"time_limit":{"infinite":true}}}`, "alice", ErrInvalidTimeLimit, "exceeds partition"},
 		{"too many nodes", `{"script":"#!/bin/sh\n","job":{"minimum_nodes":5}}`, "alice", ErrInvalidNodeCount, "at most 4"},
 		{"zero tasks", `{"script":"#!/bin/sh\n","job":{"tasks":0}}`, "alice", ErrRestInvalidJobs, "between 1"},

@@ -72,8 +72,8 @@ func (c *Catalog) resolveAccount(d *JobDesc, part *Partition) *Error {
 
 func (c *Catalog) resolveQOS(d *JobDesc, part *Partition) *Error {
 	allowed, restricted := c.AccountQOS[d.Account]
-	if d.QOS == "" && len(allowed) > 0 {
-		d.QOS = allowed[0]
+	if d.QOS == "" {
+		d.QOS = c.defaultQOS(d.Account)
 	}
 	if d.QOS == "" {
 		return nil
@@ -83,7 +83,7 @@ func (c *Catalog) resolveQOS(d *JobDesc, part *Partition) *Error {
 		return BadRequest(ErrInvalidQOS, "job.qos", "QOS %q does not exist (known: %s)", d.QOS, names(c.QOS))
 	}
 	if restricted && !slices.Contains(allowed, d.QOS) {
-		return BadRequest(ErrInvalidQOS, "job.qos", "account %q may not use QOS %q (allowed: %s)", d.Account, d.QOS, strings.Join(allowed, ", "))
+		return BadRequest(ErrInvalidQOS, "job.qos", "user %q in account %q may not use QOS %q (the association allows: %s)", d.User, d.Account, d.QOS, strings.Join(allowed, ", "))
 	}
 	if len(part.AllowQOS) > 0 && !slices.Contains(part.AllowQOS, d.QOS) {
 		return BadRequest(ErrInvalidQOS, "job.qos", "partition %q does not allow QOS %q", part.Name, d.QOS)

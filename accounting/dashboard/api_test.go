@@ -282,6 +282,7 @@ func TestAPIRequiresTheRESTToken(t *testing.T) {
 		{"forged token", map[string]string{"X-SLURM-USER-TOKEN": forged}, "signature"},
 		{"garbage", map[string]string{"X-SLURM-USER-TOKEN": "not-a-jwt"}, "token"},
 		{"impersonation", map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "bob"), "X-SLURM-USER-NAME": "alice"}, "does not match"},
+		{"an operator acting as a user", map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "ops"), "X-SLURM-USER-NAME": "alice"}, "only administrators"},
 	}
 	for _, tt := range refused {
 		for _, path := range []string{"/ui/api/jobs", "/ui/api/overview", "/ui/api/nope"} {
@@ -309,7 +310,7 @@ func TestAPIRequiresTheRESTToken(t *testing.T) {
 		{"nobody", bearer("nobody"), nil},
 		{"vic (coordinates vision)", bearer("vic"), []int64{2, 4}},
 		{"ops (operator)", bearer("ops"), []int64{1, 2, 3, 4}},
-		{"ops as alice", map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "ops"), "X-SLURM-USER-NAME": "alice"}, []int64{1}},
+		{"root (admin) as alice", map[string]string{"X-SLURM-USER-TOKEN": tokenOf(t, "root"), "X-SLURM-USER-NAME": "alice"}, []int64{1}},
 	}
 	for _, tt := range sees {
 		var js Jobs

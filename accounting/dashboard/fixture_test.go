@@ -79,8 +79,8 @@ func tree(context.Context) ([]accounting.ShareAssoc, error) {
 }
 
 // siteAuth is the REST API's own token check with the site's roles: ops is an
-// operator, vic coordinates vision, the rest are plain users.
-var siteAuth = slurmapi.AuthConfig{Key: []byte("dashboard-test-key-of-32-bytes!!"), Operators: []string{"ops"},
+// operator, root an admin, vic coordinates vision, the rest are plain users.
+var siteAuth = slurmapi.AuthConfig{Key: []byte("dashboard-test-key-of-32-bytes!!"), Operators: []string{"ops"}, Admins: []string{"root"},
 	Coordinators: map[string][]string{"vic": {"vision"}}}
 
 // authenticate is what the server wires: slurmapi's Authenticate as an Authenticator.

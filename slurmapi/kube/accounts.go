@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,11 +49,19 @@ func (b *Backend) Associations(ctx context.Context) ([]slurmapi.Association, err
 		return nil, err
 	}
 	cat := CatalogFrom(nil, qs, nil)
+	byName := make(map[string]*v1alpha1.Queue, len(qs))
+	for i := range qs {
+		byName[qs[i].Name] = &qs[i]
+	}
 	var out []slurmapi.Association
-	for _, q := range qs {
-		out = append(out, slurmapi.Association{ID: len(out) + 1, Account: q.Name, Parent: q.Spec.ParentQueue})
+	for i, q := range qs {
+		// As sacctmgr shows them: each association with the QOS it has,
+		// its own or inherited.
+		qos, def := accountQOS(&qs[i], byName)
+		out = append(out, slurmapi.Association{ID: len(out) + 1, Account: q.Name, Parent: q.Spec.ParentQueue, QOS: qos, DefaultQOS: def})
 		for _, u := range q.Spec.Users {
-			out = append(out, slurmapi.Association{ID: len(out) + 1, Account: q.Name, User: u, Parent: q.Name, IsDefault: cat.DefaultAccount[u] == q.Name})
+			out = append(out, slurmapi.Association{ID: len(out) + 1, Account: q.Name, User: u, Parent: q.Name,
+				IsDefault: cat.DefaultAccount[u] == q.Name, QOS: qos, DefaultQOS: def})
 		}
 	}
 	return out, nil
@@ -127,7 +136,10 @@ func (b *Backend) UpsertAccounts(ctx context.Context, accounts []slurmapi.Accoun
 }
 
 // UpsertAssociations puts users on their account's Queue; an association
-// without a user sets the account's parent.
+// without a user sets the account's parent and its QOS list and default.
+// QOS are kept per account: a user's association may repeat its account's
+// QOS, not differ from them (that would change them for every user of the
+// account).
 func (b *Backend) UpsertAssociations(ctx context.Context, assocs []slurmapi.Association) error {
 	for _, a := range assocs {
 		var q v1alpha1.Queue
@@ -137,19 +149,56 @@ func (b *Backend) UpsertAssociations(ctx context.Context, assocs []slurmapi.Asso
 			}
 			return err
 		}
+		before := q.Spec.DeepCopy()
 		switch {
 		case a.User == "":
 			q.Spec.ParentQueue = a.Parent
-		case slices.Contains(q.Spec.Users, a.User):
-			continue
+			if a.QOS != nil {
+				q.Spec.QOS = a.QOS
+			}
+			if a.DefaultQOS != "" {
+				q.Spec.DefaultQOS = a.DefaultQOS
+			}
 		default:
-			q.Spec.Users = append(q.Spec.Users, a.User)
+			if e := b.sameQOSAsAccount(ctx, &q, a); e != nil {
+				return e
+			}
+			if !slices.Contains(q.Spec.Users, a.User) {
+				q.Spec.Users = append(q.Spec.Users, a.User)
+			}
+		}
+		if equality.Semantic.DeepEqual(before, &q.Spec) {
+			continue
 		}
 		if err := b.c.Update(ctx, &q); err != nil {
 			return refused("account "+a.Account, err)
 		}
 	}
 	return nil
+}
+
+// sameQOSAsAccount refuses a user's association whose QOS differ from
+// its account's.
+func (b *Backend) sameQOSAsAccount(ctx context.Context, q *v1alpha1.Queue, a slurmapi.Association) error {
+	if len(a.QOS) == 0 && a.DefaultQOS == "" {
+		return nil
+	}
+	qs, err := b.queues(ctx)
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]*v1alpha1.Queue, len(qs))
+	for i := range qs {
+		byName[qs[i].Name] = &qs[i]
+	}
+	list, def := accountQOS(q, byName)
+	sameList := len(a.QOS) == 0 || (len(a.QOS) == len(list) && !slices.ContainsFunc(a.QOS, func(n string) bool { return !slices.Contains(list, n) }))
+	if sameList && (a.DefaultQOS == "" || a.DefaultQOS == def) {
+		return nil
+	}
+	return slurmapi.BadRequest(slurmapi.ErrNotSupported, "associations",
+		"user %q's association names QOS %v (default %q), account %q's are %v (default %q): Sluice keeps QOS per account; set them on the account's association (no user), for all its users",
+		a.User, a.QOS, a.DefaultQOS, q.Name, list, def)
 }
 
 // UpsertQOS creates or changes QOS objects.

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -79,9 +80,10 @@ func tresString(r *v1alpha1.ResourceAmounts) string {
 }
 
 // CatalogFrom builds the submission catalogue from the site's objects.
-// Jobs go to leaf Queues only; a Queue listing no users is open to all; a
-// user listed on exactly one Queue has it as default account (the rules
-// the Queue type documents).
+// Jobs go to leaf Queues only, from the users they list (a Queue listing
+// none takes no Slurm jobs); a user listed on exactly one Queue has it as
+// default account; a Queue's QOS list and default come from it or its
+// nearest ancestor that has them (the rules the Queue type documents).
 func CatalogFrom(parts []v1alpha1.Partition, queues []v1alpha1.Queue, qos []v1alpha1.QOS) *slurmapi.Catalog {
 	c := &slurmapi.Catalog{
 		Partitions:     map[string]*slurmapi.Partition{},
@@ -89,7 +91,8 @@ func CatalogFrom(parts []v1alpha1.Partition, queues []v1alpha1.Queue, qos []v1al
 		QOS:            map[string]*slurmapi.QOS{},
 		UserAccounts:   map[string][]string{},
 		DefaultAccount: map[string]string{},
-		OpenAccounts:   map[string]bool{},
+		AccountQOS:     map[string][]string{},
+		DefaultQOS:     map[string]string{},
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Name < parts[j].Name })
 	for i := range parts {
@@ -100,8 +103,10 @@ func CatalogFrom(parts []v1alpha1.Partition, queues []v1alpha1.Queue, qos []v1al
 		}
 	}
 	parent := map[string]bool{}
+	byName := make(map[string]*v1alpha1.Queue, len(queues))
 	for i := range queues {
 		parent[queues[i].Spec.ParentQueue] = true
+		byName[queues[i].Name] = &queues[i]
 	}
 	for i := range queues {
 		q := &queues[i]
@@ -109,8 +114,8 @@ func CatalogFrom(parts []v1alpha1.Partition, queues []v1alpha1.Queue, qos []v1al
 		if parent[q.Name] {
 			continue // not a leaf: no jobs
 		}
-		if len(q.Spec.Users) == 0 {
-			c.OpenAccounts[q.Name] = true
+		if list, def := accountQOS(q, byName); list != nil || def != "" {
+			c.AccountQOS[q.Name], c.DefaultQOS[q.Name] = list, def
 		}
 		for _, u := range q.Spec.Users {
 			c.UserAccounts[u] = append(c.UserAccounts[u], q.Name)
@@ -158,4 +163,25 @@ func withNodes(c *slurmapi.Catalog, parts []v1alpha1.Partition, nodes []corev1.N
 			p.NodeSizes = append(p.NodeSizes, s)
 		}
 	}
+}
+
+// accountQOS is the QOS list of queue q's jobs and their default: the
+// nearest list and the nearest default up the tree. A default outside the
+// list gives way to the list's first entry. A nil list means no queue on
+// the way up restricts QOS.
+func accountQOS(q *v1alpha1.Queue, byName map[string]*v1alpha1.Queue) (list []string, def string) {
+	seen := map[string]bool{}
+	for at := q; at != nil && !seen[at.Name]; at = byName[at.Spec.ParentQueue] {
+		seen[at.Name] = true // a parent loop (refused by the scheduler) ends the walk
+		if list == nil && len(at.Spec.QOS) > 0 {
+			list = at.Spec.QOS
+		}
+		if def == "" {
+			def = at.Spec.DefaultQOS
+		}
+	}
+	if list != nil && !slices.Contains(list, def) {
+		def = list[0]
+	}
+	return list, def
 }

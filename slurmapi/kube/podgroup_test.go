@@ -57,14 +57,22 @@ func TestSiteCatalog(t *testing.T) {
 	}{
 		{"alice 2x8 h100", "alice", `{"script":"#!/bin/bash\n#SBATCH -N2 --gres=gpu:h100:8\n","job":{}}`, ""},
 		{"bob on a100 by model", "bob", `{"script":"#!/bin/bash\n","job":{"partition":"a100","tres_per_node":"gres/gpu:a100:1"}}`, ""},
-		{"anyone in default", "carol", `{"script":"#!/bin/bash\n","job":{"account":"default"}}`, ""},
+		{"nobody in default (no users listed)", "carol", `{"script":"#!/bin/bash\n","job":{"account":"default"}}`, "not associated"},
+		{"alice in default", "alice", `{"script":"#!/bin/bash\n","job":{"account":"default"}}`, "not associated"},
+		{"alice's preemptible", "alice", `{"script":"#!/bin/bash\n","job":{"qos":"preemptible"}}`, ""},
+		{"alice not given high", "alice", `{"script":"#!/bin/bash\n","job":{"qos":"high"}}`, "may not use QOS \"high\""},
+		{"bob not given high", "bob", `{"script":"#!/bin/bash\n","job":{"partition":"a100","qos":"high"}}`, "may not use QOS \"high\""},
 		{"bob not in nlp", "bob", `{"script":"#!/bin/bash\n","job":{"account":"nlp"}}`, "not associated"},
 		{"no jobs on a parent queue", "alice", `{"script":"#!/bin/bash\n","job":{"account":"research"}}`, "not associated"},
 		{"type mismatch", "alice", `{"script":"#!/bin/bash\n","job":{"tres_per_node":"gres/gpu:a100:1"}}`, "H100-80GB"},
-		{"over partition max time", "alice", `{"script":"#!/bin/bash\n#SBATCH -t 3-00:00:00\n","job":{}}`, "exceeds partition"},
+		{"over partition max time", "bob", `{"script":"#!/bin/bash\n#SBATCH -t 30:00:00\n","job":{"partition":"a100"}}`, "exceeds partition"},
+		{"over the default QOS's MaxWall", "alice", `{"script":"#!/bin/bash\n#SBATCH -t 3-00:00:00\n","job":{}}`, "MaxWall"},
 	}
 	for _, tc := range cases {
-		_, err := submit(t, cat, tc.user, tc.body)
+		d, err := submit(t, cat, tc.user, tc.body)
+		if err == nil && !strings.Contains(tc.body, `"qos"`) && d.QOS != "normal" {
+			t.Errorf("%s: QOS %q, want the association's default normal", tc.name, d.QOS)
+		}
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

@@ -4,6 +4,8 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // QueueSpec places a queue (a Slurm account) in the tree and states its
 // quotas.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultQOS) || !has(self.qos) || self.defaultQOS in self.qos",message="defaultQOS must be one of qos"
 type QueueSpec struct {
 	// ParentQueue names the parent Queue; empty for a top-level queue.
 	// Jobs are submitted only to leaf queues.
@@ -25,15 +27,31 @@ type QueueSpec struct {
 	// +listMapKey=partition
 	// +kubebuilder:validation:MaxItems=16
 	Quotas []PartitionQuota `json:"quotas,omitempty"`
-	// Users may submit jobs to this queue (Slurm's user-account
+	// Users may submit Slurm jobs to this queue (Slurm's user-account
 	// association). A user listed on exactly one queue has it as default
-	// account. Empty means nobody is restricted from it.
+	// account. Empty means no user may submit Slurm jobs to it, as a Slurm
+	// account without associations takes none.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1024
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:MinLength=1
 	Users []string `json:"users,omitempty"`
+	// QOS lists the QOS this account's jobs may use (Slurm's association
+	// QOS). Empty means the parent queue's list, and a top-level queue
+	// without one allows every QOS.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:MinLength=1
+	QOS []string `json:"qos,omitempty"`
+	// DefaultQOS is the QOS of jobs that name none (Slurm's DefaultQOS);
+	// it must be in QOS. Empty means the parent's, else the first of the
+	// list, else the QOS named normal.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	DefaultQOS string `json:"defaultQOS,omitempty"`
 	// PreemptMinRuntime protects this queue's jobs from preemption by
 	// higher-priority jobs of the same queue until they ran this long.
 	// +optional

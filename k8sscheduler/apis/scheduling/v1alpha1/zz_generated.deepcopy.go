@@ -549,6 +549,11 @@ func (in *QueueSpec) DeepCopyInto(out *QueueSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.QOS != nil {
+		in, out := &in.QOS, &out.QOS
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.PreemptMinRuntime != nil {
 		in, out := &in.PreemptMinRuntime, &out.PreemptMinRuntime
 		*out = new(v1.Duration)
