@@ -39,6 +39,9 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 	if e != nil {
 		return nil, e
 	}
+	if e := authorizeSubmission(desc, c.id); e != nil {
+		return nil, e
+	}
 	c.warnings = append(c.warnings, warnings...)
 	res, err := s.backend.Submit(c.ctx, desc)
 	if err != nil {
@@ -171,6 +174,7 @@ type jobUpdateIn struct {
 	Hold      *bool   `json:"hold"`
 	TimeLimit NoVal   `json:"time_limit"`
 	Priority  NoVal   `json:"priority"`
+	Nice      NoVal   `json:"nice"`
 	Comment   *string `json:"comment"`
 	Name      *string `json:"name"`
 }
@@ -216,9 +220,15 @@ func handleUpdateJob(s *Server, c *call) (map[string]any, error) {
 	}
 	if p, ok := in.Priority.Value(); ok {
 		if !c.id.IsOperator() {
-			return nil, Forbidden("priority", "only operators may set a job's priority")
+			return nil, Forbidden("priority", "only operators and administrators may set a job's priority; a user may lower their own job's standing with nice")
 		}
 		u.Priority = &p
+	}
+	if n, ok := in.Nice.Value(); ok {
+		if e := authorizeNiceUpdate(c.id, j.Desc.Nice, n); e != nil {
+			return nil, e
+		}
+		u.Nice = &n
 	}
 	if err := s.backend.UpdateJob(c.ctx, j.ID, u); err != nil {
 		return nil, err

@@ -43,6 +43,8 @@ type JobDesc struct {
 	Comment        string    `json:"comment,omitempty"`
 	ContainerImage string    `json:"container_image,omitempty"`
 	Priority       int64     `json:"priority,omitempty"` // 0: computed
+	// Nice is taken off the job's priority; below 0 only for operators.
+	Nice int64 `json:"nice,omitempty"`
 }
 
 // GPURequest is the job's GPU demand in the core's terms. Whole GPUs are
@@ -108,6 +110,7 @@ type JobUpdate struct {
 	Hold      *bool
 	TimeLimit *time.Duration
 	Priority  *int64
+	Nice      *int64
 	Comment   *string
 	Name      *string
 }

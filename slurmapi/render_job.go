@@ -100,7 +100,7 @@ func renderJob(j *Job, cluster string) map[string]any {
 		"submit_time": unixNoVal(j.SubmitTime), "eligible_time": unixNoVal(j.SubmitTime),
 		"start_time": unixNoVal(j.StartTime), "end_time": unixNoVal(j.EndTime),
 		"time_limit": minutesNoVal(d.TimeLimit), "priority": Num(j.Priority).tree(),
-		"nodes": j.NodeList, "node_count": Num(int64(max(len(j.NodeNames), d.Nodes))).tree(),
+		"nice": d.Nice, "nodes": j.NodeList, "node_count": Num(int64(max(len(j.NodeNames), d.Nodes))).tree(),
 		"max_nodes": Num(int64(d.MaxNodes)).tree(),
 		"tasks":     Num(int64(d.Tasks)).tree(), "cpus_per_task": Num(int64(d.CPUsPerTask)).tree(),
 		"cpus": Num(int64(j.CPUs)).tree(), "tres_req_str": j.TRESReq, "tres_alloc_str": j.TRESAlloc,

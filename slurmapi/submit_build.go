@@ -106,6 +106,12 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 		}
 		d.Priority = p
 	}
+	if n, ok := in.Nice.Value(); ok {
+		if e := checkNice(n, "job.nice"); e != nil {
+			return nil, nil, e
+		}
+		d.Nice = n
+	}
 	if e := checkBounds(d); e != nil {
 		return nil, nil, e
 	}

@@ -41,6 +41,7 @@ type jobDescIn struct {
 	MemoryPerCPU   NoVal       `json:"memory_per_cpu"`
 	TimeLimit      NoVal       `json:"time_limit"`
 	Priority       NoVal       `json:"priority"`
+	Nice           NoVal       `json:"nice"`
 	BeginTime      NoVal       `json:"begin_time"`
 	Environment    environment `json:"environment"`
 	WorkDir        *string     `json:"current_working_directory"`

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,10 +165,16 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 	if !ok {
 		return
 	}
-	// An operator's priority adds to what the pods' PriorityClass gives.
+	// An operator's priority adds to what the pods' PriorityClass gives;
+	// a nice takes off. The sum saturates rather than wraps around.
+	prio := int64(j.Priority)
 	if p, err := strconv.ParseInt(pg.Annotations[v1alpha1.PriorityAnnotation], 10, 32); err == nil {
-		j.Priority += int32(p)
+		prio += p
 	}
+	if n, err := strconv.ParseInt(pg.Annotations[v1alpha1.NiceAnnotation], 10, 32); err == nil {
+		prio -= n
+	}
+	j.Priority = int32(min(max(prio, math.MinInt32), math.MaxInt32))
 	if j.Partition == "" {
 		j.Partition = defaultPartition
 	}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -185,15 +186,22 @@ func TestOrphanPodsHoldTheirNode(t *testing.T) {
 	}
 }
 
-// An operator's priority (sbatch --priority, scontrol update priority=N) reaches the core.
+// An operator's priority (sbatch --priority, scontrol update priority=N) and a job's nice
+// (taken off) reach the core.
 func TestBuildReadsOperatorPriority(t *testing.T) {
 	for _, tt := range []struct {
-		annotation string
-		want       int32
-	}{{"", 0}, {"500", 500}, {"-3", -3}, {"lots", 0}} {
+		annotation, nice string
+		want             int32
+	}{{"", "", 0}, {"500", "", 500}, {"-3", "", -3}, {"lots", "", 0},
+		{"", "100", -100}, {"500", "-20", 520}, {"", "2147483645", -2147483645},
+		{"2147483647", "-2147483645", math.MaxInt32}, {"-2147483648", "2147483645", math.MinInt32}} {
 		pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}}
+		pg.Annotations = map[string]string{}
 		if tt.annotation != "" {
-			pg.Annotations = map[string]string{v1alpha1.PriorityAnnotation: tt.annotation}
+			pg.Annotations[v1alpha1.PriorityAnnotation] = tt.annotation
+		}
+		if tt.nice != "" {
+			pg.Annotations[v1alpha1.NiceAnnotation] = tt.nice
 		}
 		c := newCache()
 		c.setPodGroup(pg)
@@ -202,7 +210,7 @@ func TestBuildReadsOperatorPriority(t *testing.T) {
 		g := c.groups["ns/pg"]
 		g.build("def", true)
 		if !g.include || g.job.Priority != tt.want {
-			t.Errorf("priority annotation %q: job priority %d (included %v), want %d", tt.annotation, g.job.Priority, g.include, tt.want)
+			t.Errorf("priority %q, nice %q: job priority %d (included %v), want %d", tt.annotation, tt.nice, g.job.Priority, g.include, tt.want)
 		}
 	}
 }

@@ -353,6 +353,12 @@ func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 		}
 		pg.Annotations[PriorityAnnotation] = strconv.FormatInt(*u.Priority, 10)
 	}
+	if u.Nice != nil {
+		if pg.Annotations == nil {
+			pg.Annotations = map[string]string{}
+		}
+		pg.Annotations[v1alpha1.NiceAnnotation] = strconv.FormatInt(*u.Nice, 10)
+	}
 	if u.TimeLimit != nil {
 		if *u.TimeLimit < 0 {
 			s.TimeLimit = &metav1.Duration{} // UNLIMITED

@@ -61,6 +61,9 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 	if d.Priority > 0 {
 		ann[PriorityAnnotation] = strconv.FormatInt(d.Priority, 10)
 	}
+	if d.Nice != 0 {
+		ann[v1alpha1.NiceAnnotation] = strconv.FormatInt(d.Nice, 10)
+	}
 	return ann
 }
 
@@ -215,6 +218,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 		}
 	}
 	d.GPUs.Type = pg.Annotations[GPUTypeAnnotation]
+	d.Nice, _ = strconv.ParseInt(pg.Annotations[v1alpha1.NiceAnnotation], 10, 64)
 	s := pg.Spec.Slurm
 	if s == nil {
 		d.User = pg.Namespace // who created a manifest is not recorded; the ledger names its namespace too

@@ -26,6 +26,10 @@ const (
 	// (sbatch --priority, scontrol update priority=N): it adds to the QOS
 	// priority when the scheduler orders pending jobs.
 	PriorityAnnotation = "sluice.dev/priority"
+	// NiceAnnotation on a PodGroup is the job's nice (sbatch --nice,
+	// scontrol update nice=N): it is taken off the priority when the
+	// scheduler orders pending jobs. Only operators may set it below 0.
+	NiceAnnotation = "sluice.dev/nice"
 
 	// SubmitTimeAnnotation (RFC 3339, nanoseconds) on a PodGroup is when its
 	// job was submitted, where that is earlier than the PodGroup's creation (a
