@@ -58,9 +58,14 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 }
 
 // visibleJobs lists jobs the caller may see. Plain users are filtered by
-// the backend; coordinators' accounts are filtered here.
+// the backend; coordinators' accounts are filtered here. A filter never
+// widens or swaps: a plain user's filter naming other users matches
+// nothing of the user's own.
 func visibleJobs(s *Server, c *call, f JobFilter) ([]Job, error) {
 	if c.id.Role == RoleUser {
+		if len(f.Users) > 0 && !slices.Contains(f.Users, c.id.User) {
+			return nil, nil
+		}
 		f.Users = []string{c.id.User}
 	}
 	jobs, err := s.backend.Jobs(c.ctx, f)
@@ -296,6 +301,25 @@ type killJobsIn struct {
 	QOS       string   `json:"qos"`
 	UserName  string   `json:"user_name"`
 	JobState  []string `json:"job_state"`
+	// Filters Sluice cannot apply: refused, since ignoring a filter
+	// would signal more jobs than asked.
+	UserID      json.RawMessage `json:"user_id"`
+	Reservation json.RawMessage `json:"reservation"`
+	WCKey       json.RawMessage `json:"wckey"`
+	Nodes       json.RawMessage `json:"nodes"`
+}
+
+// unsupportedFilter names a filter given that Sluice cannot apply, or "".
+func (in *killJobsIn) unsupportedFilter() string {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"user_id", in.UserID}, {"reservation", in.Reservation}, {"wckey", in.WCKey}, {"nodes", in.Nodes}} {
+		if v := strings.TrimSpace(string(f.raw)); v != "" && v != "null" && v != `""` && v != "[]" {
+			return f.name
+		}
+	}
+	return ""
 }
 
 func handleKillJobs(s *Server, c *call) (map[string]any, error) {
@@ -310,6 +334,12 @@ func handleKillJobs(s *Server, c *call) (map[string]any, error) {
 	sig, e := parseSignal(in.Signal)
 	if e != nil {
 		return nil, e
+	}
+	if name := in.unsupportedFilter(); name != "" {
+		return nil, BadRequest(ErrNotSupported, name, "filtering jobs by %s is not supported; filter by user_name, account, partition, qos, job_name, job_state or name the jobs", name)
+	}
+	if in.UserName != "" && in.UserName != c.id.User && c.id.Role == RoleUser {
+		return nil, Forbidden("user_name", "user %s may not signal jobs of %s; nothing was signalled", c.id.User, in.UserName)
 	}
 	f := JobFilter{States: in.JobState}
 	var tasks []arrayTaskRef

@@ -1,6 +1,7 @@
 package slurmapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"testing"
@@ -102,6 +103,32 @@ func TestParseJobRef(t *testing.T) {
 		}
 		if id != c.id || gotTask != c.task {
 			t.Errorf("%q: %d task %d, want %d task %d", c.in, id, gotTask, c.id, c.task)
+		}
+	}
+}
+
+// TestKillJobsUnsupportedFilter: a DELETE jobs/ filter Sluice cannot apply
+// is named, so the request is refused instead of signalling more jobs.
+func TestKillJobsUnsupportedFilter(t *testing.T) {
+	cases := []struct {
+		body, want string
+	}{
+		{`{"user_name":"alice","account":"nlp"}`, ""},
+		{`{"account":"nlp","user_id":"1002"}`, "user_id"},
+		{`{"account":"nlp","nodes":"node-[1-2]"}`, "nodes"},
+		{`{"account":"nlp","nodes":["node-1"]}`, "nodes"},
+		{`{"account":"nlp","reservation":"maint"}`, "reservation"},
+		{`{"account":"nlp","wckey":"x"}`, "wckey"},
+		{`{"account":"nlp","user_id":"","nodes":null,"wckey":"","reservation":"","flags":["FULL_JOB"]}`, ""},
+		{`{"account":"nlp","nodes":[]}`, ""},
+	}
+	for _, tc := range cases {
+		var in killJobsIn
+		if err := json.Unmarshal([]byte(tc.body), &in); err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		if got := in.unsupportedFilter(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.body, got, tc.want)
 		}
 	}
 }
