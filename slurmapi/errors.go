@@ -11,6 +11,7 @@ import (
 // that clients which switch on error_number behave as with slurmrestd.
 const (
 	ErrControllerDown        = 1001 // SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR
+	ErrRateLimited           = 1804 // SLURMCTLD_COMMUNICATIONS_BACKOFF: over the rate limit, retry
 	ErrInvalidPartition      = 2000 // ESLURM_INVALID_PARTITION_NAME
 	ErrAccessDenied          = 2002 // ESLURM_ACCESS_DENIED
 	ErrInvalidNodeCount      = 2006 // ESLURM_INVALID_NODE_COUNT
@@ -65,6 +66,7 @@ func (e *Error) Error() string {
 // short texts as slurm_strerror() gives them.
 var shortText = map[int]string{
 	ErrControllerDown:        "Unable to contact slurm controller (connect failure)",
+	ErrRateLimited:           "Rate limit exceeded, please retry momentarily",
 	ErrInvalidPartition:      "Invalid partition name specified",
 	ErrAccessDenied:          "Access/permission denied",
 	ErrInvalidNodeCount:      "Node count specification invalid",

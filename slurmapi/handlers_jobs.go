@@ -27,6 +27,10 @@ func readBody(c *call) ([]byte, *Error) {
 }
 
 func handleSubmit(s *Server, c *call) (map[string]any, error) {
+	// Every attempt counts, refused ones too: they cost the server alike.
+	if e := s.limiter.allow(c.id.User, c.now); e != nil {
+		return nil, e
+	}
 	body, e := readBody(c)
 	if e != nil {
 		return nil, e

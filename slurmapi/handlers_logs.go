@@ -82,6 +82,11 @@ func (s *Server) serveJobLog(w http.ResponseWriter, r *http.Request, id Identity
 		return s.asError(err)
 	}
 	defer body.Close()
+	if opts.Follow {
+		// A followed log lasts as long as the job: the server's write
+		// timeout, meant for answers, must not cut it.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)

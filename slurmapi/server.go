@@ -29,6 +29,9 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (scripts included); default 1 MiB.
 	MaxBodyBytes int64
 	Submit       SubmitPolicy
+	// SubmitLimits are the per-user submission rate limits; the zero
+	// value limits nobody.
+	SubmitLimits SubmitLimits
 }
 
 // Server serves the slurmrestd-compatible API for every version.
@@ -40,6 +43,7 @@ type Server struct {
 	doc     []byte // this server's OpenAPI document
 	started time.Time
 	stats   *rpcStats
+	limiter *submitLimiter
 }
 
 // call is one request as a handler sees it.
@@ -84,7 +88,7 @@ func NewServer(cfg Config, backend Backend) (*Server, error) {
 		cfg.Submit.ShardsPerGPU = 8
 	}
 	cfg.Auth.verified = newTokenCache()
-	s := &Server{cfg: cfg, backend: backend, specs: map[string]*openapi.Spec{}, started: time.Now(), stats: newRPCStats()}
+	s := &Server{cfg: cfg, backend: backend, specs: map[string]*openapi.Spec{}, started: time.Now(), stats: newRPCStats(), limiter: newSubmitLimiter(cfg.SubmitLimits)}
 	for _, v := range openapi.Versions {
 		spec, err := openapi.Compile(v)
 		if err != nil {

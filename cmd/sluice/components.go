@@ -116,6 +116,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 		ClusterName:  r.ClusterName,
 		MaxBodyBytes: r.MaxBodyBytes,
 		Submit:       slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU, MaxArraySize: r.MaxArraySize},
+		SubmitLimits: r.submitLimits(),
 	}, slurmapi.WithLedger(backend, ledger))
 	if err != nil {
 		return fmt.Errorf("REST API: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
@@ -131,6 +132,30 @@ type RESTConfig struct {
 	// window share one API write and are answered together (0 creates each
 	// job's PodGroup at once). See docs/rest-compatibility.md.
 	SubmitWindow Duration `yaml:"submitWindow"`
+	// SubmitRateLimit bounds each user's submissions (429 past it).
+	SubmitRateLimit SubmitRateLimit `yaml:"submitRateLimit"`
+	// The HTTP server's timeouts (REST API, dashboard, probes, metrics):
+	// for a request's headers, its whole body, writing the answer (a
+	// followed job log is exempt), and an idle keep-alive connection.
+	ReadHeaderTimeout Duration `yaml:"readHeaderTimeout"`
+	ReadTimeout       Duration `yaml:"readTimeout"`
+	WriteTimeout      Duration `yaml:"writeTimeout"`
+	IdleTimeout       Duration `yaml:"idleTimeout"`
+}
+
+// SubmitRateLimit is a token bucket per user: Burst submissions at once,
+// refilled at PerSecond; 0 turns the limit off. Users overrides it for
+// named users.
+type SubmitRateLimit struct {
+	PerSecond float64              `yaml:"perSecond"`
+	Burst     int                  `yaml:"burst"`
+	Users     map[string]RateLimit `yaml:"users"`
+}
+
+// RateLimit is one user's submission limit.
+type RateLimit struct {
+	PerSecond float64 `yaml:"perSecond"`
+	Burst     int     `yaml:"burst"`
 }
 
 // RemediationConfig tunes the remediation controller (quarantine, drain,
@@ -179,7 +204,17 @@ func DefaultConfig() Config {
 			RenewDeadline: Duration(7 * time.Second),
 			RetryPeriod:   Duration(time.Second),
 		},
-		REST:        RESTConfig{SubmitWindow: Duration(2 * time.Millisecond)},
+		REST: RESTConfig{
+			SubmitWindow: Duration(2 * time.Millisecond),
+			// Far below what the server sustains (>= 2000/s), far above
+			// what a person or a sane script submits: one user cannot
+			// crowd out the rest. Job arrays submit many tasks at once.
+			SubmitRateLimit:   SubmitRateLimit{PerSecond: 100, Burst: 500},
+			ReadHeaderTimeout: Duration(10 * time.Second),
+			ReadTimeout:       Duration(time.Minute),
+			WriteTimeout:      Duration(2 * time.Minute),
+			IdleTimeout:       Duration(2 * time.Minute),
+		},
 		Remediation: RemediationConfig{Enabled: true},
 		Webhook:     WebhookConfig{Enabled: true, Addr: "127.0.0.1:9443"},
 	}
@@ -263,6 +298,9 @@ func (c Config) Validate() error {
 	if c.StateDir == "" {
 		return errors.New("stateDir: must not be empty")
 	}
+	if err := c.REST.validate(); err != nil {
+		return err
+	}
 	if r := c.Remediation; r.BreakerShare < 0 || r.BreakerShare > 1 {
 		return fmt.Errorf("remediation.breakerShare %v: want a share between 0 and 1", r.BreakerShare)
 	}
@@ -303,3 +341,38 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the duration back in the same syntax.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// validate reports the first REST setting that cannot work.
+func (r RESTConfig) validate() error {
+	limits := map[string]RateLimit{"": {r.SubmitRateLimit.PerSecond, r.SubmitRateLimit.Burst}}
+	for u, l := range r.SubmitRateLimit.Users {
+		limits[u] = l
+	}
+	for u, l := range limits {
+		if l.PerSecond < 0 || l.Burst < 0 {
+			where := "rest.submitRateLimit"
+			if u != "" {
+				where += ".users." + u
+			}
+			return fmt.Errorf("%s: perSecond (%g) and burst (%d) must not be negative (perSecond 0 turns the limit off)", where, l.PerSecond, l.Burst)
+		}
+	}
+	for name, d := range map[string]Duration{"readHeaderTimeout": r.ReadHeaderTimeout, "readTimeout": r.ReadTimeout, "writeTimeout": r.WriteTimeout, "idleTimeout": r.IdleTimeout} {
+		if d < 0 {
+			return fmt.Errorf("rest.%s %s: must not be negative (0: no timeout)", name, d)
+		}
+	}
+	return nil
+}
+
+// submitLimits is the REST server's form of the rate limit.
+func (r RESTConfig) submitLimits() slurmapi.SubmitLimits {
+	out := slurmapi.SubmitLimits{Default: slurmapi.RateLimit{PerSecond: r.SubmitRateLimit.PerSecond, Burst: r.SubmitRateLimit.Burst}}
+	if len(r.SubmitRateLimit.Users) > 0 {
+		out.Users = map[string]slurmapi.RateLimit{}
+		for u, l := range r.SubmitRateLimit.Users {
+			out.Users[u] = slurmapi.RateLimit{PerSecond: l.PerSecond, Burst: l.Burst}
+		}
+	}
+	return out
+}

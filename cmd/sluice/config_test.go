@@ -31,6 +31,25 @@ func TestLoadConfig(t *testing.T) {
 					t.Errorf("leaseDuration = %s", c.LeaderElection.LeaseDuration)
 				}
 			}},
+		{name: "submissions are rate limited and the HTTP server has timeouts by default", yaml: "", check: func(t *testing.T, c Config) {
+			l := c.REST.submitLimits()
+			if l.Default.PerSecond <= 0 || l.Default.Burst <= 0 {
+				t.Errorf("default submit limit %+v, want one", l.Default)
+			}
+			r := c.REST
+			if r.ReadHeaderTimeout <= 0 || r.ReadTimeout <= 0 || r.WriteTimeout <= 0 || r.IdleTimeout <= 0 {
+				t.Errorf("timeouts %s %s %s %s, want all set", r.ReadHeaderTimeout, r.ReadTimeout, r.WriteTimeout, r.IdleTimeout)
+			}
+		}},
+		{name: "rate limit per user", yaml: "rest:\n  submitRateLimit:\n    perSecond: 5\n    burst: 10\n    users:\n      pipeline: {perSecond: 0}\n",
+			check: func(t *testing.T, c Config) {
+				l := c.REST.submitLimits()
+				if l.Default.PerSecond != 5 || l.Default.Burst != 10 || l.Users["pipeline"].PerSecond != 0 || len(l.Users) != 1 {
+					t.Errorf("limits %+v", l)
+				}
+			}},
+		{name: "negative rate", yaml: "rest:\n  submitRateLimit:\n    users:\n      x: {perSecond: -1}\n", wantErr: "rest.submitRateLimit.users.x"},
+		{name: "negative timeout", yaml: "rest:\n  writeTimeout: -1s\n", wantErr: "rest.writeTimeout"},
 		{name: "unknown field names its line", yaml: "listen: :6820\nlisten_addr: x\n", wantErr: "line 2"},
 		{name: "nested unknown field", yaml: "log:\n  level: info\n  colour: true\n", wantErr: "line 3"},
 		{name: "bad duration names its line", yaml: "shutdownTimeout: soon\n", wantErr: "line 1"},

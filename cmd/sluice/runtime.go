@@ -200,7 +200,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.addr = ln.Addr()
 	close(s.listening)
-	httpSrv := &http.Server{Handler: s.router, ReadHeaderTimeout: 10 * time.Second}
+	r := s.cfg.REST
+	httpSrv := &http.Server{Handler: s.router, ReadHeaderTimeout: time.Duration(r.ReadHeaderTimeout),
+		ReadTimeout: time.Duration(r.ReadTimeout), WriteTimeout: time.Duration(r.WriteTimeout), IdleTimeout: time.Duration(r.IdleTimeout)}
 	s.log.Info("serving", "addr", ln.Addr().String(), "schedulerName", s.cfg.SchedulerName)
 
 	ctx, cancel := context.WithCancel(ctx)
