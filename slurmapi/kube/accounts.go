@@ -136,7 +136,8 @@ func (b *Backend) UpsertAccounts(ctx context.Context, accounts []slurmapi.Accoun
 }
 
 // UpsertAssociations puts users on their account's Queue; an association
-// without a user sets the account's parent and its QOS list and default.
+// without a user sets the account's parent (if it names one) and its QOS
+// list and default (if it names them).
 // QOS are kept per account: a user's association may repeat its account's
 // QOS, not differ from them (that would change them for every user of the
 // account).
@@ -152,7 +153,9 @@ func (b *Backend) UpsertAssociations(ctx context.Context, assocs []slurmapi.Asso
 		before := q.Spec.DeepCopy()
 		switch {
 		case a.User == "":
-			q.Spec.ParentQueue = a.Parent
+			if a.Parent != "" { // a write of QOS alone keeps the account where it is
+				q.Spec.ParentQueue = a.Parent
+			}
 			if a.QOS != nil {
 				q.Spec.QOS = a.QOS
 			}

@@ -29,6 +29,10 @@ const (
 	bob          = "bob"      // account vision
 	operatorUser = "operator" // rest.operators: sees and changes every job
 	adminUser    = "admin"    // rest.admins: also accounts, associations, QOS; may act as another user
+	// floodUser has a submission rate limit of 2 at once, then one per
+	// 1000 s: the third submission in a test is over it. Everyone else has
+	// the default limit (100/s, bursts of 500).
+	floodUser = "flood"
 )
 
 // api is the REST version the suite speaks.
@@ -105,6 +109,9 @@ func serverConfig(kubeconfig, dir, keyFile string) map[string]any {
 			"jwtKeyFile": keyFile,
 			"operators":  []string{operatorUser},
 			"admins":     []string{adminUser},
+			"submitRateLimit": map[string]any{"users": map[string]any{
+				floodUser: map[string]any{"perSecond": 0.001, "burst": 2},
+			}},
 		},
 		"slurm": map[string]any{"users": map[string]any{
 			alice: map[string]any{"uid": 1001, "gid": 1001},
@@ -128,6 +135,7 @@ func (s *site) token(t *testing.T, user string) string {
 type response struct {
 	method, path string
 	status       int
+	header       http.Header
 	body         []byte
 	doc          map[string]any
 }
@@ -179,7 +187,7 @@ func (s *site) raw(t *testing.T, method, path string, body any, header map[strin
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
-	r := &response{method: method, path: path, status: resp.StatusCode}
+	r := &response{method: method, path: path, status: resp.StatusCode, header: resp.Header}
 	if r.body, err = io.ReadAll(resp.Body); err != nil {
 		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
 	}
@@ -231,7 +239,7 @@ func (s *site) submitOK(t *testing.T, user string, fields map[string]any) string
 	if !ok || n <= 0 {
 		t.Fatalf("submit as %s: no job_id in %s", user, r.body)
 	}
-	id := strconv.FormatUint(uint64(n), 10)
+	id := formatID(n)
 	t.Cleanup(func() { s.del(t, operatorUser, api+"/job/"+id) })
 	return id
 }
@@ -246,6 +254,51 @@ func (s *site) job(t *testing.T, id string) map[string]any {
 		t.Fatalf("job %s: no jobs[] in %s", id, r.body)
 	}
 	return jobs[0].(map[string]any)
+}
+
+// jobs are the jobs user sees in GET jobs (squeue).
+func (s *site) jobs(t *testing.T, user string) []map[string]any {
+	t.Helper()
+	r := s.get(t, user, api+"/jobs")
+	r.requireOK(t)
+	list, _ := r.doc["jobs"].([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, j := range list {
+		out = append(out, j.(map[string]any))
+	}
+	return out
+}
+
+// requireNoJobNamed fails the test if any job, seen by an operator, has
+// name: a refused submission must leave nothing behind.
+func (s *site) requireNoJobNamed(t *testing.T, name string) {
+	t.Helper()
+	for _, j := range s.jobs(t, operatorUser) {
+		if j["name"] == name {
+			t.Fatalf("a refused submission left job %v (%s) behind", j["job_id"], name)
+		}
+	}
+}
+
+var uniqueNames struct {
+	sync.Mutex
+	n int
+}
+
+// uniqueName is a job name no other job of this run has.
+func uniqueName(prefix string) string {
+	uniqueNames.Lock()
+	defer uniqueNames.Unlock()
+	uniqueNames.n++
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), uniqueNames.n)
+}
+
+// state is a job record's base state (PENDING, RUNNING, ...).
+func state(j map[string]any) string {
+	if s, ok := j["job_state"].([]any); ok && len(s) > 0 {
+		return fmt.Sprint(s[0])
+	}
+	return ""
 }
 
 // requireOK fails the test unless the answer is 200.
@@ -297,3 +350,6 @@ func (r *response) requireRefused(t *testing.T, status, number int) slurmError {
 func (r *response) String() string {
 	return fmt.Sprintf("%s %s: %d %s", r.method, r.path, r.status, r.body)
 }
+
+// formatID writes a job id from a JSON number.
+func formatID(n float64) string { return strconv.FormatUint(uint64(n), 10) }

@@ -37,8 +37,8 @@ func TestOtherUsersJobIsRefused(t *testing.T) {
 	if j["user_name"] != alice || j["hold"] == true {
 		t.Errorf("after bob's tries, job %s is user %v, hold %v; want alice's, not held", id, j["user_name"], j["hold"])
 	}
-	if state := j["job_state"].([]any)[0]; state != "PENDING" && state != "RUNNING" {
-		t.Errorf("after bob's tries, job %s is %v; want it still pending or running", id, state)
+	if st := state(j); st != "PENDING" && st != "RUNNING" {
+		t.Errorf("after bob's tries, job %s is %v; want it still pending or running", id, st)
 	}
 	// Bob's own listing does not show it either.
 	r := s.get(t, bob, api+"/jobs")
