@@ -301,6 +301,23 @@ func state(j map[string]any) string {
 	return ""
 }
 
+// waitAccounted waits until the ledger has job id (slurmdb answers for
+// it), which the recorder writes shortly after the job is stored.
+func (s *site) waitAccounted(t *testing.T, id string) map[string]any {
+	t.Helper()
+	var job map[string]any
+	e2e.WaitFor(t, "slurmdb has job "+id, time.Minute, func(context.Context) (bool, error) {
+		r := s.get(t, operatorUser, "/slurmdb/v0.0.45/job/"+id)
+		jobs, _ := r.doc["jobs"].([]any)
+		if r.status != http.StatusOK || len(jobs) == 0 {
+			return false, fmt.Errorf("%s", r)
+		}
+		job = jobs[0].(map[string]any)
+		return true, nil
+	})
+	return job
+}
+
 // requireOK fails the test unless the answer is 200.
 func (r *response) requireOK(t *testing.T) {
 	t.Helper()

@@ -17,6 +17,7 @@ import (
 func TestOtherUsersJobIsRefused(t *testing.T) {
 	s := siteFor(t)
 	id := s.submitOK(t, alice, nil)
+	s.waitAccounted(t, id) // until then slurmdb knows no job to refuse
 	tests := []struct {
 		name, method, path string
 		body               any

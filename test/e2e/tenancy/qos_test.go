@@ -41,15 +41,9 @@ func TestDefaultQOSIsShown(t *testing.T) {
 			t.Errorf("squeue: job %s qos %v, want normal", id, j["qos"])
 		}
 	}
-	e2e.WaitFor(t, "sacct shows job "+id+" with QOS normal", time.Minute, func(context.Context) (bool, error) {
-		r := s.get(t, alice, "/slurmdb/v0.0.45/job/"+id)
-		jobs, _ := r.doc["jobs"].([]any)
-		if r.status != http.StatusOK || len(jobs) == 0 {
-			return false, fmt.Errorf("%d %s", r.status, r.body)
-		}
-		q := jobs[0].(map[string]any)["qos"]
-		return q == "normal", fmt.Errorf("qos %v", q)
-	})
+	if q := s.waitAccounted(t, id)["qos"]; q != "normal" {
+		t.Errorf("sacct: job %s qos %v, want normal", id, q)
+	}
 }
 
 // TestAssociationQOSWrittenThroughSlurmdbIsKept: an admin gives account
