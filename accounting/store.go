@@ -36,6 +36,9 @@ type Store interface {
 	NodeDowns(ctx context.Context, from, to time.Time) ([]NodeDown, error)
 	// Nodes returns every node ever recorded.
 	Nodes(ctx context.Context) ([]Node, error)
+	// HighestJobID is the largest job id the ledger holds (0 when empty):
+	// where a lost job id counter must start again, so no id names two jobs.
+	HighestJobID(ctx context.Context) (int64, error)
 
 	Close() error
 }

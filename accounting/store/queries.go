@@ -95,6 +95,13 @@ func (s *SQLStore) Jobs(ctx context.Context, f accounting.JobFilter) ([]accounti
 	return out, rows.Err()
 }
 
+// HighestJobID implements accounting.Store (the primary key's index answers it).
+func (s *SQLStore) HighestJobID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(job_id), 0) FROM jobs`).Scan(&id)
+	return id, err
+}
+
 func scanJob(rows *sql.Rows) (accounting.Job, error) {
 	var j accounting.Job
 	var origin, state string

@@ -424,3 +424,22 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 	})
 }
+
+// HighestJobID is where a lost job id counter starts again: 0 on an empty
+// ledger, then the largest id whatever order jobs were written in.
+func TestHighestJobID(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		if got, err := s.HighestJobID(ctx); err != nil || got != 0 {
+			t.Fatalf("empty ledger: got %d (%v), want 0", got, err)
+		}
+		for _, id := range []int64{12, 4000000000, 7} {
+			if err := s.UpsertJob(ctx, sampleJob(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := s.HighestJobID(ctx); err != nil || got != 4000000000 {
+			t.Fatalf("got %d (%v), want 4000000000", got, err)
+		}
+	})
+}

@@ -126,6 +126,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 		return fmt.Errorf("job logs: %w", err)
 	}
 	s.jobIDs = backend.JobIDs()
+	s.jobIDs.StartAbove(s.highestLedgerJobID)
 	s.router.Handle(slurmapi.JobLogPath, api.JobLogHandler(logs)).Methods(http.MethodGet)
 	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
 		s.router.PathPrefix(prefix).Handler(api)
@@ -149,6 +150,17 @@ func (s *Server) addRemediation() {
 	s.addComponent(component{name: "remediation", leaderOnly: true, run: func(ctx context.Context) error {
 		return controller.Run(ctx, cfg, s.restConfig)
 	}})
+}
+
+// highestLedgerJobID is the floor of a job id counter created anew: the
+// ledger outlives the cluster objects (a restarted local rig, a
+// reinstall), and a repeated id would merge two jobs in sacct.
+func (s *Server) highestLedgerJobID(ctx context.Context) (uint32, error) {
+	id, err := s.ledger.HighestJobID(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the ledger's highest job id: %w", err)
+	}
+	return uint32(min(id, 1<<32-1)), nil
 }
 
 func redirectTo(path string) http.Handler {

@@ -25,9 +25,16 @@ type JobIDs struct {
 	c         client.Client
 	key       client.ObjectKey
 	block     uint32
+	floor     func(context.Context) (uint32, error)
 	mu        sync.Mutex
 	next, end uint32
 }
+
+// StartAbove makes a counter that has to be created anew (first install,
+// a reinstall, a local rig restarted on its old ledger) start above the
+// id floor returns: the ledger's highest id, so that a job id never names
+// two different jobs in sacct. A counter that exists is only ever moved on.
+func (j *JobIDs) StartAbove(floor func(context.Context) (uint32, error)) { j.floor = floor }
 
 // NewJobIDs counts in ConfigMap namespace/name, reserving block ids at a time.
 func NewJobIDs(c client.Client, namespace, name string, block uint32) *JobIDs {
@@ -63,12 +70,16 @@ func (j *JobIDs) reserve(ctx context.Context, size uint32) (uint32, error) {
 		var cm corev1.ConfigMap
 		err := j.c.Get(ctx, j.key, &cm)
 		if apierrors.IsNotFound(err) {
+			first, err := j.firstID(ctx)
+			if err != nil {
+				return 0, err
+			}
 			cm = corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: j.key.Namespace, Name: j.key.Name},
-				Data:       map[string]string{counterKey: strconv.FormatUint(uint64(1+size), 10)},
+				Data:       map[string]string{counterKey: strconv.FormatUint(uint64(first)+uint64(size), 10)},
 			}
 			if err := j.c.Create(ctx, &cm); err == nil {
-				return 1, nil
+				return first, nil
 			} else if !apierrors.IsAlreadyExists(err) {
 				return 0, fmt.Errorf("create job id counter: %w", err)
 			}
@@ -91,4 +102,19 @@ func (j *JobIDs) reserve(ctx context.Context, size uint32) (uint32, error) {
 		}
 	}
 	return 0, fmt.Errorf("reserve job ids: counter %s kept changing", j.key)
+}
+
+// firstID is where a new counter starts: 1, or above the floor.
+func (j *JobIDs) firstID(ctx context.Context) (uint32, error) {
+	if j.floor == nil {
+		return 1, nil
+	}
+	highest, err := j.floor(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("job id counter %s is new and the highest id already used is unknown: %w", j.key, err)
+	}
+	if highest >= 1<<32-2 {
+		return 0, fmt.Errorf("job id counter %s: ids are used up to %d", j.key, highest)
+	}
+	return highest + 1, nil
 }
