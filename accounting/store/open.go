@@ -28,14 +28,6 @@ func (d dialect) String() string {
 	return "sqlite"
 }
 
-// Shared reports whether dsn names a database every server replica reaches
-// (PostgreSQL), as opposed to a SQLite file of one replica's own. One recorder
-// then fills it for all; with SQLite each replica records into its own file.
-func Shared(dsn string) bool {
-	t, err := parseDSN(dsn)
-	return err == nil && t.dialect == dialectPostgres
-}
-
 // target is a parsed DSN: which driver and what to hand it.
 type target struct {
 	dialect dialect

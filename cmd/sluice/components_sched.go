@@ -108,9 +108,10 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 	s.ledger = st
 	s.router.PathPrefix(dashboard.Prefix).Handler(dash)
 	s.router.Handle("/ui", redirectTo(dashboard.Prefix))
-	// A shared PostgreSQL ledger is recorded by the leader alone (others would write the
-	// same rows again); a SQLite ledger is each replica's own, so each records into it.
-	s.addComponent(component{name: "accounting-recorder", leaderOnly: store.Shared(s.ledgerDSN()), run: rec.Run})
+	// The leader alone records, whatever the ledger: two recorders would write the same
+	// rows twice, and with SQLite race for one file's lock. Followers read what it wrote
+	// (a PostgreSQL ledger, or the one SQLite file they share on the leader's node).
+	s.addComponent(component{name: "accounting-recorder", leaderOnly: true, run: rec.Run})
 	return nil
 }
 

@@ -30,8 +30,9 @@ import (
 )
 
 // component is one long-running part of the server. Leader-only components
-// (the scheduler, the remediation controller) run only while this replica
-// holds the Lease; the others (REST, recorder) run on every replica.
+// (the scheduler, the remediation controller, the accounting recorder) run
+// only while this replica holds the Lease; the others (the webhook) run on
+// every replica, as the REST API, dashboard and metrics on the listener do.
 type component struct {
 	name       string
 	leaderOnly bool

@@ -39,9 +39,9 @@ const (
 )
 
 // TestKilledLeaderHandsOver runs two `sluice server` processes. While one holds the
-// Lease, only it schedules: manifest pods and Slurm jobs submitted to either
+// Lease, only it schedules and records: manifest pods and Slurm jobs submitted to either
 // replica are bound by the leader, and the follower binds nothing and runs no
-// cycle. Then the leader is killed with SIGKILL (no Lease release) and more
+// cycle, and its sacct lists what the leader recorded. Then the leader is killed with SIGKILL (no Lease release) and more
 // work is submitted: the other replica takes the Lease and binds it. Nothing
 // is bound twice: the pods bound before keep their node and UID, each Slurm
 // job has one pod, and the new leader's bind counter is exactly the new
@@ -62,6 +62,12 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 		if got := follower.mustMetric(t, name); got != 0 {
 			t.Errorf("follower %s: %s = %v, want 0 (only the leader schedules)", follower.Name(), name, got)
 		}
+	}
+	// Only the leader records; the follower's sacct reads what it wrote.
+	follower.awaitSacct(t, p.key, jobs)
+	if !leader.recorderStarted() || follower.recorderStarted() {
+		t.Errorf("accounting recorder started on leader %s: %v, on follower %s: %v; want only on the leader",
+			leader.Name(), leader.recorderStarted(), follower.Name(), follower.recorderStarted())
 	}
 
 	killed := time.Now()
@@ -105,6 +111,11 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	if got := follower.mustMetric(t, bindsFailed); got != 0 {
 		t.Errorf("new leader %s had %v binds refused: it tried to bind pods already bound", follower.Name(), got)
 	}
+	// The new leader records from now on, into the ledger the old one filled.
+	if !follower.recorderStarted() {
+		t.Errorf("new leader %s did not start the accounting recorder", follower.Name())
+	}
+	follower.awaitSacct(t, p.key, jobs)
 }
 
 // TestLeaderReleasesLeaseOnSIGTERM is a rolling update: the leader gets
@@ -175,8 +186,9 @@ func startPair(t *testing.T) *pair {
 		deleteSlurmJobs(ctl)
 		_ = rig.Client().CoordinationV1().Leases(serverNamespace).Delete(context.Background(), p.lease, metav1.DeleteOptions{})
 	})
-	a := startReplica(t, "replica-a", replicaConfig(rig.Kubeconfig, filepath.Join(dir, "a"), serverNamespace, p.lease, keyFile))
-	b := startReplica(t, "replica-b", replicaConfig(rig.Kubeconfig, filepath.Join(dir, "b"), serverNamespace, p.lease, keyFile))
+	ledger := filepath.Join(dir, "ledger.db")
+	a := startReplica(t, "replica-a", replicaConfig(rig.Kubeconfig, filepath.Join(dir, "a"), ledger, serverNamespace, p.lease, keyFile))
+	b := startReplica(t, "replica-b", replicaConfig(rig.Kubeconfig, filepath.Join(dir, "b"), ledger, serverNamespace, p.lease, keyFile))
 	p.leader, p.follower = waitLeader(t, p, a, b)
 	t.Logf("%s leads, %s follows", p.leader.Name(), p.follower.Name())
 	return p

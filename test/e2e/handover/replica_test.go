@@ -3,6 +3,7 @@ package handover
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/e2e"
 	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
@@ -28,10 +30,12 @@ type replica struct {
 var leaseTimings = map[string]string{"leaseDuration": "5s", "renewDeadline": "4s", "retryPeriod": "1s"}
 
 // replicaConfig is the server's configuration for one replica. Both
-// replicas share the Lease and the JWT key; the webhook is off because
-// outside a cluster it is registered by URL, one replica's, which dies with
-// it (in a cluster a Service fronts every replica).
-func replicaConfig(kubeconfig, stateDir, leaseNS, leaseName, jwtKey string) map[string]any {
+// replicas share the Lease, the JWT key and the ledger (one SQLite file, as
+// replicas on one node share the state volume; only the leader records into
+// it); the webhook is off because outside a cluster it is registered by URL,
+// one replica's, which dies with it (in a cluster a Service fronts every
+// replica).
+func replicaConfig(kubeconfig, stateDir, ledger, leaseNS, leaseName, jwtKey string) map[string]any {
 	le := map[string]any{"enabled": true, "namespace": leaseNS, "leaseName": leaseName}
 	for k, v := range leaseTimings {
 		le[k] = v
@@ -43,7 +47,54 @@ func replicaConfig(kubeconfig, stateDir, leaseNS, leaseName, jwtKey string) map[
 		"leaderElection": le,
 		"webhook":        map[string]any{"enabled": false},
 		"rest":           map[string]any{"jwtKeyFile": jwtKey},
+		"accounting":     map[string]any{"dsn": ledger},
 	}
+}
+
+// recorderStarted reports whether the replica's log shows its accounting
+// recorder starting (cmd/sluice/runtime.go logs each component it starts).
+func (r *replica) recorderStarted() bool {
+	return strings.Contains(r.Log(), "component=accounting-recorder")
+}
+
+// awaitSacct waits up to a minute until sacct through r's REST API
+// (slurmdb/jobs, read from the ledger) lists every one of alice's jobs.
+func (r *replica) awaitSacct(t *testing.T, key []byte, jobs []int) {
+	t.Helper()
+	tok, err := slurmapi.MintToken(key, "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2e.WaitFor(t, fmt.Sprintf("%s: sacct lists jobs %v", r.Name(), jobs), time.Minute, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Addr()+"/slurmdb/v0.0.44/jobs", nil)
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("X-SLURM-USER-TOKEN", tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		var doc struct {
+			Jobs []struct {
+				JobID int `json:"job_id"`
+			} `json:"jobs"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("slurmdb/jobs: %s %v", resp.Status, err)
+		}
+		listed := map[int]bool{}
+		for _, j := range doc.Jobs {
+			listed[j.JobID] = true
+		}
+		for _, id := range jobs {
+			if !listed[id] {
+				return false, fmt.Errorf("job %d not listed (%d jobs)", id, len(doc.Jobs))
+			}
+		}
+		return true, nil
+	})
 }
 
 // startReplica runs `sluice server` with cfg and returns once it listens;
