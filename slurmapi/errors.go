@@ -16,6 +16,7 @@ const (
 	ErrAccessDenied          = 2002 // ESLURM_ACCESS_DENIED
 	ErrInvalidNodeCount      = 2006 // ESLURM_INVALID_NODE_COUNT
 	ErrScriptMissing         = 2009 // ESLURM_JOB_SCRIPT_MISSING
+	ErrUserIDMissing         = 2010 // ESLURM_USER_ID_MISSING
 	ErrPathnameTooLong       = 2012 // ESLURM_PATHNAME_TOO_LONG
 	ErrNodeConfigUnavailable = 2014 // ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
 	ErrInvalidJobID          = 2017 // ESLURM_INVALID_JOB_ID
@@ -71,6 +72,7 @@ var shortText = map[int]string{
 	ErrAccessDenied:          "Access/permission denied",
 	ErrInvalidNodeCount:      "Node count specification invalid",
 	ErrScriptMissing:         "Batch job script missing or invalid",
+	ErrUserIDMissing:         "Invalid user id",
 	ErrPathnameTooLong:       "Pathname of a file, directory or other parameter too long",
 	ErrNodeConfigUnavailable: "Requested node configuration is not available",
 	ErrInvalidJobID:          "Invalid job id specified",

@@ -21,6 +21,9 @@ type SubmitPolicy struct {
 	// MaxArraySize is Slurm's MaxArraySize: array task indices must be
 	// below it. 0 means Slurm's default, 1001.
 	MaxArraySize int
+	// MayRun, when set, says whether user's jobs may run at this site (one
+	// that refuses users it maps to no uid); nil lets every user submit.
+	MayRun func(user string) bool
 }
 
 func (p SubmitPolicy) maxArraySize() int {

@@ -115,7 +115,8 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 		Auth:         *auth,
 		ClusterName:  r.ClusterName,
 		MaxBodyBytes: r.MaxBodyBytes,
-		Submit:       slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU, MaxArraySize: r.MaxArraySize},
+		Submit: slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU, MaxArraySize: r.MaxArraySize,
+			MayRun: s.cfg.Slurm.UserMap().MayRun},
 		SubmitLimits: r.submitLimits(),
 	}, slurmapi.WithLedger(backend, ledger))
 	if err != nil {

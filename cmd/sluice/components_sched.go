@@ -24,11 +24,7 @@ import (
 // leader. Slurm jobs get their pods from the Slurm API's pod factory.
 func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
-	users := map[string]kube.UserIDs{}
-	for name, u := range s.cfg.Slurm.Users {
-		users[name] = kube.UserIDs{UID: u.UID, GID: u.GID}
-	}
-	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: users, DefaultImage: s.cfg.Slurm.DefaultImage})
+	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: s.cfg.Slurm.UserMap(), DefaultImage: s.cfg.Slurm.DefaultImage})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
@@ -76,8 +77,24 @@ type SlurmConfig struct {
 	// without a default image; empty refuses such jobs.
 	DefaultImage string `yaml:"defaultImage"`
 	// Users maps Slurm users to the uid/gid their pods run as (as sites map
-	// LDAP users); a user not listed runs as the image's user.
+	// LDAP users). Only a user mapped to uid 0 runs as root.
 	Users map[string]SlurmUser `yaml:"users"`
+	// UnmappedUsers is what becomes of users not in Users: "run" (as
+	// DefaultUser) or "refuse" (their submissions are refused).
+	UnmappedUsers string `yaml:"unmappedUsers"`
+	// DefaultUser is the identity unmapped users' jobs run as; never root.
+	DefaultUser SlurmUser `yaml:"defaultUser"`
+}
+
+// UserMap is the Slurm section's users as the pod factory and the REST API
+// apply them.
+func (s SlurmConfig) UserMap() kube.UserMap {
+	users := map[string]kube.UserIDs{}
+	for name, u := range s.Users {
+		users[name] = kube.UserIDs{UID: u.UID, GID: u.GID}
+	}
+	return kube.UserMap{Users: users, Unmapped: kube.Unmapped(s.UnmappedUsers),
+		Default: &kube.UserIDs{UID: s.DefaultUser.UID, GID: s.DefaultUser.GID}}
 }
 
 // SlurmUser is one user's numeric identity.
@@ -215,6 +232,8 @@ func DefaultConfig() Config {
 			WriteTimeout:      Duration(2 * time.Minute),
 			IdleTimeout:       Duration(2 * time.Minute),
 		},
+		Slurm: SlurmConfig{UnmappedUsers: string(kube.UnmappedRun),
+			DefaultUser: SlurmUser{UID: kube.NobodyIDs.UID, GID: kube.NobodyIDs.GID}},
 		Remediation: RemediationConfig{Enabled: true},
 		Webhook:     WebhookConfig{Enabled: true, Addr: "127.0.0.1:9443"},
 	}
@@ -306,6 +325,9 @@ func (c Config) Validate() error {
 	}
 	if n := c.REST.MaxArraySize; n < 0 || n > sbatch.MaxArraySizeLimit {
 		return fmt.Errorf("rest.maxArraySize %d: want 0 (Slurm's default, %d) to %d", n, sbatch.DefaultMaxArraySize, sbatch.MaxArraySizeLimit)
+	}
+	if err := c.Slurm.UserMap().Validate(); err != nil {
+		return fmt.Errorf("slurm: %w", err)
 	}
 	le := c.LeaderElection
 	if le.Enabled {

@@ -62,6 +62,20 @@ func TestLoadConfig(t *testing.T) {
 			}
 		}},
 		{name: "lease ordering ignored when disabled", yaml: "leaderElection:\n  enabled: false\n  renewDeadline: 20s\n"},
+		{name: "unmapped Slurm users run as nobody by default", yaml: "", check: func(t *testing.T, c Config) {
+			m := c.Slurm.UserMap()
+			if ids, err := m.IDs("bob"); err != nil || ids.UID != 65534 || ids.GID != 65534 {
+				t.Errorf("an unmapped user runs as %+v, %v; want 65534:65534", ids, err)
+			}
+		}},
+		{name: "unmapped Slurm users refused", yaml: "slurm:\n  unmappedUsers: refuse\n  users: {alice: {uid: 1001, gid: 1001}}\n",
+			check: func(t *testing.T, c Config) {
+				if m := c.Slurm.UserMap(); m.MayRun("bob") || !m.MayRun("alice") {
+					t.Errorf("refuse: bob may run %v, alice %v; want false, true", m.MayRun("bob"), m.MayRun("alice"))
+				}
+			}},
+		{name: "bad unmappedUsers", yaml: "slurm:\n  unmappedUsers: allow\n", wantErr: `slurm: unmapped users "allow"`},
+		{name: "root default user", yaml: "slurm:\n  defaultUser: {uid: 0, gid: 0}\n", wantErr: "want a non-root uid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,9 +19,9 @@ import (
 
 // PodOptions configure the pod factory.
 type PodOptions struct {
-	// Users maps Slurm users to the uid/gid their pods run as; a user not
-	// in it runs as the image's user.
-	Users map[string]UserIDs
+	// Users maps Slurm users to the uid/gid their pods run as, and says
+	// what becomes of users it does not map.
+	Users UserMap
 	// DefaultImage runs jobs that name no image in a partition that names
 	// none; empty refuses such jobs.
 	DefaultImage string
@@ -64,9 +64,13 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if err := Eligible(ctx, f.c, pg); err != nil {
 		return nil, err
 	}
-	run := RunAs{Image: s.Image}
-	if ids, ok := f.opts.Users[s.User]; ok {
-		run.IDs = &ids
+	ids, err := f.opts.Users.IDs(s.User)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
+	}
+	run := RunAs{Image: s.Image, IDs: &ids}
+	if run.StrictGroups, err = f.strictGroups(ctx, binds); err != nil {
+		return nil, err
 	}
 	if s.TimeLimit != nil {
 		run.TimeLimit = s.TimeLimit.Duration // 0: UNLIMITED
@@ -102,6 +106,27 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 		}
 	}
 	return pods, nil
+}
+
+// strictGroups reports whether every node of binds supports
+// supplementalGroupsPolicy Strict (its kubelet says so in status.features;
+// it refuses such a pod otherwise).
+func (f *PodFactory) strictGroups(ctx context.Context, binds []bridge.Bind) (bool, error) {
+	seen := map[string]bool{}
+	for _, b := range binds {
+		if seen[b.Node] {
+			continue
+		}
+		seen[b.Node] = true
+		var n corev1.Node
+		if err := f.c.Get(ctx, client.ObjectKey{Name: b.Node}, &n); err != nil {
+			return false, fmt.Errorf("node %s: %w", b.Node, err)
+		}
+		if feat := n.Status.Features; feat == nil || feat.SupplementalGroupsPolicy == nil || !*feat.SupplementalGroupsPolicy {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ensureService creates the namespace's headless JobsService once, so a

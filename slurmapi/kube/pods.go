@@ -48,12 +48,6 @@ const (
 	SimExitCodeAnnotation = v1alpha1.SimExitCodeAnnotation
 )
 
-// UserIDs are the uid and gid a site maps a Slurm user to, as LDAP does.
-type UserIDs struct {
-	UID int64 `json:"uid"`
-	GID int64 `json:"gid"`
-}
-
 // runScript writes the script from the environment into the emptyDir and
 // executes it, so the kernel runs it with its shebang interpreter as
 // slurmd does; "$@" passes the job's arguments. When the batch host has
@@ -93,8 +87,14 @@ func PodName(pg *v1alpha1.PodGroup, index int) string {
 type RunAs struct {
 	// Image is the container image: the job's, else its partition's default.
 	Image string
-	// IDs are the uid/gid the job's user maps to; nil runs as the image's user.
+	// IDs are the uid/gid the job's user maps to; nil runs as NobodyIDs, so
+	// a pod is never root by omission.
 	IDs *UserIDs
+	// StrictGroups gives the pods supplementalGroupsPolicy Strict: the
+	// container gets only the groups above, none its image's /etc/group
+	// adds. Only where every node of the job supports it (the kubelet
+	// refuses the pod otherwise).
+	StrictGroups bool
 	// TimeLimit is the job's, else its partition's default; 0 means none.
 	TimeLimit time.Duration
 	// SharedVolume is the partition's shared filesystem, nil if none.
@@ -217,9 +217,6 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}
-	if ids := run.IDs; ids != nil {
-		c.SecurityContext.RunAsUser, c.SecurityContext.RunAsGroup = &ids.UID, &ids.GID
-	}
 	volumes := []corev1.Volume{{Name: "sluice-script", VolumeSource: corev1.VolumeSource{
 		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}}}
 	if v := run.SharedVolume; v != nil {
@@ -231,6 +228,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		ObjectMeta: metav1.ObjectMeta{Name: hosts[index], Namespace: pg.Namespace, Labels: labels, Annotations: ann},
 		Spec: corev1.PodSpec{
 			RestartPolicy: never, Hostname: hosts[index], Subdomain: JobsService,
+			SecurityContext:              podSecurity(run),
 			Containers:                   []corev1.Container{c},
 			Volumes:                      volumes,
 			AutomountServiceAccountToken: &no,
@@ -247,6 +245,25 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		pod.Spec.ActiveDeadlineSeconds = &secs
 	}
 	return pod
+}
+
+// podSecurity runs the pod as the job's user: runAsNonRoot unless the site
+// mapped the user to uid 0, so an image cannot make it root either.
+func podSecurity(run RunAs) *corev1.PodSecurityContext {
+	ids := NobodyIDs
+	if run.IDs != nil {
+		ids = *run.IDs
+	}
+	sc := &corev1.PodSecurityContext{RunAsUser: &ids.UID, RunAsGroup: &ids.GID}
+	if ids.UID != 0 {
+		nonRoot := true
+		sc.RunAsNonRoot = &nonRoot
+	}
+	if run.StrictGroups {
+		strict := corev1.SupplementalGroupsPolicyStrict
+		sc.SupplementalGroupsPolicy = &strict
+	}
+	return sc
 }
 
 // limits are the requests a kubelet must also cap: memory and extended

@@ -88,9 +88,11 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 		if cpu := c.Resources.Requests[corev1.ResourceCPU]; cpu.Value() != 32 {
 			t.Errorf("pod %d requests %s CPUs, want 8 tasks x 4", i, cpu.String())
 		}
-		sc := c.SecurityContext
-		if *sc.Privileged || *sc.AllowPrivilegeEscalation || *sc.RunAsUser != 1001 || *sc.RunAsGroup != 100 {
-			t.Errorf("pod %d security context %+v", i, sc)
+		if sc := c.SecurityContext; *sc.Privileged || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 {
+			t.Errorf("pod %d container security context %+v", i, sc)
+		}
+		if sc := pod.Spec.SecurityContext; *sc.RunAsUser != 1001 || *sc.RunAsGroup != 100 || !*sc.RunAsNonRoot {
+			t.Errorf("pod %d security context %+v, want alice's 1001:100, non-root", i, sc)
 		}
 		if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds != 90 {
 			t.Errorf("pod %d: restart %s deadline %v", i, pod.Spec.RestartPolicy, pod.Spec.ActiveDeadlineSeconds)
@@ -134,13 +136,12 @@ func TestBuildPodsVariants(t *testing.T) {
 			}
 		},
 	}, {
-		name: "CPU job sees no GPU, runs as the image's user, no deadline, no simulation", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{Image: "img"},
+		name: "CPU job sees no GPU, no deadline, no simulation", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{Image: "img"},
 		check: func(t *testing.T, pod *corev1.Pod) {
 			env := envOf(pod)
-			sc := pod.Spec.Containers[0].SecurityContext
-			if env["NVIDIA_VISIBLE_DEVICES"] != "void" || env["CUDA_VISIBLE_DEVICES"] != "" || sc.RunAsUser != nil ||
+			if env["NVIDIA_VISIBLE_DEVICES"] != "void" || env["CUDA_VISIBLE_DEVICES"] != "" ||
 				pod.Spec.ActiveDeadlineSeconds != nil || pod.Annotations[SimDurationAnnotation] != "" || env["SLURM_SUBMIT_DIR"] != "/" {
-				t.Errorf("env %v, security %+v, deadline %v, annotations %v", env, sc, pod.Spec.ActiveDeadlineSeconds, pod.Annotations)
+				t.Errorf("env %v, deadline %v, annotations %v", env, pod.Spec.ActiveDeadlineSeconds, pod.Annotations)
 			}
 		},
 	}, {
@@ -229,5 +230,51 @@ func BenchmarkBuildPods(b *testing.B) {
 		if _, err := BuildPods(pg, binds, run); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestBuildPodsNeverRootByOmission: a job's pods run as the identity given,
+// non-root unless the site mapped the user to uid 0; with none given, as
+// nobody; Strict supplemental groups only when asked for.
+func TestBuildPodsNeverRootByOmission(t *testing.T) {
+	tests := []struct {
+		name     string
+		run      RunAs
+		uid, gid int64
+		nonRoot  bool
+		strict   bool
+	}{
+		{"mapped user", RunAs{IDs: &UserIDs{UID: 1001, GID: 100}}, 1001, 100, true, false},
+		{"no identity given runs as nobody", RunAs{}, 65534, 65534, true, false},
+		{"a user the site maps to root", RunAs{IDs: &UserIDs{UID: 0, GID: 0}}, 0, 0, false, false},
+		{"root group alone is not root", RunAs{IDs: &UserIDs{UID: 1001, GID: 0}}, 1001, 0, true, false},
+		{"nodes that support it get Strict groups", RunAs{IDs: &UserIDs{UID: 1001, GID: 100}, StrictGroups: true}, 1001, 100, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := PodGroupFor(&slurmapi.JobDesc{User: "u", Account: "a", Script: "#!/bin/sh\ntrue\n", Nodes: 1, Tasks: 1, CPUsPerTask: 1}, 3)
+			tc.run.Image = "img"
+			pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, tc.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := pods[0].Spec.SecurityContext
+			if sc == nil || sc.RunAsUser == nil || sc.RunAsGroup == nil {
+				t.Fatalf("pod security context %+v: want runAsUser and runAsGroup set", sc)
+			}
+			if *sc.RunAsUser != tc.uid || *sc.RunAsGroup != tc.gid {
+				t.Errorf("runs as %d:%d, want %d:%d", *sc.RunAsUser, *sc.RunAsGroup, tc.uid, tc.gid)
+			}
+			if got := sc.RunAsNonRoot != nil && *sc.RunAsNonRoot; got != tc.nonRoot {
+				t.Errorf("runAsNonRoot %v, want %v", got, tc.nonRoot)
+			}
+			strict := sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy == corev1.SupplementalGroupsPolicyStrict
+			if strict != tc.strict {
+				t.Errorf("supplementalGroupsPolicy %v, want Strict: %v", sc.SupplementalGroupsPolicy, tc.strict)
+			}
+			if c := pods[0].Spec.Containers[0].SecurityContext; c.RunAsUser != nil || c.RunAsNonRoot != nil {
+				t.Errorf("the container overrides the pod's identity: %+v", c)
+			}
+		})
 	}
 }

@@ -40,7 +40,7 @@ func slurmSite(t *testing.T) *httptest.Server {
 	cfg := rig.RESTConfig()
 	c := sluiceproc.InstallSite(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	factory, err := kube.NewPodFactory(cfg, kube.PodOptions{Users: map[string]kube.UserIDs{"alice": {UID: 1001, GID: 1001}}})
+	factory, err := kube.NewPodFactory(cfg, kube.PodOptions{Users: kube.UserMap{Users: map[string]kube.UserIDs{"alice": {UID: 1001, GID: 1001}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,8 +236,8 @@ func TestSlurmJobLifecycle(t *testing.T) {
 		if p.Spec.SchedulerName != v1alpha1.DefaultSchedulerName || p.Spec.NodeName == "" || !strings.HasPrefix(p.Spec.NodeName, "h100") {
 			t.Errorf("pod %s: scheduler %q node %q, want created bound by Sluice on an h100 node", p.Name, p.Spec.SchedulerName, p.Spec.NodeName)
 		}
-		if sc := p.Spec.Containers[0].SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1001 {
-			t.Errorf("pod %s does not run as alice's uid: %+v", p.Name, sc)
+		if sc := p.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1001 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+			t.Errorf("pod %s does not run as alice's uid, non-root: %+v", p.Name, sc)
 		}
 		env := map[string]string{}
 		for _, e := range p.Spec.Containers[0].Env {
