@@ -35,8 +35,8 @@ func TestLintAndTemplate(t *testing.T) {
 				}
 			}
 			dep := find(t, objs, "Deployment", "sluice-server")
-			if r, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); r != 2 {
-				t.Errorf("server replicas %d, want 2", r)
+			if r, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); r != 1 {
+				t.Errorf("server replicas %d, want 1 (the default ledger is SQLite)", r)
 			}
 			c := container(t, dep)
 			for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
@@ -181,6 +181,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"webhook: {tls: {validityDays: 30}}", "at '/webhook/tls/validityDays': minimum: got 30, want 400"},
 		{"image: {digest: latest}", "at '/image/digest': 'latest' does not match"},
 		{"sever: {replicas: 2}", "additional properties 'sever' not allowed"},
+		{"config: {slurm: {unmappedUsers: allow}}", "at '/config/slurm/unmappedUsers': value must be one of 'run', 'refuse'"},
+		{"config: {slurm: {defaultUser: {uid: 0, gid: 0}}}", "at '/config/slurm/defaultUser/uid': minimum: got 0, want 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.values, func(t *testing.T) {
@@ -190,6 +192,56 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error for %q:\n%v\nwant it to contain %q", tc.values, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSQLiteLedgerHasOneReplica: a SQLite ledger is one file on one node, so the
+// chart refuses a standby with it and replaces its one pod rather than surge a
+// second onto the volume; PostgreSQL takes any number of replicas.
+func TestSQLiteLedgerHasOneReplica(t *testing.T) {
+	postgres := "ledger: {type: postgres, postgres: {dsn: 'postgres://sluice@db/sluice'}}\n"
+	tests := []struct {
+		name, values string
+		refused      string // the error helm template fails with; "" when it renders
+		replicas     int64
+		strategy     string // the Deployment's update strategy
+		pdb          bool
+	}{
+		{name: "sqlite, default replicas", replicas: 1, strategy: "Recreate"},
+		{name: "sqlite, 2 replicas", values: "server: {replicas: 2}",
+			refused: "server.replicas is 2, but ledger.type sqlite allows 1 replica"},
+		{name: "sqlite without a volume, 3 replicas", values: "server: {replicas: 3}\nledger: {sqlite: {persistence: {enabled: false}}}",
+			refused: "server.replicas is 3, but ledger.type sqlite allows 1 replica"},
+		{name: "postgres, 2 replicas", values: postgres + "server: {replicas: 2}", replicas: 2, strategy: "RollingUpdate", pdb: true},
+		{name: "postgres, default replicas", values: postgres, replicas: 1, strategy: "RollingUpdate"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helm(t, "template", "sluice", chartDir(t), "--namespace", testNamespace, "--values", writeValues(t, tc.values))
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("helm template with %q: %v\n%.300s\nwant it refused with %q", tc.values, err, out, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("helm template with %q: %v", tc.values, err)
+			}
+			objs, err := decode(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep := find(t, objs, "Deployment", "sluice-server")
+			if r, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); r != tc.replicas {
+				t.Errorf("server replicas %d, want %d", r, tc.replicas)
+			}
+			if s, _, _ := unstructured.NestedString(dep.Object, "spec", "strategy", "type"); s != tc.strategy {
+				t.Errorf("update strategy %q, want %q", s, tc.strategy)
+			}
+			if got := kinds(objs)["PodDisruptionBudget"] == 1; got != tc.pdb {
+				t.Errorf("PodDisruptionBudget rendered: %v, want %v", got, tc.pdb)
 			}
 		})
 	}
