@@ -76,6 +76,9 @@ func TestChartOnRig(t *testing.T) {
 			t.Errorf("listing pods with the server's token: %v", err)
 		}
 	})
+	t.Run("the agent changes only its own node", func(t *testing.T) {
+		agentChangesOnlyItsOwnNode(t, c, ns)
+	})
 	t.Run("every server replica mounts the one webhook certificate", func(t *testing.T) {
 		replicasMountWebhookSecret(t, c, ns, objs)
 	})
@@ -223,11 +226,18 @@ func checkAccess(t *testing.T, kube kubernetes.Interface, user string, a access,
 // only by a token from the TokenRequest API (no client certificate).
 func tokenConfig(t *testing.T, c *cluster.Cluster, ns, sa string) *rest.Config {
 	t.Helper()
+	return boundTokenConfig(t, c, ns, sa, nil)
+}
+
+// boundTokenConfig is tokenConfig with the token bound to ref, as the
+// kubelet binds the token it projects into a pod to that pod (nil: unbound).
+func boundTokenConfig(t *testing.T, c *cluster.Cluster, ns, sa string, ref *authnv1.BoundObjectReference) *rest.Config {
+	t.Helper()
 	exp := int64(3600)
 	tok, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
-		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp, BoundObjectRef: ref}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s: %v", ns, sa, err)
+		t.Fatalf("TokenRequest for %s/%s bound to %+v: %v", ns, sa, ref, err)
 	}
 	admin := c.RESTConfig()
 	return &rest.Config{
