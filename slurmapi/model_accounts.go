@@ -9,6 +9,9 @@ type Account struct {
 	Organization string
 	Parent       string // "" for a root account
 	Coordinators []string
+	// MaxSubmitJobs caps each user's pending and running jobs in the
+	// account (Slurm's association MaxSubmitJobs); 0: unlimited.
+	MaxSubmitJobs int
 }
 
 // Association ties a user (or, with User empty, an account) to an account
@@ -37,8 +40,11 @@ type QOS struct {
 	UsageFactor    float64
 	MaxWall        time.Duration // 0: unlimited
 	MaxJobsPerUser int           // 0: unlimited
-	MaxTRESPerUser string        // "gres/gpu=16"
-	GrpTRES        string
+	// MaxSubmitJobsPerUser caps one user's pending and running jobs of
+	// this QOS; 0: unlimited.
+	MaxSubmitJobsPerUser int
+	MaxTRESPerUser       string // "gres/gpu=16"
+	GrpTRES              string
 }
 
 // User is a Slurm user known to the accounting side.

@@ -55,6 +55,8 @@ type Backend struct {
 	opts Options
 	// batch stores submissions in groups; nil without a SubmitWindow.
 	batch *batcher
+	// counts are each user's jobs against MaxSubmitJobs limits.
+	counts *submitCounts
 
 	nsMu    sync.Mutex
 	nsReady map[string]bool
@@ -112,6 +114,7 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}
+	b.counts = &submitCounts{list: func(ctx context.Context) ([]v1alpha1.PodGroup, error) { return b.podGroups(ctx, 0) }}
 	if opts.SubmitWindow > 0 {
 		if b.batch, err = newBatcher(cfg, opts); err != nil {
 			return nil, err
@@ -124,11 +127,25 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 // workloads get ids no Slurm job has.
 func (b *Backend) JobIDs() *JobIDs { return b.ids }
 
-// Submit allocates a job id and creates the job's PodGroup in its
+// Submit checks the submission against the MaxSubmitJobs limits that
+// apply to it, allocates a job id and creates the job's PodGroup in its
 // account's namespace (created on first use), or with a SubmitWindow
 // stores it in the next batch. The PodGroup is the only object of a
 // pending job.
-func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (slurmapi.SubmitResult, error) {
+func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi.SubmitResult, err error) {
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		return slurmapi.SubmitResult{}, err
+	}
+	release, err := b.counts.reserve(ctx, cat, d) // MaxSubmitJobs, before an id is taken
+	if err != nil {
+		return slurmapi.SubmitResult{}, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	if err := b.ensureNamespace(ctx, Namespace(d.Account)); err != nil {
 		return slurmapi.SubmitResult{}, err
 	}

@@ -56,6 +56,9 @@ func QOSFrom(q *v1alpha1.QOS) slurmapi.QOS {
 	if l.MaxJobsPerUser != nil {
 		out.MaxJobsPerUser = int(*l.MaxJobsPerUser)
 	}
+	if l.MaxSubmitJobsPerUser != nil {
+		out.MaxSubmitJobsPerUser = int(*l.MaxSubmitJobsPerUser)
+	}
 	out.MaxTRESPerUser = tresString(l.MaxTRESPerUser)
 	out.GrpTRES = tresString(l.GrpTRES)
 	return out
@@ -111,6 +114,9 @@ func CatalogFrom(parts []v1alpha1.Partition, queues []v1alpha1.Queue, qos []v1al
 	for i := range queues {
 		q := &queues[i]
 		c.Accounts[q.Name] = &slurmapi.Account{Name: q.Name, Parent: q.Spec.ParentQueue, Description: q.Name, Organization: q.Spec.ParentQueue}
+		if m := q.Spec.MaxSubmitJobs; m != nil {
+			c.Accounts[q.Name].MaxSubmitJobs = int(*m)
+		}
 		if parent[q.Name] {
 			continue // not a leaf: no jobs
 		}

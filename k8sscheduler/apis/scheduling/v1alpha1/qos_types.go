@@ -34,6 +34,12 @@ type QOSLimits struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxJobsPerUser *int32 `json:"maxJobsPerUser,omitempty"`
+	// MaxSubmitJobsPerUser caps how many jobs of one user with this QOS
+	// may be pending or running at once; a submission past it is refused
+	// (Slurm MaxSubmitJobsPerUser). Each array task counts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxSubmitJobsPerUser *int32 `json:"maxSubmitJobsPerUser,omitempty"`
 }
 
 // QOSSpec is a Slurm quality of service.

@@ -52,6 +52,12 @@ type QueueSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	DefaultQOS string `json:"defaultQOS,omitempty"`
+	// MaxSubmitJobs caps how many jobs each of the queue's users may have
+	// pending or running in it at once; a submission past it is refused
+	// (Slurm's association MaxSubmitJobs). Each array task counts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxSubmitJobs *int32 `json:"maxSubmitJobs,omitempty"`
 	// PreemptMinRuntime protects this queue's jobs from preemption by
 	// higher-priority jobs of the same queue until they ran this long.
 	// +optional
