@@ -305,11 +305,12 @@ func TestDependencyOnBatchedJobOnRig(t *testing.T) {
 	}
 }
 
-// TestOversizeJobBypassesBatchOnRig: a job too large to share a batch
-// (a script near the body limit) is created at once, as without a window.
+// TestOversizeJobBypassesBatchOnRig: a job too large to share a batch (a
+// script within its limit whose JSON escapes make it larger than a batch
+// holds) is created at once, as without a window.
 func TestOversizeJobBypassesBatchOnRig(t *testing.T) {
 	ts, b := batchServer(t, 2*time.Millisecond)
-	script := "#!/bin/bash\n# " + strings.Repeat("x", submitBatchBytes) + "\ntrue\n"
+	script := "#!/bin/bash\n# " + strings.Repeat("<", submitBatchBytes/6+1000) + "\ntrue\n"
 	id := submitAll(t, ts, 1, fmt.Sprintf(`{"script":%q,"job":{"environment":["PATH=/bin"]}}`, script))[0]
 	if pg := storedGroup(t, b, id); pg == nil || len(pg.Spec.Slurm.Script) != len(script) {
 		t.Errorf("oversize job %d was not created directly with its whole script", id)
@@ -360,6 +361,7 @@ func TestFailedBatchWriteOnRig(t *testing.T) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "update"}},
 		}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
