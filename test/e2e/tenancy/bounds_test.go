@@ -28,7 +28,7 @@ func TestSubmitBoundsRefusedWithNothingStored(t *testing.T) {
 	}{
 		{"300-character name", jobBody(map[string]any{"name": strings.Repeat("n", 300)}), slurmapi.ErrRestInvalidJobs},
 		{"nodes 1048576", jobBody(map[string]any{"nodes": "1048576"}), slurmapi.ErrInvalidNodeCount},
-		{"more GPUs per node than any node has", jobBody(map[string]any{"tres_per_node": "gres/gpu:64"}), slurmapi.ErrNodeConfigUnavailable},
+		{"more GPUs per node than any node has", jobBody(map[string]any{"tres_per_node": "gres/gpu:9"}), slurmapi.ErrNodeConfigUnavailable},
 		{"more CPUs per node than any node has", jobBody(map[string]any{"cpus_per_task": 100000}), slurmapi.ErrNodeConfigUnavailable},
 		{"more memory per node than any node has", jobBody(map[string]any{"memory_per_node": 1 << 30}), slurmapi.ErrNodeConfigUnavailable},
 		{"empty environment name", jobBody(map[string]any{"environment": map[string]string{"": "x"}}), slurmapi.ErrRestInvalidJobs},
@@ -117,7 +117,10 @@ func TestMaxSubmitJobs(t *testing.T) {
 	seeded := *q.Spec.MaxSubmitJobs
 	limit := int32(s.activeJobs(t, bob, "vision") + 3)
 	s.setVisionLimit(t, limit)
-	t.Cleanup(func() { s.setVisionLimit(t, seeded) })
+	t.Cleanup(func() {
+		s.setVisionLimit(t, seeded)
+		time.Sleep(2 * time.Second) // so the next test meets the seeded limit, not this one
+	})
 	time.Sleep(2 * time.Second) // the server's catalogue is at most a second old
 
 	refused := false
