@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -64,6 +65,8 @@ func TestSiteHasTheDocumentedShape(t *testing.T) {
 	parents := map[string]string{}
 	users := map[string][]string{}
 	qos := map[string]bool{}
+	access := map[string]v1alpha1.QueueAccess{}
+	namespaces := map[string]map[string]string{}
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *v1alpha1.Partition:
@@ -74,6 +77,9 @@ func TestSiteHasTheDocumentedShape(t *testing.T) {
 		case *v1alpha1.Queue:
 			parents[o.Name] = o.Spec.ParentQueue
 			users[o.Name] = o.Spec.Users
+			access[o.Name] = v1alpha1.AccessOf(o)
+		case *corev1.Namespace:
+			namespaces[o.Name] = o.Labels
 		case *v1alpha1.QOS:
 			qos[o.Name] = o.Spec.Preemptible
 		default:
@@ -98,6 +104,16 @@ func TestSiteHasTheDocumentedShape(t *testing.T) {
 	if len(qos) != 3 || qos["normal"] || !qos["preemptible"] || qos["high"] {
 		t.Errorf("qos %v, want normal, preemptible (preemptible) and high", qos)
 	}
+	// Each team's namespace may use its own queue and default, not the other team's.
+	for ns, want := range map[string]string{"nlp": "default,nlp", "vision": "default,vision", "elsewhere": "default"} {
+		all := make([]v1alpha1.QueueAccess, 0, len(access))
+		for _, a := range access {
+			all = append(all, a)
+		}
+		if got := strings.Join(v1alpha1.AdmittingQueues(all, ns, namespaces[ns]), ","); got != want {
+			t.Errorf("namespace %s may use queues %s, want %s", ns, got, want)
+		}
+	}
 }
 
 // The example workloads are meant for Sluice: scheduler name and a queue.
@@ -110,6 +126,7 @@ func TestExampleWorkloadsTargetSluice(t *testing.T) {
 		{KAIJob, v1alpha1.KAIQueueLabel, "nlp"},
 		{GPUJob, v1alpha1.QueueLabel, "vision"},
 	}
+	// Each runs in the namespace the site opens its queue to.
 	for _, c := range cases {
 		objs, err := Objects(c.file)
 		if err != nil || len(objs) != 1 {
@@ -117,6 +134,9 @@ func TestExampleWorkloadsTargetSluice(t *testing.T) {
 		}
 		var meta map[string]string
 		var spec corev1.PodSpec
+		if ns := objs[0].(metav1.Object).GetNamespace(); ns != c.wantQueue {
+			t.Errorf("%s: namespace %q, want %q (the site's namespace for queue %s)", c.file, ns, c.wantQueue, c.wantQueue)
+		}
 		switch o := objs[0].(type) {
 		case *corev1.Pod:
 			meta, spec = o.Labels, o.Spec

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/k8sscheduler/webhook"
@@ -57,8 +58,14 @@ func (s *Server) addWebhook() error {
 	if err != nil {
 		return fmt.Errorf("webhook owner reader: %w", err)
 	}
+	// Reads the Queues' namespace selectors: a pod naming a queue its namespace may not use is refused.
+	queues, err := dynamic.NewForConfig(s.restConfig)
+	if err != nil {
+		return fmt.Errorf("webhook queue reader: %w", err)
+	}
 	hook, err := webhook.New(webhook.Config{
 		Owners: owners,
+		Queues: queues,
 		// Bare pods are numbered at admission (groups of one): their PodGroup is written
 		// only if they have to wait or are evicted (addREST ran first).
 		JobIDs:         s.jobIDs.Next,

@@ -19,6 +19,8 @@ type cache struct {
 	nodes     map[string]*nodeEntry
 	parts     []partitionEntry // by name
 	queues    map[string]bridge.Queue
+	access    map[string]queueAccess       // by queue: who may use it
+	nsLabels  map[string]map[string]string // by namespace
 	qos       map[string]bridge.QOS
 	groups    map[string]*groupEntry
 	pods      map[string]*podEntry
@@ -46,6 +48,7 @@ type nodeEntry struct {
 func newCache() *cache {
 	return &cache{
 		nodes: map[string]*nodeEntry{}, queues: map[string]bridge.Queue{}, qos: map[string]bridge.QOS{},
+		access: map[string]queueAccess{}, nsLabels: map[string]map[string]string{},
 		groups: map[string]*groupEntry{}, pods: map[string]*podEntry{}, changed: make(chan struct{}, 1),
 	}
 }
@@ -309,7 +312,7 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 	var blocked []bridge.Pending
 	for _, g := range c.groups {
 		if g.dirty {
-			g.build(def, c.slurmPods)
+			g.build(def, c.slurmPods, c.queueRefusal)
 		}
 		if g.include {
 			s.Jobs = append(s.Jobs, g.job)

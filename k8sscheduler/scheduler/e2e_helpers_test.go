@@ -91,9 +91,10 @@ func (e *env) create(obj client.Object) {
 	e.t.Cleanup(func() { _ = e.crs.Delete(context.Background(), obj) })
 }
 
-// queue creates a leaf queue with a GPU quota (0: none) in partition part.
+// queue creates a leaf queue, open to every namespace, with a GPU quota (0: none) in
+// partition part.
 func (e *env) queue(name, part string, gpus int64) {
-	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.QueueSpec{NamespaceSelector: &metav1.LabelSelector{}}}
 	if gpus > 0 {
 		q.Spec.Quotas = []v1alpha1.PartitionQuota{{Partition: part, GPU: &v1alpha1.ResourceQuota{
 			Quota: resource.NewQuantity(gpus, resource.DecimalSI)}}}

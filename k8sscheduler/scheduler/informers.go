@@ -130,7 +130,16 @@ func (s *Scheduler) queueHandlers() toolscache.ResourceEventHandler {
 	return handler(func(q *v1alpha1.Queue) {
 		bq := convertQueue(q)
 		s.cache.setQueue(q.Name, &bq)
-	}, func(q *v1alpha1.Queue) { s.cache.setQueue(q.Name, nil) })
+		s.cache.setQueueAccess(q, false)
+	}, func(q *v1alpha1.Queue) {
+		s.cache.setQueue(q.Name, nil)
+		s.cache.setQueueAccess(q, true)
+	})
+}
+
+func (s *Scheduler) namespaceHandlers() toolscache.ResourceEventHandler {
+	return handler(func(ns *corev1.Namespace) { s.cache.setNamespace(ns.Name, ns.Labels, false) },
+		func(ns *corev1.Namespace) { s.cache.setNamespace(ns.Name, nil, true) })
 }
 
 func (s *Scheduler) qosHandlers() toolscache.ResourceEventHandler {

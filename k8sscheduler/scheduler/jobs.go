@@ -118,8 +118,8 @@ func (g *groupEntry) notStarted(pg *v1alpha1.PodGroup) bool {
 }
 
 // build converts the group to a core job. defaultPartition resolves a group that names
-// none.
-func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
+// none; refuse, when not nil, says why the group's namespace may not use its queue.
+func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(*v1alpha1.PodGroup) string) {
 	g.dirty = false
 	g.include, g.blocked, g.job = false, nil, bridge.Job{}
 	g.bound = 0
@@ -136,6 +136,15 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool) {
 	if g.notStarted(pg) {
 		if code, msg, ok := slurmGate(pg); !ok {
 			g.block(code, "%s", msg)
+			return
+		}
+	}
+	// A queue is charged only for namespaces it admits. The webhook refuses the others at
+	// admission; this catches what got past it (webhook off, a PodGroup written directly).
+	// What already holds resources keeps them: it was placed when it was admitted.
+	if refuse != nil && g.bound == 0 && len(g.assumed) == 0 && !g.created {
+		if why := refuse(pg); why != "" {
+			g.block(ReasonInvalidAccount, "%s", why)
 			return
 		}
 	}

@@ -65,7 +65,7 @@ func TestBuildFromPods(t *testing.T) {
 			for _, a := range tt.assumed {
 				g.assumed[a] = bridge.Bind{Job: "ns/pg", Group: "g0", Task: a, Node: "n2"}
 			}
-			g.build("def", true)
+			g.build("def", true, nil)
 			if g.include != tt.wantInclude {
 				t.Fatalf("include = %v, want %v (blocked %+v)", g.include, tt.wantInclude, g.blocked)
 			}
@@ -120,7 +120,7 @@ func TestBuildFromMembers(t *testing.T) {
 				c.setPod(podKey("ns", p.Name), convertPod(p, "sluice"))
 			}
 			g := c.groups["ns/pg"]
-			g.build("", tt.factory)
+			g.build("", tt.factory, nil)
 			if g.include != tt.include {
 				t.Fatalf("include = %v, want %v (blocked %+v)", g.include, tt.include, g.blocked)
 			}
@@ -208,7 +208,7 @@ func TestBuildReadsOperatorPriority(t *testing.T) {
 		p := testPod("a", "1", nil, "")
 		c.setPod(podKey(p.Namespace, p.Name), convertPod(p, "sluice"))
 		g := c.groups["ns/pg"]
-		g.build("def", true)
+		g.build("def", true, nil)
 		if !g.include || g.job.Priority != tt.want {
 			t.Errorf("priority %q, nice %q: job priority %d (included %v), want %d", tt.annotation, tt.nice, g.job.Priority, g.include, tt.want)
 		}

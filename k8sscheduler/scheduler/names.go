@@ -18,6 +18,11 @@ const ReasonWaitingForPods = "WaitingForPods"
 // the scheduler was built without a PodFactory.
 const ReasonNoPodFactory = "NoPodFactory"
 
+// ReasonInvalidAccount is the Scheduled condition's reason (squeue's, as Slurm names a job
+// whose account it may not use) of a group whose namespace its queue does not admit
+// (the Queue's spec.namespaceSelector).
+const ReasonInvalidAccount = "InvalidAccount"
+
 // Assignment is the JSON of v1alpha1.GPUAssignmentAnnotation. The binder writes it, with
 // v1alpha1.VisibleDevicesAnnotation and v1alpha1.GPUPortionAnnotation, on a pod through its
 // Binding (kube-apiserver copies a Binding's annotations onto the pod in the same write);

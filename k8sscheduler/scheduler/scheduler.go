@@ -112,6 +112,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		{&v1alpha1.Queue{}, s.queueHandlers()},
 		{&v1alpha1.QOS{}, s.qosHandlers()},
 		{&v1alpha1.Partition{}, s.partitionHandlers()},
+		{&corev1.Namespace{}, s.namespaceHandlers()},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)

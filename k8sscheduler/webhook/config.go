@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,6 +53,10 @@ type Config struct {
 	DefaultQueue string
 	// Client reads namespaces (through an informer) for their queue label.
 	Client kubernetes.Interface
+	// Queues reads the Queues (through an informer) for their spec.namespaceSelector:
+	// a pod naming a queue its namespace may not use is refused. nil checks no queue
+	// access (the server always sets it).
+	Queues dynamic.Interface
 	// Owners reads a pod's owners (as unstructured objects) so the webhook can
 	// name the pod's PodGroup at admission, as the pod grouper would, sparing
 	// the pod a patch. nil names only bare pods' groups (they need no read).

@@ -9,11 +9,14 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // maxReviewBytes bounds a request body. The API server caps an object at
@@ -28,7 +31,9 @@ type admitter struct {
 	schedulerNames []string
 	defaultQueue   string
 	namespace      namespaceGetter
-	owners         *ownerMemo // nil: only bare pods get their group at admission
+	owners         *ownerMemo  // nil: only bare pods get their group at admission
+	queues         *queueIndex // nil: queue access is not checked
+	given          givenIDs    // job ids given to bare pods lately, so a reinvocation keeps its own
 	jobIDs         func(context.Context) (uint32, error)
 	log            *slog.Logger
 }
@@ -109,8 +114,19 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return deny(http.StatusServiceUnavailable, fmt.Sprintf(
 			"cannot read namespace %q for its queue label, try again: %v", namespace, err))
 	}
-	ops := queuePatch(&pod, queueFor(&pod, nsLabels, a.defaultQueue))
-	ops = append(ops, a.groupPatch(ctx, &pod, namespace, nsLabels, req.DryRun != nil && *req.DryRun)...)
+	queue := queueFor(&pod, nsLabels, a.defaultQueue)
+	named := pod
+	named.Namespace = namespace // a create's object may leave it to the request
+	pg := a.derivedGroup(ctx, &named, nsLabels)
+	keepJobID := pg != nil && a.given.ours(namespace+"/"+pod.Name, v1alpha1.JobIDOf(pod.Labels), time.Now())
+	for _, q := range []string{queue, groupQueue(pg)} {
+		if why := a.queues.refusal(q, namespace, nsLabels); why != "" {
+			return deny(http.StatusForbidden, why)
+		}
+	}
+	ops := queuePatch(&pod, queue)
+	ops = append(ops, ownedPatch(&pod, keepJobID)...)
+	ops = append(ops, a.groupPatch(ctx, &named, pg, keepJobID, req.DryRun != nil && *req.DryRun)...)
 	if usesGPUs {
 		ops = append(ops, envPatch(&pod)...)
 	}
@@ -132,6 +148,8 @@ func deny(code int32, message string) *admissionv1.AdmissionResponse {
 	switch code {
 	case http.StatusUnprocessableEntity:
 		reason = metav1.StatusReasonInvalid
+	case http.StatusForbidden:
+		reason = metav1.StatusReasonForbidden
 	case http.StatusServiceUnavailable:
 		reason = metav1.StatusReasonServiceUnavailable
 	case http.StatusInternalServerError:

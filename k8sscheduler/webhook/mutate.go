@@ -3,19 +3,23 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// patchOp is one RFC 6902 JSON patch operation; the webhook only adds.
+// patchOp is one RFC 6902 JSON patch operation: the webhook adds, and removes what
+// only Sluice may write.
 type patchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
-	Value any    `json:"value"`
+	Value any    `json:"value,omitempty"`
 }
 
 // queueFor picks a pod's queue: its own sluice.dev/queue label, else its
@@ -46,32 +50,82 @@ func queuePatch(pod *corev1.Pod, queue string) []patchOp {
 	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.QueueLabel), Value: queue}}
 }
 
-// groupPatch names the pod's PodGroup at admission (podgrouper.AtAdmission, with the
-// owner reads of the pod's workload remembered by a.owners), marked as derived so the
-// pod grouper creates the group and leaves the pod alone. When the group cannot be
-// named now (owners unreadable, a bare pod with only generateName) the pod is admitted
-// without it and the grouper names it later, as it always could.
+// derivedGroup is the PodGroup the pod grouper would give the pod (podgrouper.AtAdmission,
+// with the owner reads of the pod's workload remembered by a.owners), or nil when the pod
+// names its group itself or the group cannot be named now (owners unreadable, a bare pod
+// with only generateName): the pod is then admitted without it and the grouper names it
+// later, as it always could. A group name marked as derived is derived again: the mark is
+// Sluice's, and on a reinvocation it is the webhook's own. pod.Namespace must be set.
+func (a *admitter) derivedGroup(ctx context.Context, pod *corev1.Pod, nsLabels map[string]string) *v1alpha1.PodGroup {
+	explicit := pod.Annotations[v1alpha1.PodGroupAnnotation] != "" && pod.Annotations[v1alpha1.PodGroupDerivedAnnotation] != "true"
+	if explicit || (a.owners == nil && len(pod.OwnerReferences) > 0) {
+		return nil
+	}
+	if pod.Annotations[v1alpha1.PodGroupDerivedAnnotation] == "true" {
+		unmarked := *pod
+		unmarked.Annotations = maps.Clone(pod.Annotations)
+		delete(unmarked.Annotations, v1alpha1.PodGroupAnnotation)
+		delete(unmarked.Annotations, v1alpha1.PodGroupDerivedAnnotation)
+		pod = &unmarked
+	}
+	pg, err := a.owners.atAdmission(ctx, pod, nsLabels)
+	if err != nil {
+		a.log.Info("webhook: PodGroup left to the pod grouper", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return nil
+	}
+	return pg
+}
+
+// groupQueue is the queue of a derived group, "" for none.
+func groupQueue(pg *v1alpha1.PodGroup) string {
+	if pg == nil {
+		return ""
+	}
+	return pg.Spec.Queue
+}
+
+// ownedPatch removes every Sluice-owned label and annotation (v1alpha1.OwnedKey) the pod
+// came with: job ids, derived group marks, GPU assignments and the like are Sluice's to
+// write, and a made-up one could name another team's job or claim GPUs it was not given.
+// What the webhook sets itself (groupPatch) is added after.
+// keepJobID spares the job id the webhook itself gave this pod on an earlier call for the
+// same request (a reinvocation).
+func ownedPatch(pod *corev1.Pod, keepJobID bool) []patchOp {
+	var ops []patchOp
+	for _, m := range []struct {
+		path string
+		keys map[string]string
+	}{{"/metadata/labels/", pod.Labels}, {"/metadata/annotations/", pod.Annotations}} {
+		keys := make([]string, 0, len(m.keys))
+		for k := range m.keys {
+			if v1alpha1.OwnedKey(k) && (!keepJobID || m.path != "/metadata/labels/" || k != v1alpha1.JobIDLabel) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ops = append(ops, patchOp{Op: "remove", Path: m.path + escapePointer(k)})
+		}
+	}
+	return ops
+}
+
+// groupPatch names the pod's derived PodGroup pg on the pod, marked as derived so the pod
+// grouper creates the group and leaves the pod alone.
 //
 // A bare pod also gets its job id (sluice.dev/job-id) when the webhook has an id source,
 // which makes it a group of one (v1alpha1.GroupOfOne). Queue ops come first, so the labels
 // map exists. A dry run takes no id.
-func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, namespace string, nsLabels map[string]string, dryRun bool) []patchOp {
-	if pod.Annotations[v1alpha1.PodGroupAnnotation] != "" || (a.owners == nil && len(pod.OwnerReferences) > 0) {
-		return nil
-	}
-	named := *pod
-	named.Namespace = namespace // a create's object may leave it to the request
-	pg, err := a.owners.atAdmission(ctx, &named, nsLabels)
-	if err != nil {
-		a.log.Info("webhook: PodGroup left to the pod grouper", "pod", namespace+"/"+pod.Name, "err", err)
-		return nil
-	}
+func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, keepJobID, dryRun bool) []patchOp {
 	if pg == nil {
 		return nil
 	}
-	ops := a.jobIDPatch(ctx, &named, dryRun)
+	var ops []patchOp
+	if !keepJobID {
+		ops = a.jobIDPatch(ctx, pod, dryRun)
+	}
 	add := map[string]string{v1alpha1.PodGroupAnnotation: pg.Name, v1alpha1.PodGroupDerivedAnnotation: "true"}
-	if pod.Annotations == nil {
+	if len(pod.Annotations) == 0 {
 		return append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: add})
 	}
 	return append(ops,
@@ -80,28 +134,20 @@ func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, namespace st
 	)
 }
 
-// jobIDPatch numbers a bare pod, replacing any job id it came with: ids are Sluice's to
-// give, and a made-up one could name another job in the ledger. Without an id source, on
-// a dry run, or when no id can be had, the pod is left unnumbered (a job id it came with
-// is removed) and the pod grouper writes its PodGroup as for any pod.
+// jobIDPatch numbers a bare pod (any job id it came with was removed by ownedPatch: ids
+// are Sluice's to give). Without an id source, on a dry run, or when no id can be had, the
+// pod is left unnumbered and the pod grouper writes its PodGroup as for any pod.
 func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool) []patchOp {
-	if len(pod.OwnerReferences) > 0 {
+	if len(pod.OwnerReferences) > 0 || a.jobIDs == nil || dryRun {
 		return nil
-	}
-	path := "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel)
-	unnumbered := []patchOp(nil)
-	if _, ok := pod.Labels[v1alpha1.JobIDLabel]; ok {
-		unnumbered = []patchOp{{Op: "remove", Path: path}}
-	}
-	if a.jobIDs == nil || dryRun {
-		return unnumbered
 	}
 	id, err := a.jobIDs(ctx)
 	if err != nil {
 		a.log.Info("webhook: bare pod left to the pod grouper: no job id", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		return unnumbered
+		return nil
 	}
-	return []patchOp{{Op: "add", Path: path, Value: strconv.FormatUint(uint64(id), 10)}}
+	a.given.add(pod.Namespace+"/"+pod.Name, id, time.Now())
+	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: strconv.FormatUint(uint64(id), 10)}}
 }
 
 // gpuEnv is the environment every container of a GPU pod gets: each

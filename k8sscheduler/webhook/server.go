@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -31,6 +32,8 @@ type Server struct {
 	certs    *certStore
 	informer cache.SharedIndexInformer
 	factory  informers.SharedInformerFactory
+	queues   *queueIndex // nil without Config.Queues
+	qfactory dynamicinformer.DynamicSharedInformerFactory
 	handler  http.Handler
 }
 
@@ -52,7 +55,13 @@ func New(cfg Config) (*Server, error) {
 	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
 	nsInformer := factory.Core().V1().Namespaces()
 	s := &Server{cfg: cfg, certs: certs, informer: nsInformer.Informer(), factory: factory}
+	if cfg.Queues != nil {
+		if s.queues, s.qfactory, err = newQueueIndex(cfg.Queues); err != nil {
+			return nil, err
+		}
+	}
 	adm := &admitter{
+		queues:         s.queues,
 		schedulerNames: cfg.SchedulerNames,
 		defaultQueue:   cfg.DefaultQueue,
 		namespace:      s.namespaceFrom(nsInformer.Lister()),
@@ -115,11 +124,17 @@ func (s *Server) Run(ctx context.Context) error {
 	defer s.listener.Close()
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
+	synced := []cache.InformerSynced{s.informer.HasSynced}
+	if s.queues != nil {
+		s.qfactory.Start(ctx.Done())
+		defer s.qfactory.Shutdown()
+		synced = append(synced, s.queues.informer.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return errors.New("webhook: namespace cache did not sync")
+		return errors.New("webhook: namespace and queue caches did not sync")
 	}
 	srv := &http.Server{
 		Handler:           s.handler,

@@ -27,7 +27,7 @@ import (
 
 // Namespace is where jobs charged to account run, unless the site maps
 // the account elsewhere.
-func Namespace(account string) string { return "slurm-" + account }
+func Namespace(account string) string { return v1alpha1.SlurmNamespace(account) }
 
 // PodGroupName names the PodGroup of job id.
 func PodGroupName(id uint32) string { return "job-" + strconv.FormatUint(uint64(id), 10) }

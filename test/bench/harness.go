@@ -98,7 +98,9 @@ func (h *harness) sluiceSite(ctx context.Context) error {
 		Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: poolName}}}); err != nil {
 		return fmt.Errorf("create partition: %w", err)
 	}
-	if err := h.crs.Create(ctx, &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: benchQueue}}); err != nil {
+	// Open to every namespace: each mode runs in a namespace of its own.
+	everyNamespace := &metav1.LabelSelector{}
+	if err := h.crs.Create(ctx, &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: benchQueue}, Spec: v1alpha1.QueueSpec{NamespaceSelector: everyNamespace}}); err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
 	return nil

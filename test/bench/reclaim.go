@@ -21,6 +21,7 @@ const (
 // reclaimSite is the under-quota queue of the reclaim mode.
 func (h *harness) reclaimSite(ctx context.Context) error {
 	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: reclaimQueue}, Spec: v1alpha1.QueueSpec{
+		NamespaceSelector: &metav1.LabelSelector{},
 		Quotas: []v1alpha1.PartitionQuota{{Partition: poolName, GPU: &v1alpha1.ResourceQuota{
 			Quota: resource.NewQuantity(reclaimSamples, resource.DecimalSI)}}}}}
 	if err := h.crs.Create(ctx, q); err != nil {

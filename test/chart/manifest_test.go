@@ -32,7 +32,7 @@ import (
 func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	ns := e2e.Namespace(t, c)
+	ns := e2e.TeamNamespace(t, c, "nlp") // the site's nlp queue admits it
 	job := gpuJob("train", 2)
 	if _, err := c.Client().BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Job %s/%s: %v", ns, job.Name, err)
@@ -123,7 +123,7 @@ func hasEnv(c corev1.Container, name string) bool {
 func barePodPlaced(t *testing.T, c *cluster.Cluster, base string, jwtKey []byte) {
 	t.Helper()
 	ctx := context.Background()
-	ns := e2e.Namespace(t, c)
+	ns := e2e.TeamNamespace(t, c, "nlp") // the site's nlp queue admits it
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "eval", Labels: map[string]string{v1alpha1.QueueLabel: "nlp"}},
 		Spec: corev1.PodSpec{SchedulerName: v1alpha1.DefaultSchedulerName, Containers: []corev1.Container{{Name: "main", Image: "registry.example/eval:latest",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{cluster.ResourceGPU: resource.MustParse("1")}}}}}}

@@ -148,8 +148,21 @@ func Rig(t testing.TB) *cluster.Cluster {
 // pods, and a Job's controller would back off for seconds.
 func Namespace(t testing.TB, c *cluster.Cluster) string {
 	t.Helper()
+	return NamespaceWith(t, c, nil)
+}
+
+// TeamNamespace is Namespace labelled team=<team>, which the seeded site's queue of that
+// name admits (examples/site.yaml: a queue's spec.namespaceSelector).
+func TeamNamespace(t testing.TB, c *cluster.Cluster, team string) string {
+	t.Helper()
+	return NamespaceWith(t, c, map[string]string{"team": team})
+}
+
+// NamespaceWith is Namespace with these labels.
+func NamespaceWith(t testing.TB, c *cluster.Cluster, labels map[string]string) string {
+	t.Helper()
 	ns, err := c.Client().CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}, metav1.CreateOptions{})
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}

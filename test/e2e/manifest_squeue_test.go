@@ -21,7 +21,7 @@ import (
 func TestManifestJobInSqueue(t *testing.T) {
 	ts := slurmSite(t)
 	rig := Rig(t)
-	ns := Namespace(t, rig)
+	ns := TeamNamespace(t, rig, "nlp") // the site's nlp queue admits it
 	job := gpuJob("finetune", 10*time.Second, 0)
 	two := int32(2)
 	job.Spec.Parallelism, job.Spec.Completions = &two, &two

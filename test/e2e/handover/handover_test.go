@@ -175,7 +175,7 @@ func startPair(t *testing.T) *pair {
 	t.Helper()
 	rig := e2e.Rig(t)
 	ctl := sluiceproc.InstallSite(t, rig.RESTConfig())
-	p := &pair{rig: rig, ns: e2e.Namespace(t, rig), key: bytes.Repeat([]byte("h"), 32)}
+	p := &pair{rig: rig, ns: e2e.TeamNamespace(t, rig, "nlp"), key: bytes.Repeat([]byte("h"), 32)}
 	p.lease = "handover-" + p.ns
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "jwt.key")

@@ -55,7 +55,7 @@ func startSite(t *testing.T, nodes ...string) *site {
 	t.Helper()
 	rig := e2e.Rig(t)
 	crs := sluiceproc.InstallSite(t, rig.RESTConfig())
-	s := &site{t: t, kube: rig.Client(), crs: crs, ns: e2e.Namespace(t, rig), faults: map[string]string{}}
+	s := &site{t: t, kube: rig.Client(), crs: crs, ns: e2e.TeamNamespace(t, rig, "nlp"), faults: map[string]string{}}
 
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "jwt.key")

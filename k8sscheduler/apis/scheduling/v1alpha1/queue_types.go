@@ -58,6 +58,14 @@ type QueueSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxSubmitJobs *int32 `json:"maxSubmitJobs,omitempty"`
+	// NamespaceSelector picks the namespaces whose pods and PodGroups may use
+	// this queue, as Kueue's ClusterQueue does: {} admits every namespace;
+	// unset admits none, so a queue nobody opened is never charged by a pod
+	// that merely names it. The queue's Slurm namespace (slurm-<queue>, where
+	// the REST API puts the jobs of this account after checking the user's
+	// association) may always use it.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// PreemptMinRuntime protects this queue's jobs from preemption by
 	// higher-priority jobs of the same queue until they ran this long.
 	// +optional

@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	"slices"
+	"strings"
+)
+
 // Label, annotation, taint and resource names shared by every Sluice
 // component, kept in one place so the scheduler, webhook, Slurm API, agent
 // and rig cannot drift apart.
@@ -114,3 +119,18 @@ const (
 	// means the node's nvidia.com/gpu devices are MIG slices.
 	MIGStrategyLabel = "nvidia.com/mig.strategy"
 )
+
+// SluicePrefix starts every label and annotation key Sluice reads or writes.
+const SluicePrefix = "sluice.dev/"
+
+// UserKeys are the sluice.dev/ labels and annotations a user may set when creating a pod
+// or PodGroup: what it asks for (queue, partition, an explicit PodGroup, the rig's
+// simulated run time). Every other sluice.dev/ key is Sluice's own: the webhook removes
+// it from a pod at admission, and the admission policy (webhook.Policy) refuses it on
+// objects anyone but Sluice creates, and any change of a sluice.dev/ key afterwards.
+var UserKeys = []string{QueueLabel, PartitionLabel, PodGroupAnnotation, SimDurationAnnotation, SimExitCodeAnnotation}
+
+// OwnedKey reports whether a label or annotation key is Sluice's own (see UserKeys).
+func OwnedKey(key string) bool {
+	return strings.HasPrefix(key, SluicePrefix) && !slices.Contains(UserKeys, key)
+}

@@ -564,6 +564,11 @@ func (in *QueueSpec) DeepCopyInto(out *QueueSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.NamespaceSelector != nil {
+		in, out := &in.NamespaceSelector, &out.NamespaceSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.PreemptMinRuntime != nil {
 		in, out := &in.PreemptMinRuntime, &out.PreemptMinRuntime
 		*out = new(v1.Duration)
