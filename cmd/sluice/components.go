@@ -73,6 +73,8 @@ func (s *Server) addWebhook() error {
 		StateDir:       s.cfg.WebhookCertDir(),
 		Hosts:          w.Hosts,
 		SchedulerNames: s.schedulerNames(),
+		ClientCAFile:   w.ClientCAFile,
+		ClientNames:    w.ClientNames,
 		Client:         s.kube,
 		Log:            s.log.With("component", "webhook"),
 	})
@@ -86,6 +88,15 @@ func (s *Server) addWebhook() error {
 		reg.URL = hook.URL()
 	}
 	s.addComponent(component{name: "webhook", run: func(ctx context.Context) error {
+		// Sluice's labels and annotations stay Sluice's: the admission policy exempts only
+		// the identity this server runs as.
+		self, err := webhook.SelfUser(ctx, s.kube)
+		if err != nil {
+			return err
+		}
+		if err := webhook.RegisterPolicy(ctx, s.kube, webhook.Policy{Users: []string{self}, SchedulerNames: s.schedulerNames()}); err != nil {
+			return err
+		}
 		if err := webhook.Register(ctx, s.restConfig, reg); err != nil {
 			return fmt.Errorf("registering the webhook: %w", err)
 		}

@@ -124,6 +124,11 @@ type WebhookConfig struct {
 	// ExtraSchedulerNames are other schedulerNames whose pods Sluice takes,
 	// such as kai-scheduler for KAI manifests as they are.
 	ExtraSchedulerNames []string `yaml:"extraSchedulerNames"`
+	// ClientCAFile is the CA of the client certificate the API server presents to
+	// webhooks (its admission configuration); with it, only the API server can call
+	// the webhook. ClientNames limits the accepted CommonNames.
+	ClientCAFile string   `yaml:"clientCAFile"`
+	ClientNames  []string `yaml:"clientNames"`
 }
 
 // RESTConfig is the slurmrestd-compatible API: its auth/jwt key and who may

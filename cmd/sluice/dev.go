@@ -66,7 +66,11 @@ func runDev(args []string) error {
 	}
 
 	cfg := DefaultConfig()
-	cfg.Kubeconfig = rig.Kubeconfig
+	// The server has an identity of its own (what only Sluice may write is refused to the
+	// admin kubeconfig printed below), and only the API server's client certificate
+	// reaches its webhook.
+	cfg.Kubeconfig = rig.ServerKubeconfig
+	cfg.Webhook.ClientCAFile = rig.WebhookClientCA
 	cfg.StateDir = filepath.Join(stateDir, "server")
 	cfg.Listen = *listen
 	cfg.LeaderElection.Enabled = false // one replica on the rig

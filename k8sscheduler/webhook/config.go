@@ -69,6 +69,15 @@ type Config struct {
 	// here, its PodGroup written only if it has to wait or is evicted. nil leaves bare
 	// pods to the pod grouper, which writes a PodGroup for each.
 	JobIDs func(context.Context) (uint32, error)
+	// ClientCAFile is a PEM file of the CA (or CAs) whose client certificate the API
+	// server presents to webhooks (configured through the API server's
+	// --admission-control-config-file; see docs/install.md). When set, a caller without
+	// such a certificate fails the TLS handshake: it learns nothing and takes no job id.
+	// Empty accepts any caller that reaches the port (a warning at start).
+	ClientCAFile string
+	// ClientNames, when set, are the only CommonNames accepted from ClientCAFile's
+	// certificates (for a CA that also signs other clients).
+	ClientNames []string
 	// Log receives certificate rotations and request errors; nil discards.
 	Log *slog.Logger
 }

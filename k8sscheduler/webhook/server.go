@@ -35,6 +35,9 @@ type Server struct {
 	queues   *queueIndex // nil without Config.Queues
 	qfactory dynamicinformer.DynamicSharedInformerFactory
 	handler  http.Handler
+	// tlsConfig serves the certificate and, with Config.ClientCAFile, demands the API
+	// server's client certificate.
+	tlsConfig *tls.Config
 }
 
 // New prepares the webhook: it loads or creates the TLS material in
@@ -70,6 +73,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Owners != nil {
 		adm.owners = newOwnerMemo(cfg.Owners)
+	}
+	s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.getCertificate}
+	if err := clientAuth(cfg, s.tlsConfig); err != nil {
+		return nil, err
+	}
+	if cfg.ClientCAFile == "" {
+		cfg.Log.Warn("webhook: any client that reaches the webhook's port can call it (no client CA configured: see webhook.clientCAFile in docs/install.md)")
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MutatePath, adm)
@@ -139,7 +149,7 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.getCertificate},
+		TLSConfig:         s.tlsConfig,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(s.listener, "", "") }()

@@ -42,6 +42,13 @@ type Options struct {
 type Cluster struct {
 	// Kubeconfig is the path of an admin (system:masters) kubeconfig.
 	Kubeconfig string
+	// ServerKubeconfig is the Sluice server's own kubeconfig (user sluice-server, also
+	// system:masters): `sluice dev` runs the server with it, so what only Sluice may
+	// write (webhook.Policy) is refused to the admin's kubeconfig.
+	ServerKubeconfig string
+	// WebhookClientCA is the PEM file of the CA whose certificate the API server
+	// presents to admission webhooks (webhook.Config.ClientCAFile).
+	WebhookClientCA string
 	// URL is the kube-apiserver's address, https://127.0.0.1:port.
 	URL string
 	// Dir is the state directory (see Options.Dir).
@@ -128,6 +135,8 @@ func newCluster(spec Spec, opts Options) (*Cluster, error) {
 	}
 	c.URL = c.layout.apiServerURL()
 	c.Kubeconfig = c.layout.kubeconfig("admin")
+	c.ServerKubeconfig = c.layout.kubeconfig("sluice")
+	c.WebhookClientCA = c.layout.path("pki", "webhook-client-ca.crt")
 	return c, nil
 }
 

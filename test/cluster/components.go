@@ -96,6 +96,7 @@ func (l layout) apiServerArgs(f pkiFiles) []string {
 		"--service-account-key-file=" + f.SAPub,
 		"--service-account-signing-key-file=" + f.SAKey,
 		"--authorization-mode=Node,RBAC",
+		"--admission-control-config-file=" + f.AdmissionConfig,
 		"--requestheader-client-ca-file=" + f.FrontProxyCACert,
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User",

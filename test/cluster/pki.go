@@ -134,6 +134,12 @@ type pkiFiles struct {
 	// kube-controller-manager and kube-scheduler expect to find; the rig runs
 	// no aggregated API servers, so nothing holds a certificate from it.
 	FrontProxyCACert string
+	// WebhookClientCACert signed the one client certificate the API server presents
+	// to admission webhooks (AdmissionConfig points its webhook plugins at a
+	// kubeconfig holding it), so a webhook that trusts only this CA answers the API
+	// server and nobody else.
+	WebhookClientCACert string
+	AdmissionConfig     string
 }
 
 // credential is a client certificate the rig hands to one component.
@@ -160,7 +166,10 @@ var clientIdentities = map[string]struct {
 	user   string
 	groups []string
 }{
-	"admin":                   {"sluice-admin", []string{"system:masters"}},
+	"admin": {"sluice-admin", []string{"system:masters"}},
+	// The Sluice server's own identity under `sluice dev`, apart from the admin's, so
+	// the admission policy that keeps Sluice's labels Sluice's holds for the admin too.
+	"sluice":                  {"sluice-server", []string{"system:masters"}},
 	"kube-controller-manager": {"system:kube-controller-manager", nil},
 	"kube-scheduler":          {"system:kube-scheduler", nil},
 	"kwok":                    {"kwok", []string{"system:masters"}},
@@ -183,7 +192,9 @@ func writePKI(dir string, apiServerHosts []string) (*pki, error) {
 		APIServerCert: path("apiserver.crt"), APIServerKey: path("apiserver.key"),
 		ServingCert: path("serving.crt"), ServingKey: path("serving.key"),
 		SAKey: path("sa.key"), SAPub: path("sa.pub"),
-		FrontProxyCACert: path("front-proxy-ca.crt"),
+		FrontProxyCACert:    path("front-proxy-ca.crt"),
+		WebhookClientCACert: path("webhook-client-ca.crt"),
+		AdmissionConfig:     path("admission.yaml"),
 	}
 	frontProxy, err := newAuthority("sluice-rig-front-proxy-ca")
 	if err != nil {
@@ -219,6 +230,9 @@ func writePKI(dir string, apiServerHosts []string) (*pki, error) {
 		p.files.ServingCert: serving.CertPEM, p.files.ServingKey: serving.KeyPEM,
 		p.files.SAKey: saKeyPEM, p.files.SAPub: pemBlock("PUBLIC KEY", saPubDER),
 		p.files.FrontProxyCACert: frontProxy.certPEM,
+	}
+	if err := writeWebhookClientAuth(p.files, path("webhook-client.kubeconfig")); err != nil {
+		return nil, err
 	}
 	for name, f := range files {
 		if err := os.WriteFile(name, f, 0o600); err != nil {

@@ -38,5 +38,9 @@ webhook:
   serviceName: {{ include "sluice.webhookService" . }}
   serviceNamespace: {{ .Release.Namespace }}
   extraSchedulerNames: {{ toJson .Values.webhook.extraSchedulerNames }}
+  {{- if .Values.webhook.clientAuth.caBundle }}
+  clientCAFile: {{ include "sluice.webhookClientCADir" . }}/ca.crt
+  clientNames: {{ toJson .Values.webhook.clientAuth.commonNames }}
+  {{- end }}
   {{- end }}
 {{- end -}}

@@ -63,4 +63,6 @@ webhook.certDir: the webhook Secret's mount. It is stateDir/webhook, the
 directory a server that does not read webhook.certDir uses too, so every
 server version serves the Secret's CA and never makes its own.
 */}}
+{{/* Where the CA of the API server's webhook client certificate is mounted. */}}
+{{- define "sluice.webhookClientCADir" -}}/etc/sluice/webhook-client{{- end -}}
 {{- define "sluice.webhookCertDir" -}}{{ include "sluice.stateDir" . }}/webhook{{- end -}}
