@@ -164,10 +164,10 @@ func (p Policy) objects() (*admissionregistrationv1.ValidatingAdmissionPolicy, *
 				{Name: "oldLabels", Expression: "oldObject == null ? {} : oldObject.metadata.?labels.orValue({})"},
 				{Name: "oldAnnotations", Expression: "oldObject == null ? {} : oldObject.metadata.?annotations.orValue({})"},
 				// The pods the webhook admits: it sets their job id and derived-group mark itself.
-				{Name: "admitted", Expression: "request.kind.kind == 'Pod' && request.subResource == '' && object.spec.?schedulerName.orValue('') in " + schedulers},
+				{Name: "admitted", Expression: "request.kind.kind == 'Pod' && request.?subResource.orValue('') == '' && object.spec.?schedulerName.orValue('') in " + schedulers},
 				{Name: "forged", Expression: "request.operation != 'CREATE' ? [] : " +
 					"variables.labels.filter(k, " + owned + " && !(variables.admitted && k == '" + v1alpha1.JobIDLabel + "')) + " +
-					"variables.annotations.filter(k, request.subResource == 'binding' ? k.startsWith('" + v1alpha1.SluicePrefix + "') : " +
+					"variables.annotations.filter(k, request.?subResource.orValue('') == 'binding' ? k.startsWith('" + v1alpha1.SluicePrefix + "') : " +
 					owned + " && !(variables.admitted && k == '" + v1alpha1.PodGroupDerivedAnnotation + "'))"},
 				{Name: "changed", Expression: "request.operation != 'UPDATE' ? [] : " +
 					"variables.labels.filter(k, " + guarded + " && (!(k in variables.oldLabels) || variables.oldLabels[k] != variables.labels[k])) + " +
