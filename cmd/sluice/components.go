@@ -156,10 +156,11 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 func (s *Server) addRemediation() {
 	r := s.cfg.Remediation
 	cfg := controller.Config{
-		BreakerShare:  r.BreakerShare,
-		BreakerWindow: time.Duration(r.BreakerWindow),
-		DrainTimeout:  time.Duration(r.DrainTimeout),
-		Downtime:      ledgerDowntime{store: s.ledger},
+		BreakerShare:       r.BreakerShare,
+		BreakerWindow:      time.Duration(r.BreakerWindow),
+		DrainTimeout:       time.Duration(r.DrainTimeout),
+		TerminatingTimeout: time.Duration(r.TerminatingTimeout),
+		Downtime:           ledgerDowntime{store: s.ledger},
 		Validation: controller.Validation{
 			Image:     r.ValidationImage,
 			Namespace: r.ValidationNamespace,

@@ -188,6 +188,7 @@ type RemediationConfig struct {
 	BreakerShare        float64  `yaml:"breakerShare"`
 	BreakerWindow       Duration `yaml:"breakerWindow"`
 	DrainTimeout        Duration `yaml:"drainTimeout"`
+	TerminatingTimeout  Duration `yaml:"terminatingTimeout"`
 	ValidationImage     string   `yaml:"validationImage"`
 	ValidationNamespace string   `yaml:"validationNamespace"`
 	ValidationTimeout   Duration `yaml:"validationTimeout"`

@@ -26,6 +26,11 @@ type Config struct {
 	// after it the remaining pods are deleted, since they sit on hardware that is failing.
 	// Default 5 minutes.
 	DrainTimeout time.Duration
+	// TerminatingTimeout bounds how long a drain waits for a pod that was deleted but stays
+	// terminating (a node whose kubelet no longer answers, a finalizer nobody removes):
+	// that long after the pod's deletion time it is force-deleted and the drain moves on
+	// without it. Default 5 minutes.
+	TerminatingTimeout time.Duration
 	// RetryInterval is how often a blocked eviction or a running validation is looked at
 	// again; default 1s.
 	RetryInterval time.Duration
@@ -87,6 +92,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.BreakerWindow, 5*time.Minute)
 	def(&c.DrainTimeout, 5*time.Minute)
+	def(&c.TerminatingTimeout, 5*time.Minute)
 	def(&c.RetryInterval, time.Second)
 	def(&c.Escalation.XIDWindow, 24*time.Hour)
 	def(&c.Escalation.RemediationWindow, 7*24*time.Hour)

@@ -35,10 +35,16 @@ func (c *controller) drain(ctx context.Context, node string, gpus []health.GPUIn
 		if !mustLeave(pod, gpus) {
 			continue
 		}
-		remaining++
 		if pod.DeletionTimestamp != nil {
-			continue // on its way out
+			// On its way out, unless it is stuck there (a dead kubelet, a finalizer nobody
+			// removes): past the terminating timeout the drain stops waiting for it.
+			if c.stuckTerminating(ctx, node, pod) {
+				continue
+			}
+			remaining++
+			continue
 		}
+		remaining++
 		err := c.markFaulty(ctx, pod, reason)
 		if err == nil {
 			err = c.client.CoreV1().Pods(pod.Namespace).EvictV1(ctx, &policyv1.Eviction{
@@ -63,6 +69,32 @@ func (c *controller) drain(ctx context.Context, node string, gpus []health.GPUIn
 		}
 	}
 	return remaining, nil
+}
+
+// stuckTerminating reports whether a deleted pod is still there TerminatingTimeout after
+// its deletion time (which already includes its grace period). Such a pod no longer holds
+// the drain up: it is force-deleted (grace period 0, as `kubectl delete --force` does:
+// the node is out for repair, so nothing of it keeps running for long) and a DrainStuck
+// Event names it. A pod kept by a finalizer stays listed until the finalizer goes, but the
+// node moves on.
+func (c *controller) stuckTerminating(ctx context.Context, node string, pod *corev1.Pod) bool {
+	if c.now().Before(pod.DeletionTimestamp.Add(c.cfg.TerminatingTimeout)) {
+		return false
+	}
+	if g := pod.DeletionGracePeriodSeconds; g != nil && *g == 0 {
+		return true // already forced
+	}
+	force := int64(0)
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &force})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.events.Eventf(nodeRef(node), corev1.EventTypeWarning, "DrainStuck", "pod %s/%s terminating since %s: force delete: %v",
+			pod.Namespace, pod.Name, pod.DeletionTimestamp.Format(time.RFC3339), err)
+		return true
+	}
+	c.events.Eventf(nodeRef(node), corev1.EventTypeWarning, "DrainStuck",
+		"pod %s/%s still terminating %s after its deletion time; force-deleted, the drain goes on without it",
+		pod.Namespace, pod.Name, c.cfg.TerminatingTimeout)
+	return true
 }
 
 // markFaulty sets the pod's NodeFaultAnnotation to reason, unless the cache already

@@ -56,14 +56,7 @@ func faultHistory(h []health.Fault, faults []activeFault, gpus []string, now tim
 func (c *controller) quarantine(ctx context.Context, node *corev1.Node, st health.RemediationState, faults []activeFault) (time.Duration, error) {
 	now := c.now()
 	if ok, why := c.breaker(node.Name, now); !ok {
-		c.mu.Lock()
-		first := !c.deferred[node.Name]
-		c.deferred[node.Name] = true
-		c.mu.Unlock()
-		if first {
-			c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "QuarantineDeferred", "%s; node stays in service: %s", why, reasonOf(faults))
-		}
-		return c.cfg.RetryInterval, nil
+		return c.deferQuarantine(node.Name, why, reasonOf(faults)), nil
 	}
 	from, fromPod := st.Phase, st.ValidationPod
 	st.History = faultHistory(c.cfg.Escalation.prune(st.History, now), faults, uuids(unhealthyGPUs(node)), now, true)
@@ -104,28 +97,42 @@ func (c *controller) breaker(name string, now time.Time) (bool, string) {
 		return false, err.Error()
 	}
 	records := make(map[string]nodeRecord, len(all))
-	var partition string
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range all {
 		r := nodeRecord{Partition: n.Labels[c.cfg.PartitionLabel]}
 		if st, err := health.ParseRemediation(n.Annotations); err == nil {
 			r.Out, r.QuarantinedAt = st.Phase != "", st.Since
-			for _, f := range st.History { // a node already returned still counts in the window
+			// A node already returned still counts in the window. A GPU reset counts while
+			// it is open (below) and, through recent, within the window of this controller.
+			for _, f := range st.History {
 				if f.Quarantined && f.At.After(r.QuarantinedAt) {
 					r.QuarantinedAt = f.At
 				}
 			}
 		}
+		if req, ok, err := health.ParseRepair(n.Annotations); err == nil && ok && len(req.GPUs) > 0 {
+			r.Out = true // a GPU of it is out of service until its reset is done
+		}
 		if t, ok := c.recent[n.Name]; ok && t.After(r.QuarantinedAt) {
 			r.QuarantinedAt = t
 		}
 		records[n.Name] = r
-		if n.Name == name {
-			partition = r.Partition
-		}
 	}
-	return breakerAllows(records, partition, now, c.cfg.BreakerShare, c.cfg.BreakerWindow)
+	return breakerAllows(records, name, now, c.cfg.BreakerShare, c.cfg.BreakerWindow)
+}
+
+// deferQuarantine announces, once per spell, that the breaker keeps a faulty node (or GPU)
+// in service, and asks to be called again.
+func (c *controller) deferQuarantine(name, why, faults string) time.Duration {
+	c.mu.Lock()
+	first := !c.deferred[name]
+	c.deferred[name] = true
+	c.mu.Unlock()
+	if first {
+		c.events.Eventf(nodeRef(name), corev1.EventTypeWarning, "QuarantineDeferred", "%s; node stays in service: %s", why, faults)
+	}
+	return c.cfg.RetryInterval
 }
 
 // drainNode evicts every pod from a quarantined node, then requests the repair.
@@ -193,6 +200,11 @@ func (c *controller) gpuLocal(ctx context.Context, node *corev1.Node, st health.
 			st.History = st.History[:len(st.History)-len(faults)] // quarantine records them again
 			return c.quarantine(ctx, node, st, escalatedFaults)
 		}
+		if ok, why := c.breaker(node.Name, now); !ok {
+			// Bounded as a node quarantine is: past the breaker the GPU's pods stay (the
+			// agent's health annotation still keeps new work off the GPU).
+			return c.deferQuarantine(node.Name, why, reasonOf(faults)), nil
+		}
 		req = health.RepairRequest{Action: worstAction(faults).String(), Reason: reasonOf(faults), GPUs: gpus, RequestedAt: now}
 		if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) {
 			setAnnotation(n, health.RemediationAnnotation, st.Format())
@@ -200,6 +212,10 @@ func (c *controller) gpuLocal(ctx context.Context, node *corev1.Node, st health.
 		}); err != nil {
 			return 0, err
 		}
+		c.mu.Lock()
+		c.recent[node.Name] = now
+		delete(c.deferred, node.Name)
+		c.mu.Unlock()
 		c.recordDown(ctx, Downtime{Node: node.Name, GPUs: gpus, Start: now, Reason: req.Reason})
 		c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "GPUQuarantined", "%v: %s; recommended action: %s",
 			gpus, req.Reason, worstAction(faults).Advice())

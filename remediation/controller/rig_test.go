@@ -43,6 +43,11 @@ func (e *env) RecordDown(_ context.Context, d controller.Downtime) error {
 }
 
 func startEnv(t *testing.T, nodes ...string) *env {
+	return startEnvWith(t, func(*controller.Config) {}, nodes...)
+}
+
+// startEnvWith starts the stack with the test's changes to the controller's Config.
+func startEnvWith(t *testing.T, tune func(*controller.Config), nodes ...string) *env {
 	rig := e2e.Rig(t)
 	e := &env{t: t, client: rig.Client(), ns: e2e.Namespace(t, rig), faults: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,6 +63,7 @@ func startEnv(t *testing.T, nodes ...string) *env {
 		},
 		Downtime: e,
 	}
+	tune(&cfg)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -135,6 +141,12 @@ func (e *env) waitNode(name, what string, timeout time.Duration, ok func(*corev1
 // runPod starts a pod bound to node, on the given GPU when gpu >= 0, and waits until it runs.
 func (e *env) runPod(name, node string, gpu int) *corev1.Pod {
 	e.t.Helper()
+	return e.runPodWith(name, node, gpu, func(*corev1.Pod) {})
+}
+
+// runPodWith runs a pod changed by the test before it is created.
+func (e *env) runPodWith(name, node string, gpu int, change func(*corev1.Pod)) *corev1.Pod {
+	e.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{"app": name}, Annotations: map[string]string{}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "work", Image: "train:latest"}},
@@ -145,6 +157,7 @@ func (e *env) runPod(name, node string, gpu int) *corev1.Pod {
 		b, _ := json.Marshal(a)
 		pod.Annotations[health.GPUAssignmentAnnotation] = string(b)
 	}
+	change(pod)
 	created, err := e.client.CoreV1().Pods(e.ns).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("create pod %s: %v", name, err)
