@@ -17,6 +17,16 @@ type Decisions struct {
 	// Problems are inputs the cycle could not use (a running task on an unknown node, a
 	// queue whose parent is missing); each names the object and says what is wrong.
 	Problems []Problem `json:"problems,omitempty"`
+	// Yields are the yielding tasks (Node.Yielding) on nodes this cycle binds onto, in the
+	// order of the first bind onto each node; the caller removes them before those binds.
+	Yields []Yield `json:"yields,omitempty"`
+}
+
+// Yield asks a yielding task to leave its node for a job.
+type Yield struct {
+	Node   string `json:"node" yaml:"node"`
+	Task   string `json:"task" yaml:"task"`
+	ForJob string `json:"forJob" yaml:"forJob"`
 }
 
 // Action names the step of the cycle that made a bind.

@@ -103,6 +103,9 @@ func checkExpect(t *testing.T, e scExpect, d *Decisions) {
 	}) {
 		t.Errorf("reservations %+v, want %+v", d.Reservations, e.Reservations)
 	}
+	if !slices.Equal(e.Yields, d.Yields) {
+		t.Errorf("yields %+v, want %+v", d.Yields, e.Yields)
+	}
 	if len(e.Problems) != len(d.Problems) {
 		t.Errorf("%d problems, want %d", len(d.Problems), len(e.Problems))
 	}

@@ -43,6 +43,7 @@ type scNode struct {
 	MIG           bool              `yaml:"mig"`
 	Labels        map[string]string `yaml:"labels"`
 	Extended      []Quantity        `yaml:"extended"`
+	Yielding      []string          `yaml:"yielding"`
 }
 
 type scQuota struct {
@@ -126,6 +127,7 @@ type scExpect struct {
 	Shares       []scShare     `yaml:"shares"`
 	Reservations []Reservation `yaml:"reservations"`
 	Problems     []string      `yaml:"problems"` // substrings, one per expected problem
+	Yields       []Yield       `yaml:"yields"`   // exact, in order
 }
 
 type scBind struct {
@@ -209,7 +211,7 @@ func (sc *scenario) snapshot() *Snapshot {
 }
 
 func (n scNode) node(name, defaultPartition string) Node {
-	nd := Node{Name: name, Partition: n.Partition, Labels: n.Labels, Unschedulable: n.Unschedulable}
+	nd := Node{Name: name, Partition: n.Partition, Labels: n.Labels, Unschedulable: n.Unschedulable, Yielding: n.Yielding}
 	if nd.Partition == "" {
 		nd.Partition = defaultPartition
 	}

@@ -32,7 +32,33 @@ func (sc *Scheduler) Schedule(s *Snapshot) *Decisions {
 	c.reportBinds()
 	c.reportPending()
 	c.reportShares()
+	c.d.Yields = yields(s.Nodes, c.d.Binds)
 	return c.d
+}
+
+// yields lists the yielding tasks on the nodes the binds go to: a job never waits for an
+// idle-node validation, it takes the node and the validation is preempted.
+func yields(nodes []Node, binds []Bind) []Yield {
+	var on map[string][]string
+	for i := range nodes {
+		if len(nodes[i].Yielding) > 0 {
+			if on == nil {
+				on = map[string][]string{}
+			}
+			on[nodes[i].Name] = nodes[i].Yielding
+		}
+	}
+	if on == nil {
+		return nil
+	}
+	var out []Yield
+	for _, b := range binds {
+		for _, task := range on[b.Node] {
+			out = append(out, Yield{Node: b.Node, Task: task, ForJob: b.Job})
+		}
+		delete(on, b.Node) // once per node
+	}
+	return out
 }
 
 // reportPending explains every job that still waits with nothing running: those considered,

@@ -76,6 +76,10 @@ type Node struct {
 	Used          Resources `json:"used,omitempty" yaml:"used,omitempty"`
 	Unschedulable bool      `json:"unschedulable,omitempty" yaml:"unschedulable,omitempty"`
 	GPUs          []GPU     `json:"gpus,omitempty" yaml:"gpus,omitempty"`
+	// Yielding lists tasks of no job that give the node up the moment a job is placed on it
+	// (an idle-node validation): their use is in neither Used nor GPUs' Taken, so the node
+	// is placed on as if they were gone, and each bind onto the node asks them to go (Yields).
+	Yielding []string `json:"yielding,omitempty" yaml:"yielding,omitempty"`
 }
 
 // GPU is one device of a node.

@@ -9,6 +9,9 @@ type Node struct {
 	State      []string // "IDLE", "MIXED", "ALLOCATED", "DOWN", plus flags "DRAIN"
 	Reason     string
 	ReasonTime time.Time
+	// Comment is the node's health record: its last validation (result, when, how long,
+	// what failed), as scontrol show node prints it.
+	Comment    string
 	ReasonUser string
 	Partitions []string
 	CPUs       int

@@ -9,7 +9,7 @@ import (
 func renderNode(n *Node, cluster string) map[string]any {
 	return map[string]any{
 		"name": n.Name, "hostname": n.Name, "address": n.Address, "cluster_name": cluster,
-		"state": strList(n.State), "reason": n.Reason, "reason_set_by_user": n.ReasonUser,
+		"state": strList(n.State), "reason": n.Reason, "reason_set_by_user": n.ReasonUser, "comment": n.Comment,
 		"reason_changed_at": unixNoVal(n.ReasonTime), "partitions": strList(n.Partitions),
 		"cpus": n.CPUs, "effective_cpus": n.CPUs, "alloc_cpus": n.AllocCPUs, "alloc_idle_cpus": n.CPUs - n.AllocCPUs,
 		"real_memory": n.MemoryMiB, "alloc_memory": n.AllocMiB, "free_mem": Num(n.MemoryMiB - n.AllocMiB).tree(),

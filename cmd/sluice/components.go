@@ -166,6 +166,7 @@ func (s *Server) addRemediation() {
 			Namespace: r.ValidationNamespace,
 			Timeout:   time.Duration(r.ValidationTimeout),
 		},
+		IdleValidation: idleValidation(r.IdleValidation),
 	}
 	s.addComponent(component{name: "remediation", leaderOnly: true, run: func(ctx context.Context) error {
 		return controller.Run(ctx, cfg, s.restConfig)
@@ -181,6 +182,21 @@ func (s *Server) highestLedgerJobID(ctx context.Context) (uint32, error) {
 		return 0, fmt.Errorf("reading the ledger's highest job id: %w", err)
 	}
 	return uint32(min(id, 1<<32-1)), nil
+}
+
+// idleValidation turns the config's idle validation schedule into the controller's.
+func idleValidation(c IdleValidationConfig) controller.IdleValidation {
+	if !c.Enabled {
+		return controller.IdleValidation{Interval: -1}
+	}
+	out := controller.IdleValidation{Interval: time.Duration(c.Interval), MaxNodes: c.MaxNodes}
+	for name, p := range c.Partitions {
+		if out.Partitions == nil {
+			out.Partitions = map[string]controller.IdleSchedule{}
+		}
+		out.Partitions[name] = controller.IdleSchedule{Interval: time.Duration(p.Interval), MaxNodes: p.MaxNodes}
+	}
+	return out
 }
 
 func redirectTo(path string) http.Handler {

@@ -192,6 +192,25 @@ type RemediationConfig struct {
 	ValidationImage     string   `yaml:"validationImage"`
 	ValidationNamespace string   `yaml:"validationNamespace"`
 	ValidationTimeout   Duration `yaml:"validationTimeout"`
+	// IdleValidation validates idle nodes on a schedule (see docs/operations.md).
+	IdleValidation IdleValidationConfig `yaml:"idleValidation"`
+}
+
+// IdleValidationConfig schedules validations of idle nodes, per partition.
+type IdleValidationConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Interval: a node is validated again this long after its last validation ended.
+	Interval Duration `yaml:"interval"`
+	// MaxNodes: the most nodes of one partition validated at once.
+	MaxNodes int `yaml:"maxNodes"`
+	// Partitions overrides Interval and MaxNodes by partition name.
+	Partitions map[string]IdleScheduleConfig `yaml:"partitions"`
+}
+
+// IdleScheduleConfig is one partition's idle validation schedule.
+type IdleScheduleConfig struct {
+	Interval Duration `yaml:"interval"`
+	MaxNodes int      `yaml:"maxNodes"`
 }
 
 // LogConfig selects the structured log output.
@@ -240,7 +259,7 @@ func DefaultConfig() Config {
 		},
 		Slurm: SlurmConfig{UnmappedUsers: string(kube.UnmappedRun),
 			DefaultUser: SlurmUser{UID: kube.NobodyIDs.UID, GID: kube.NobodyIDs.GID}},
-		Remediation: RemediationConfig{Enabled: true},
+		Remediation: RemediationConfig{Enabled: true, IdleValidation: IdleValidationConfig{Enabled: true}},
 		Webhook:     WebhookConfig{Enabled: true, Addr: "127.0.0.1:9443"},
 	}
 }
@@ -325,6 +344,14 @@ func (c Config) Validate() error {
 	}
 	if err := c.REST.validate(); err != nil {
 		return err
+	}
+	if v := c.Remediation.IdleValidation; v.MaxNodes < 0 || v.Interval < 0 {
+		return fmt.Errorf("remediation.idleValidation: interval and maxNodes must not be negative")
+	}
+	for name, p := range c.Remediation.IdleValidation.Partitions {
+		if p.MaxNodes < 0 || p.Interval < 0 {
+			return fmt.Errorf("remediation.idleValidation.partitions.%s: interval and maxNodes must not be negative", name)
+		}
 	}
 	if r := c.Remediation; r.BreakerShare < 0 || r.BreakerShare > 1 {
 		return fmt.Errorf("remediation.breakerShare %v: want a share between 0 and 1", r.BreakerShare)

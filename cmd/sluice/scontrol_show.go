@@ -195,6 +195,9 @@ func nodeRecord(n client.Node) record {
 		}
 		r = append(r, []string{kv("Reason", fmt.Sprintf("%s [%s@%s]", n.Reason, who, scontrolTime(n.ReasonChangedAt)))})
 	}
+	if n.Comment != "" {
+		r = append(r, []string{kv("Comment", n.Comment)})
+	}
 	return r
 }
 

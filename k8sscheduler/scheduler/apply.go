@@ -26,6 +26,14 @@ func (s *Scheduler) apply(ctx context.Context, d *bridge.Decisions, blocked []br
 			waiting[b.Job] = true
 		}
 	}
+	// An idle-node validation gives its node up: it is deleted now and the job binds in
+	// the cycle after it is gone (its GPUs are the kubelet's to free first).
+	for _, y := range d.Yields {
+		waiting[y.ForJob] = true
+		if job := s.yieldLocked(y); job != nil {
+			jobs = append(jobs, job)
+		}
+	}
 	byJob := map[string][]bridge.Bind{}
 	var order []string
 	for _, b := range d.Binds {
@@ -95,6 +103,17 @@ func (s *Scheduler) evictionLocked(e bridge.Eviction) func(context.Context) {
 	// chains the eviction.
 	g.status.evictAfter = evict
 	return nil
+}
+
+// yieldLocked returns the deletion of an idle-node validation a job needs the node of,
+// or nil when it is already on its way out.
+func (s *Scheduler) yieldLocked(y bridge.Yield) func(context.Context) {
+	p := s.cache.pods[y.Task]
+	if p == nil || !p.yielding || p.terminating || s.evicting[y.Task] {
+		return nil
+	}
+	s.evicting[y.Task] = true
+	return s.yieldWork(p.namespace, p.name, p.uid, y)
 }
 
 // bindsLocked assumes a job's binds and returns their work: one bind per existing pod, or

@@ -41,8 +41,11 @@ type nodeEntry struct {
 	base    bridge.Node
 	seen    bool // the Node object exists (foreign pods may name a node before it is seen)
 	foreign map[string]*podEntry
-	built   bridge.Node
-	dirty   bool
+	// yielding are idle-node validations on it: not counted as used, listed in
+	// bridge.Node.Yielding so a job placed here has them deleted first.
+	yielding map[string]*podEntry
+	built    bridge.Node
+	dirty    bool
 }
 
 func newCache() *cache {
@@ -64,7 +67,7 @@ func (c *cache) poke() {
 func (c *cache) node(name string) *nodeEntry {
 	n := c.nodes[name]
 	if n == nil {
-		n = &nodeEntry{foreign: map[string]*podEntry{}, dirty: true}
+		n = &nodeEntry{foreign: map[string]*podEntry{}, yielding: map[string]*podEntry{}, dirty: true}
 		c.nodes[name] = n
 	}
 	return n
@@ -96,7 +99,7 @@ func (c *cache) deleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.nodes[name]; e != nil {
-		if len(e.foreign) == 0 {
+		if len(e.foreign) == 0 && len(e.yielding) == 0 {
 			delete(c.nodes, name)
 		} else {
 			e.seen, e.base = false, bridge.Node{}
@@ -160,7 +163,11 @@ func (c *cache) attach(p *podEntry) (confirmed bool) {
 	}
 	if p.node != "" {
 		n := c.node(p.node)
-		n.foreign[p.key()] = p
+		if p.yielding {
+			n.yielding[p.key()] = p
+		} else {
+			n.foreign[p.key()] = p
+		}
 		n.dirty = true
 	}
 	return false
@@ -179,8 +186,9 @@ func (c *cache) detach(p *podEntry) {
 	}
 	if n := c.nodes[p.node]; n != nil {
 		delete(n.foreign, p.key())
+		delete(n.yielding, p.key())
 		n.dirty = true
-		if !n.seen && len(n.foreign) == 0 {
+		if !n.seen && len(n.foreign) == 0 && len(n.yielding) == 0 {
 			delete(c.nodes, p.node)
 		}
 	}
@@ -188,7 +196,7 @@ func (c *cache) detach(p *podEntry) {
 
 // sameAs reports whether nothing the scheduler decides on differs between two versions.
 func (p *podEntry) sameAs(o *podEntry) bool {
-	return p.node == o.node && p.terminating == o.terminating && p.group == o.group && p.ours == o.ours &&
+	return p.node == o.node && p.terminating == o.terminating && p.yielding == o.yielding && p.group == o.group && p.ours == o.ours &&
 		p.bad == o.bad && p.gpu == o.gpu && sameResources(&p.request, &o.request) &&
 		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
 		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
@@ -351,6 +359,14 @@ func (n *nodeEntry) rebuild(parts []partitionEntry) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		addForeign(&b, k, n.foreign[k])
+	}
+	b.Yielding = nil
+	if len(n.yielding) > 0 {
+		b.Yielding = make([]string, 0, len(n.yielding))
+		for k := range n.yielding {
+			b.Yielding = append(b.Yielding, k)
+		}
+		slices.Sort(b.Yielding)
 	}
 	n.built = b
 }

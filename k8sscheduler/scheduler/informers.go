@@ -28,6 +28,9 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 	if a, ok := p.Annotations[v1alpha1.GPUAssignmentAnnotation]; ok {
 		out.Annotations = map[string]string{v1alpha1.GPUAssignmentAnnotation: a}
 	}
+	if v, ok := p.Labels[v1alpha1.IdleValidationLabel]; ok { // gives its node up to a job
+		out.Labels = map[string]string{v1alpha1.IdleValidationLabel: v}
+	}
 	if p.Spec.SchedulerName == schedulerName {
 		out.Labels, out.Annotations = p.Labels, p.Annotations
 		out.Spec.NodeSelector, out.Spec.Priority = p.Spec.NodeSelector, p.Spec.Priority

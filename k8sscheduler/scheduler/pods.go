@@ -22,6 +22,7 @@ type podEntry struct {
 	ours            bool   // scheduled by this scheduler
 	node            string
 	terminating     bool
+	yielding        bool             // an idle-node validation: gives its node up to any job
 	request         bridge.Resources // CPU, memory, extended; GPUMilli = whole GPUs * 1000
 	gpu             bridge.GPURequest
 	bad             string // why the request cannot be scheduled, "" when fine
@@ -55,6 +56,7 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 		terminating: pod.DeletionTimestamp != nil,
 		request:     podRequest(&pod.Spec),
 	}
+	_, e.yielding = pod.Labels[v1alpha1.IdleValidationLabel]
 	if pod.Status.StartTime != nil {
 		e.start = pod.Status.StartTime.Time
 	} else {

@@ -138,6 +138,24 @@ func (s *Scheduler) evictWork(ns, name string, uid types.UID, e bridge.Eviction)
 	}
 }
 
+// yieldWork deletes an idle-node validation pod (only that pod: the UID must match) and
+// says for which job in an Event on it; the remediation controller records the validation
+// as preempted, not failed.
+func (s *Scheduler) yieldWork(ns, name string, uid types.UID, y bridge.Yield) func(context.Context) {
+	return func(ctx context.Context) {
+		err := s.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			klog.InfoS("removing an idle-node validation failed; retrying next cycle", "pod", ns+"/"+name, "err", err)
+			s.cache.mu.Lock()
+			delete(s.evicting, ns+"/"+name)
+			s.cache.mu.Unlock()
+			return
+		}
+		ref := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}}
+		s.events.Eventf(ref, corev1.EventTypeNormal, "ValidationPreempted", "node %s taken by %s for job %s", y.Node, s.cfg.SchedulerName, y.ForJob)
+	}
+}
+
 func forJob(job string) string {
 	if job == "" {
 		return ""

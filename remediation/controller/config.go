@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/remediation/health"
 )
 
 // Config configures the controller. Zero values take the documented defaults.
@@ -37,8 +38,13 @@ type Config struct {
 	// Escalation: repeated faults become a hardware repair; defaults 3 same XIDs in 24h,
 	// 5 remediations in 7 days.
 	Escalation Escalation
-	// Validation is the pod run on a repaired node before it returns.
+	// Validation is the pod run on a repaired node before it returns, and on idle nodes.
 	Validation Validation
+	// IdleValidation runs the validation pod on idle nodes on a schedule, so a bad node
+	// is found before a job lands on it.
+	IdleValidation IdleValidation
+	// History receives every validation run that finished (passed, failed, preempted); optional.
+	History ValidationRecorder
 	// Downtime receives the intervals a node (or GPU) was out of service; optional.
 	Downtime DowntimeRecorder
 }
@@ -57,6 +63,47 @@ type Validation struct {
 	Labels      map[string]string
 	// Timeout: a validation pod that has not succeeded by then counts as failed; default 15m.
 	Timeout time.Duration
+}
+
+// IdleValidation schedules validations of idle nodes: nodes with no running pod other
+// than DaemonSet and static pods, not quarantined, no fault, no repair open.
+type IdleValidation struct {
+	// Interval is how long after its last validation ended a node is due again (a node never
+	// validated: after it was first seen idle by this controller); default 24h. A
+	// negative Interval turns idle validation off.
+	Interval time.Duration
+	// MaxNodes is the most nodes of a partition validated at once; default 1.
+	MaxNodes int
+	// Partitions overrides Interval and MaxNodes per partition (by name).
+	Partitions map[string]IdleSchedule
+	// Check is how often nodes are looked at; default 10s.
+	Check time.Duration
+}
+
+// IdleSchedule is one partition's idle validation schedule; zero fields take the
+// IdleValidation's.
+type IdleSchedule struct {
+	Interval time.Duration
+	MaxNodes int
+}
+
+// schedule is the partition's interval and concurrency.
+func (v IdleValidation) schedule(partition string) IdleSchedule {
+	s := IdleSchedule{Interval: v.Interval, MaxNodes: v.MaxNodes}
+	if p, ok := v.Partitions[partition]; ok {
+		if p.Interval != 0 {
+			s.Interval = p.Interval
+		}
+		if p.MaxNodes != 0 {
+			s.MaxNodes = p.MaxNodes
+		}
+	}
+	return s
+}
+
+// ValidationRecorder stores finished validation runs (the health history).
+type ValidationRecorder interface {
+	RecordValidation(ctx context.Context, node, partition string, run health.ValidationRun) error
 }
 
 // Downtime is an interval a node, or some of its GPUs, could not run work.
@@ -97,6 +144,13 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.Escalation.XIDWindow, 24*time.Hour)
 	def(&c.Escalation.RemediationWindow, 7*24*time.Hour)
 	def(&c.Validation.Timeout, 15*time.Minute)
+	def(&c.IdleValidation.Check, 10*time.Second)
+	if c.IdleValidation.Interval == 0 {
+		c.IdleValidation.Interval = 24 * time.Hour
+	}
+	if c.IdleValidation.MaxNodes <= 0 {
+		c.IdleValidation.MaxNodes = 1
+	}
 	if c.Escalation.SameXID <= 0 {
 		c.Escalation.SameXID = 3
 	}

@@ -52,15 +52,16 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 	defer broadcaster.Shutdown()
 
 	c := &controller{
-		cfg:      cfg,
-		client:   client,
-		nodes:    nodeInf.Lister(),
-		pods:     podInf.Informer().GetIndexer(),
-		events:   broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sluice-remediation"}),
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		recent:   map[string]time.Time{},
-		deferred: map[string]bool{},
-		now:      time.Now,
+		cfg:       cfg,
+		client:    client,
+		nodes:     nodeInf.Lister(),
+		pods:      podInf.Informer().GetIndexer(),
+		events:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sluice-remediation"}),
+		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		recent:    map[string]time.Time{},
+		deferred:  map[string]bool{},
+		firstSeen: map[string]time.Time{},
+		now:       time.Now,
 	}
 	enqueueNode := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok {
@@ -97,10 +98,17 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 		<-ctx.Done()
 		c.queue.ShutDown()
 	}()
+	if c.cfg.IdleValidation.Interval > 0 || len(c.cfg.IdleValidation.Partitions) > 0 {
+		go c.idleLoop(ctx)
+	}
 	// One worker: the circuit breaker must see each quarantine before deciding the next.
 	for c.next(ctx) {
 	}
 	return nil
+}
+
+func (c *controller) logf(format string, args ...any) {
+	log.Printf("remediation: "+format, args...)
 }
 
 type controller struct {
@@ -115,7 +123,9 @@ type controller struct {
 	mu       sync.Mutex
 	recent   map[string]time.Time
 	deferred map[string]bool // nodes the breaker held back, to announce it once
-	now      func() time.Time
+	// firstSeen is when the idle sweep first met a node never validated.
+	firstSeen map[string]time.Time
+	now       func() time.Time
 }
 
 func (c *controller) next(ctx context.Context) bool {

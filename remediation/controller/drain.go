@@ -11,12 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
 )
 
 // ValidationLabel marks validation pods (value: the node they validate); a drain leaves
 // them alone.
-const ValidationLabel = "sluice.dev/validation"
+const ValidationLabel = v1alpha1.ValidationLabel
 
 // drain evicts the node's pods (only those on the given GPUs when gpus is non-empty)
 // through the Eviction API, so PodDisruptionBudgets are respected. Each pod is first

@@ -22,7 +22,7 @@ type activeFault struct {
 func activeFaults(node *corev1.Node) []activeFault {
 	var out []activeFault
 	for _, c := range node.Status.Conditions {
-		if !health.IsFaultCondition(string(c.Type)) || c.Status != corev1.ConditionTrue {
+		if !health.IsRemediationFault(string(c.Type)) || c.Status != corev1.ConditionTrue {
 			continue
 		}
 		a, ok := health.ActionFromReason(c.Reason)

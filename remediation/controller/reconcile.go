@@ -157,16 +157,33 @@ func (c *controller) drainNode(ctx context.Context, node *corev1.Node, st health
 // awaitRepair starts revalidation once every fault is gone; an escalated node also waits
 // for its hardware repair to be marked completed.
 func (c *controller) awaitRepair(ctx context.Context, node *corev1.Node, st health.RemediationState, faults []activeFault) (time.Duration, error) {
-	if len(faults) > 0 {
-		return 0, nil
-	}
 	if st.Escalated {
 		req, ok, err := health.ParseRepair(node.Annotations)
 		if err != nil || !ok || req.CompletedAt == nil || req.CompletedAt.Before(st.Since) {
 			return 0, nil
 		}
+		// A failed validation is cleared by the repair; the validation run next decides anew.
+		if hasFault(faults, health.ValidationFailed) {
+			if err := c.setValidationCondition(ctx, node.Name, corev1.ConditionFalse, "Repaired",
+				"repair completed "+req.CompletedAt.UTC().Format(time.RFC3339)+"; validation pending"); err != nil {
+				return 0, err
+			}
+			return 0, nil // the condition's update brings the node back here
+		}
+	}
+	if len(faults) > 0 {
+		return 0, nil
 	}
 	return c.startValidation(ctx, node, st)
+}
+
+func hasFault(faults []activeFault, t health.ConditionType) bool {
+	for _, f := range faults {
+		if f.Type == string(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // gpuLocal evicts only the pods on GPUs the agent marked unhealthy and requests a GPU

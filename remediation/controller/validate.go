@@ -28,9 +28,30 @@ func (c *controller) startValidation(ctx context.Context, node *corev1.Node, st 
 	}
 	v := c.cfg.Validation
 	now := c.now()
+	pod := c.validationPod(node, fmt.Sprintf("sluice-validate-%s-%d", node.Name, now.Unix()))
+	// AlreadyExists: created by this same start, retried after the node update failed.
+	if _, err := c.client.CoreV1().Pods(v.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return 0, fmt.Errorf("create validation pod: %w", err)
+	}
+	from, fromPod := st.Phase, st.ValidationPod
+	st.Phase, st.ValidationPod, st.ValidationAt = health.PhaseValidating, pod.Name, now
+	if err := c.advance(ctx, node.Name, from, fromPod, func(n *corev1.Node) { setAnnotation(n, health.RemediationAnnotation, st.Format()) }); err != nil {
+		if errors.Is(err, errMoved) {
+			c.deleteValidationPod(ctx, pod.Name)
+		}
+		return 0, moved(err)
+	}
+	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeNormal, "ValidationStarted", "pod %s/%s", v.Namespace, pod.Name)
+	return c.cfg.RetryInterval, nil
+}
+
+// validationPod is the validation pod for a node: bound to it directly, tolerating every
+// taint (a repaired node is still quarantined), asking for every GPU.
+func (c *controller) validationPod(node *corev1.Node, name string) *corev1.Pod {
+	v := c.cfg.Validation
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        fmt.Sprintf("sluice-validate-%s-%d", node.Name, now.Unix()),
+			Name:        name,
 			Namespace:   v.Namespace,
 			Labels:      map[string]string{ValidationLabel: node.Name},
 			Annotations: map[string]string{},
@@ -51,20 +72,7 @@ func (c *controller) startValidation(ctx context.Context, node *corev1.Node, st 
 	for k, val := range v.Annotations {
 		pod.Annotations[k] = val
 	}
-	// AlreadyExists: created by this same start, retried after the node update failed.
-	if _, err := c.client.CoreV1().Pods(v.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return 0, fmt.Errorf("create validation pod: %w", err)
-	}
-	from, fromPod := st.Phase, st.ValidationPod
-	st.Phase, st.ValidationPod, st.ValidationAt = health.PhaseValidating, pod.Name, now
-	if err := c.advance(ctx, node.Name, from, fromPod, func(n *corev1.Node) { setAnnotation(n, health.RemediationAnnotation, st.Format()) }); err != nil {
-		if errors.Is(err, errMoved) {
-			c.deleteValidationPod(ctx, pod.Name)
-		}
-		return 0, moved(err)
-	}
-	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeNormal, "ValidationStarted", "pod %s/%s", v.Namespace, pod.Name)
-	return c.cfg.RetryInterval, nil
+	return pod
 }
 
 // gpuLimits asks for every GPU of the node, so the diagnostic covers them all.
@@ -93,7 +101,11 @@ func (c *controller) validate(ctx context.Context, node *corev1.Node, st health.
 	case pod.Status.Phase == corev1.PodFailed:
 		failure = "validation pod failed"
 	case pod.Status.Phase == corev1.PodSucceeded:
-		return 0, c.returnNode(ctx, node, st)
+		if err := c.returnNode(ctx, node, st); err != nil {
+			return 0, err
+		}
+		c.recordRepairValidation(ctx, node, st, health.ValidationPassed, "")
+		return 0, nil
 	case c.now().Sub(st.ValidationAt) > c.cfg.Validation.Timeout:
 		failure = "validation did not finish within " + c.cfg.Validation.Timeout.String()
 	default:
@@ -112,7 +124,28 @@ func (c *controller) validate(ctx context.Context, node *corev1.Node, st health.
 	}
 	c.deleteValidationPod(ctx, fromPod)
 	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "ValidationFailed", "%s; hardware repair requested", failure)
+	c.recordRepairValidation(ctx, node, health.RemediationState{ValidationPod: fromPod, ValidationAt: st.ValidationAt}, health.ValidationFailedRun, failure)
 	return 0, nil
+}
+
+// recordRepairValidation writes a repaired node's validation as its last validation and
+// into the history.
+func (c *controller) recordRepairValidation(ctx context.Context, node *corev1.Node, st health.RemediationState, result, detail string) {
+	run := health.ValidationRun{Kind: health.ValidationRepair, Pod: st.ValidationPod, StartedAt: st.ValidationAt,
+		FinishedAt: c.now(), Result: result, Detail: detail}
+	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) { setAnnotation(n, health.LastValidationAnnotation, run.Format()) }); err != nil {
+		c.logf("node %s: record validation: %v", node.Name, err)
+	}
+	if result == health.ValidationPassed {
+		if err := c.setValidationCondition(ctx, node.Name, corev1.ConditionFalse, health.ReasonValidationPassed, run.Summary(run.FinishedAt)); err != nil {
+			c.logf("node %s: %s condition: %v", node.Name, health.ValidationFailed, err)
+		}
+	}
+	if c.cfg.History != nil {
+		if err := c.cfg.History.RecordValidation(ctx, node.Name, node.Labels[c.cfg.PartitionLabel], run); err != nil {
+			c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "ValidationNotRecorded", "%v", err)
+		}
+	}
 }
 
 // returnNode lifts the quarantine and closes the downtime; the history stays for escalation.

@@ -15,6 +15,7 @@ type Node struct {
 	Reason          string   `json:"reason"`
 	ReasonSetUser   string   `json:"reason_set_by_user"`
 	ReasonChangedAt NoVal    `json:"reason_changed_at"`
+	Comment         string   `json:"comment"`
 	Partitions      []string `json:"partitions"`
 	CPUs            int64    `json:"cpus"`
 	RealMemory      int64    `json:"real_memory"`

@@ -89,6 +89,9 @@ func podUsage(pods []corev1.Pod) map[string]usage {
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		if _, idle := p.Labels[v1alpha1.IdleValidationLabel]; idle {
+			continue // the node is idle: the validation gives way to the first job
+		}
 		u := out[p.Spec.NodeName]
 		for _, c := range p.Spec.Containers {
 			u.cpuMilli += c.Resources.Requests.Cpu().MilliValue()
@@ -145,6 +148,12 @@ func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node
 			if t.TimeAdded != nil {
 				out.ReasonTime = t.TimeAdded.Time
 			}
+		}
+	}
+	if v, ok, err := v1alpha1.ParseLastValidation(n.Annotations); ok && err == nil {
+		out.Comment = "LastValidation=" + v.Summary(time.Now())
+		if v.Result == v1alpha1.ValidationFailed && len(out.State) > 1 {
+			out.Reason += ": validation " + v.Detail // sinfo -R says what failed
 		}
 	}
 	if n.Spec.Unschedulable && len(out.State) == 1 {

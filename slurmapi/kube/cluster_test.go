@@ -3,6 +3,7 @@ package kube
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -93,5 +94,41 @@ func TestCatalogKnowsPartitionNodes(t *testing.T) {
 	}
 	if e := cat.Partitions["empty"]; !e.NodesKnown || e.NodeCount != 0 || len(e.NodeSizes) != 0 {
 		t.Errorf("empty: %+v", e)
+	}
+}
+
+// TestNodeFromValidation: the node's last validation shows as its Comment (scontrol show
+// node); a quarantined node whose validation failed says what failed in its reason
+// (sinfo -R); an idle-node validation pod does not make the node look busy.
+func TestNodeFromValidation(t *testing.T) {
+	at := time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC)
+	validated := func(n *corev1.Node, v v1alpha1.NodeValidation) *corev1.Node {
+		n.Annotations = map[string]string{v1alpha1.LastValidationAnnotation: v.Format()}
+		return n
+	}
+	quarantine := []corev1.Taint{{Key: v1alpha1.QuarantineTaint, Value: "ValidationFailed", Effect: corev1.TaintEffectNoSchedule}}
+	cases := []struct {
+		name, comment, reason string
+		node                  *corev1.Node
+	}{
+		{"passed", "LastValidation=Passed 2026-12-03T14:00:00Z (12s, idle)", "", validated(gpuNode("n1", corev1.ConditionTrue, nil, false),
+			v1alpha1.NodeValidation{Kind: "idle", StartedAt: at, FinishedAt: at.Add(12 * time.Second), Result: "Passed"})},
+		{"failed and quarantined", "LastValidation=Failed 2026-12-03T14:00:00Z (3s, idle): validate exited 1",
+			"ValidationFailed: validation validate exited 1", validated(gpuNode("n1", corev1.ConditionTrue, quarantine, false),
+				v1alpha1.NodeValidation{Kind: "idle", StartedAt: at, FinishedAt: at.Add(3 * time.Second), Result: "Failed", Detail: "validate exited 1"})},
+		{"never validated", "", "", gpuNode("n1", corev1.ConditionTrue, nil, false)},
+	}
+	for _, tc := range cases {
+		n := NodeFrom(tc.node, usage{}, nil)
+		if n.Comment != tc.comment || n.Reason != tc.reason {
+			t.Errorf("%s: comment %q reason %q, want %q %q", tc.name, n.Comment, n.Reason, tc.comment, tc.reason)
+		}
+	}
+	idle := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.IdleValidationLabel: "h100"}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			v1alpha1.GPUResource: resource.MustParse("8")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if u := podUsage([]corev1.Pod{idle}); u["n1"].gpus != 0 {
+		t.Errorf("an idle-node validation counted as use: %+v", u)
 	}
 }

@@ -104,6 +104,14 @@ const (
 	// them from SLUICE_SIM_DURATION and SLUICE_SIM_EXIT_CODE.
 	SimDurationAnnotation = "sluice.dev/sim-duration"
 	SimExitCodeAnnotation = "sluice.dev/sim-exit-code"
+	// ValidationLabel marks the remediation controller's validation pods (value: the
+	// node they validate); a drain leaves them alone.
+	ValidationLabel = "sluice.dev/validation"
+	// IdleValidationLabel marks a validation of an idle node (value: its partition):
+	// the scheduler counts it as gone and deletes it the moment a job is placed on its
+	// node (bridge.Node.Yielding), so it never delays a job. Sluice-owned: only the
+	// remediation controller sets it.
+	IdleValidationLabel = "sluice.dev/idle-validation"
 	// NodeFaultAnnotation on a pod: the remediation controller drains it off faulty
 	// hardware; the value is the fault. Set before the pod is evicted.
 	NodeFaultAnnotation = "sluice.dev/node-fault"
