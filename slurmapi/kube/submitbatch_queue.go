@@ -66,17 +66,24 @@ func (q *SubmitQueue) Run(ctx context.Context) error {
 
 // drain materializes the batches there now, lowest ids first, so a job is
 // created after the jobs submitted before it (a --dependency names an
-// earlier job). It returns the list's resourceVersion to watch from.
+// earlier job). A batch whose job cannot be created yet (its namespace's
+// quota is full, the API server is briefly away) stays for the next pass
+// without holding up the batches after it. It returns the list's
+// resourceVersion to watch from.
 func (q *SubmitQueue) drain(ctx context.Context) (string, error) {
 	var list corev1.ConfigMapList
 	if err := q.c.List(ctx, &list, client.InNamespace(q.namespace), client.HasLabels{SubmitBatchLabel}); err != nil {
 		return "", fmt.Errorf("list submitted job batches: %w", err)
 	}
 	slices.SortFunc(list.Items, func(a, b corev1.ConfigMap) int { return int(lowestID(&a)) - int(lowestID(&b)) })
+	var first error
 	for i := range list.Items {
-		if err := q.materializeBatch(ctx, &list.Items[i]); err != nil {
-			return "", err
+		if err := q.materializeBatch(ctx, &list.Items[i]); err != nil && first == nil {
+			first = err
 		}
+	}
+	if first != nil {
+		return "", first
 	}
 	if len(list.Items) > 0 {
 		return "", nil // list again: batches stored meanwhile were not in this list
