@@ -90,3 +90,37 @@ func TestNiceUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestNiceDirective: #SBATCH --nice counts like the REST field (which wins
+// over it), so a script cannot raise its standing either.
+func TestNiceDirective(t *testing.T) {
+	user := testAuth().identity("alice")
+	tests := []struct {
+		name     string
+		job      map[string]any
+		script   string
+		wantNice int64
+		refused  bool
+	}{
+		{"directive lowers standing", map[string]any{}, "#!/bin/bash\n#SBATCH --nice=50\n", 50, false},
+		{"directive raises standing", map[string]any{}, "#!/bin/bash\n#SBATCH --nice=-5\n", -5, true},
+		{"the REST field wins", map[string]any{"nice": 10}, "#!/bin/bash\n#SBATCH --nice=-5\n", 10, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _, e := DecodeSubmission(body(tc.job, tc.script), "alice", testCatalog(), SubmitPolicy{ShardsPerGPU: 8}, time.Now())
+			if e != nil {
+				t.Fatalf("decode: %v", e)
+			}
+			if d.Nice != tc.wantNice {
+				t.Errorf("nice %d, want %d", d.Nice, tc.wantNice)
+			}
+			if e := authorizeSubmission(d, user); (e != nil) != tc.refused {
+				t.Errorf("authorize: %v, want refused=%v", e, tc.refused)
+			}
+		})
+	}
+	if _, _, e := DecodeSubmission(body(map[string]any{}, "#!/bin/bash\n#SBATCH --nice=lots\n"), "alice", testCatalog(), SubmitPolicy{ShardsPerGPU: 8}, time.Now()); e == nil {
+		t.Error("#SBATCH --nice=lots accepted")
+	}
+}

@@ -109,7 +109,10 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 		}
 		d.Priority = p
 	}
-	if n, ok := in.Nice.Value(); ok {
+	if n, ok := in.Nice.Value(); ok || opts.Set["nice"] {
+		if !ok {
+			n = opts.Nice
+		}
 		if e := checkNice(n, "job.nice"); e != nil {
 			return nil, nil, e
 		}

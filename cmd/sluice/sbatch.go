@@ -120,6 +120,7 @@ func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time
 	set("requeue", "requeue", o.Requeue)
 	set("no-requeue", "requeue", o.Requeue)
 	set("hold", "hold", o.Hold)
+	set("nice", "nice", o.Nice)
 	set("gpus", "tres_per_job", "gres/gpu:"+o.GPUs)
 	set("gpus-per-node", "tres_per_node", "gres/gpu:"+o.GPUsPerNode)
 	set("gpus-per-task", "tres_per_task", "gres/gpu:"+o.GPUsPerTask)

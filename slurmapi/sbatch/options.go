@@ -22,6 +22,7 @@ type Options struct {
 	GPUs, GPUsPerNode, GPUsPerTask     string // "[type:]count"
 	Time                               time.Duration
 	Requeue, Hold                      bool
+	Nice                               int64  // taken off the job's priority
 	Begin                              string // kept as text; ParseBegin needs the submit time
 	Set                                map[string]bool
 }
@@ -101,7 +102,7 @@ var Table = []Option{
 	{"hint", 0, RequiredArg, "ignored", nil},
 	{"gpu-bind", 0, RequiredArg, "ignored", nil},
 	{"cpu-bind", 0, RequiredArg, "ignored", nil},
-	{"nice", 0, RequiredArg, "ignored", nil},
+	{"nice", 0, RequiredArg, "lower the job's priority by this adjustment (below 0: operators only)", setNice},
 	{"tmp", 0, RequiredArg, "ignored", nil},
 }
 
@@ -196,6 +197,15 @@ func lookupShort(c byte) (*Option, error) {
 
 func str(field func(*Options) *string) func(*Options, string) error {
 	return func(o *Options, v string) error { *field(o) = v; return nil }
+}
+
+func setNice(o *Options, v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return fmt.Errorf("--nice %q is not a whole number", v)
+	}
+	o.Nice = n
+	return nil
 }
 
 func count(field func(*Options) *int) func(*Options, string) error {
