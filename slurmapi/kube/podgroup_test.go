@@ -65,13 +65,13 @@ func TestSiteCatalog(t *testing.T) {
 		{"bob not in nlp", "bob", `{"script":"#!/bin/bash\n","job":{"account":"nlp"}}`, "not associated"},
 		{"no jobs on a parent queue", "alice", `{"script":"#!/bin/bash\n","job":{"account":"research"}}`, "not associated"},
 		{"type mismatch", "alice", `{"script":"#!/bin/bash\n","job":{"tres_per_node":"gres/gpu:a100:1"}}`, "H100-80GB"},
-		{"over partition max time", "bob", `{"script":"#!/bin/bash\n#SBATCH -t 30:00:00\n","job":{"partition":"a100"}}`, "exceeds partition"},
+		{"over partition max time", "bob", `{"script":"#!/bin/bash\n#SBATCH -t 30:00:00\n","job":{"partition":"a100","qos":"normal"}}`, "exceeds partition"},
 		{"over the default QOS's MaxWall", "alice", `{"script":"#!/bin/bash\n#SBATCH -t 3-00:00:00\n","job":{}}`, "MaxWall"},
 	}
 	for _, tc := range cases {
 		d, err := submit(t, cat, tc.user, tc.body)
-		if err == nil && !strings.Contains(tc.body, `"qos"`) && d.QOS != "normal" {
-			t.Errorf("%s: QOS %q, want the association's default normal", tc.name, d.QOS)
+		if err == nil && !strings.Contains(tc.body, `"qos"`) && d.QOS != "preemptible" {
+			t.Errorf("%s: QOS %q, want the association's default preemptible", tc.name, d.QOS)
 		}
 		switch {
 		case tc.wantErr == "" && err != nil:

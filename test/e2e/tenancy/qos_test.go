@@ -29,20 +29,21 @@ func TestQOSOutsideTheAssociationIsRefused(t *testing.T) {
 }
 
 // TestDefaultQOSIsShown: a job naming no QOS gets its association's
-// default, and squeue, scontrol show job and sacct all show it.
+// default (preemptible for nlp), and squeue, scontrol show job and sacct
+// all show it.
 func TestDefaultQOSIsShown(t *testing.T) {
 	s := siteFor(t)
 	id := s.submitOK(t, alice, nil)
-	if q := s.job(t, id)["qos"]; q != "normal" {
-		t.Errorf("scontrol show job %s: qos %v, want normal", id, q)
+	if q := s.job(t, id)["qos"]; q != "preemptible" {
+		t.Errorf("scontrol show job %s: qos %v, want preemptible", id, q)
 	}
 	for _, j := range s.jobs(t, alice) {
-		if formatID(j["job_id"].(float64)) == id && j["qos"] != "normal" {
-			t.Errorf("squeue: job %s qos %v, want normal", id, j["qos"])
+		if formatID(j["job_id"].(float64)) == id && j["qos"] != "preemptible" {
+			t.Errorf("squeue: job %s qos %v, want preemptible", id, j["qos"])
 		}
 	}
-	if q := s.waitAccounted(t, id)["qos"]; q != "normal" {
-		t.Errorf("sacct: job %s qos %v, want normal", id, q)
+	if q := s.waitAccounted(t, id)["qos"]; q != "preemptible" {
+		t.Errorf("sacct: job %s qos %v, want preemptible", id, q)
 	}
 }
 
@@ -58,7 +59,7 @@ func TestAssociationQOSWrittenThroughSlurmdbIsKept(t *testing.T) {
 			"account": "vision", "qos": qos, "default": map[string]any{"qos": def}}}}, nil)
 	}
 	write([]string{"normal", "preemptible", "high"}, "normal").requireOK(t)
-	t.Cleanup(func() { write([]string{"normal", "preemptible"}, "normal") })
+	t.Cleanup(func() { write([]string{"normal", "preemptible"}, "preemptible") }) // as examples/site.yaml has it
 
 	r := s.get(t, adminUser, path+"?account=vision")
 	r.requireOK(t)
