@@ -183,10 +183,12 @@ type RunUsage struct {
 // Node is a node's capacity over the time it belonged to the cluster.
 // Removed is zero while the node is still there.
 type Node struct {
-	Name    string    `json:"name"`
-	TRES    TRES      `json:"tres"`
-	Added   time.Time `json:"added,omitzero"`
-	Removed time.Time `json:"removed,omitzero"`
+	Name string `json:"name"`
+	// Partition is the node's sluice.dev/partition label ("" without one).
+	Partition string    `json:"partition,omitempty"`
+	TRES      TRES      `json:"tres"`
+	Added     time.Time `json:"added,omitzero"`
+	Removed   time.Time `json:"removed,omitzero"`
 }
 
 // NodeDown is an interval during which a node (or some of its GPUs) could not
@@ -208,6 +210,31 @@ func (d NodeDown) Validate() error {
 		return fmt.Errorf("node down %s: start is unset", d.Node)
 	case !d.End.IsZero() && d.End.Before(d.Start):
 		return fmt.Errorf("node down %s: end before start", d.Node)
+	}
+	return nil
+}
+
+// NodeValidation is one validation run of a node (an idle node's scheduled check or a
+// repaired node's), as the remediation controller reports it.
+type NodeValidation struct {
+	Node      string    `json:"node"`
+	Partition string    `json:"partition,omitempty"`
+	Kind      string    `json:"kind"` // idle | repair
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end,omitzero"`
+	Result    string    `json:"result"` // Passed | Failed | Preempted
+	Detail    string    `json:"detail,omitempty"`
+}
+
+// Validate rejects a run that cannot be stored.
+func (v NodeValidation) Validate() error {
+	switch {
+	case v.Node == "":
+		return fmt.Errorf("node validation: node name is empty")
+	case v.Start.IsZero():
+		return fmt.Errorf("node validation %s: start is unset", v.Node)
+	case !v.End.IsZero() && v.End.Before(v.Start):
+		return fmt.Errorf("node validation %s: ends before it starts", v.Node)
 	}
 	return nil
 }

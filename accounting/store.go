@@ -24,6 +24,8 @@ type Store interface {
 	RecordNodeDown(ctx context.Context, d NodeDown) error
 	// UpsertNode writes a node's capacity keyed by name.
 	UpsertNode(ctx context.Context, n Node) error
+	// RecordValidation writes a node's validation run keyed by node and start.
+	RecordValidation(ctx context.Context, v NodeValidation) error
 
 	// Jobs returns the jobs matching f, ordered by job id.
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
@@ -34,6 +36,8 @@ type Store interface {
 	Runs(ctx context.Context, from, to time.Time) ([]RunUsage, error)
 	// NodeDowns returns down intervals overlapping [from, to).
 	NodeDowns(ctx context.Context, from, to time.Time) ([]NodeDown, error)
+	// NodeValidations returns validation runs started within [from, to), by node and start.
+	NodeValidations(ctx context.Context, from, to time.Time) ([]NodeValidation, error)
 	// Nodes returns every node ever recorded.
 	Nodes(ctx context.Context) ([]Node, error)
 	// HighestJobID is the largest job id the ledger holds (0 when empty):

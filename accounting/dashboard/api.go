@@ -288,13 +288,14 @@ var sreportKinds = map[string]string{
 	"cluster userutilizationbyaccount": "UserUtilizationByAccount",
 	"user topusage":                    "TopUsage",
 	"job sizesbyaccount":               "SizesByAccount",
+	"cluster nodehealth":               "NodeHealth",
 }
 
 func (d *Dashboard) sreport(r *http.Request) (any, error) {
 	q := r.URL.Query()
 	kind, ok := sreportKinds[strings.ToLower(strings.Join(strings.Fields(q.Get("report")), " "))]
 	if !ok {
-		return nil, badRequest("report", "unknown report %q (want cluster Utilization, cluster AccountUtilizationByUser, cluster UserUtilizationByAccount, user TopUsage or job SizesByAccount)", q.Get("report"))
+		return nil, badRequest("report", "unknown report %q (want cluster Utilization, cluster AccountUtilizationByUser, cluster UserUtilizationByAccount, user TopUsage, job SizesByAccount or cluster NodeHealth)", q.Get("report"))
 	}
 	now := d.cfg.Clock()
 	sq, err := d.sreportQuery(r, now)
@@ -309,6 +310,12 @@ func (d *Dashboard) sreport(r *http.Request) (any, error) {
 			return nil, err
 		}
 		return Sreport{Table: report.UtilizationTable(rows, sq), Value: rows}, nil
+	case "NodeHealth":
+		rows, err := report.NodeHealth(ctx, s, sq, now)
+		if err != nil {
+			return nil, err
+		}
+		return Sreport{Table: report.HealthTable(rows, sq), Value: rows}, nil
 	case "SizesByAccount":
 		sz, err := report.JobSizesByAccount(ctx, s, sq, now)
 		if err != nil {

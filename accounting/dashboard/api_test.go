@@ -200,6 +200,23 @@ func TestSreportTableIsReports(t *testing.T) {
 	if have.String() != want.String() || !strings.Contains(have.String(), "5630") {
 		t.Errorf("sreport over HTTP:\n%s\nwant:\n%s", have.String(), want.String())
 	}
+	var health Sreport
+	get(t, srv, "/ui/api/sreport?report="+url.QueryEscape("cluster NodeHealth")+"&t=hours&"+novWindow, &health)
+	hrows, err := report.NodeHealth(context.Background(), s, report.SreportQuery{Start: nov, End: dec, Units: report.Hours}, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Reset()
+	have.Reset()
+	if err := report.HealthTable(hrows, report.SreportQuery{Start: nov, End: dec, Units: report.Hours}).WriteText(&want, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := health.Table.WriteText(&have, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if have.String() != want.String() || !strings.Contains(have.String(), "Node Health by Partition") || len(health.Table.Rows) == 0 {
+		t.Errorf("NodeHealth over HTTP:\n%s\nwant:\n%s", have.String(), want.String())
+	}
 	var top Sreport
 	get(t, srv, "/ui/api/sreport?report=user+topusage&topcount=1&"+novWindow, &top)
 	if len(top.Table.Rows) != 1 || top.Table.Rows[0][1] != "alice" {

@@ -25,7 +25,7 @@ func nodeRecord(n *corev1.Node) accounting.Node {
 	if mib, err := strconv.ParseInt(n.Labels[v1alpha1.GPUMemoryLabel], 10, 64); err == nil && mib > 0 {
 		t.GPUMemMB = mib * gpus.Value()
 	}
-	return accounting.Node{Name: n.Name, TRES: t, Added: n.CreationTimestamp.UTC()}
+	return accounting.Node{Name: n.Name, Partition: n.Labels[v1alpha1.PartitionLabel], TRES: t, Added: n.CreationTimestamp.UTC()}
 }
 
 // slimNode keeps what nodeRecord reads, so the cache does not hold images and conditions.

@@ -443,3 +443,40 @@ func TestHighestJobID(t *testing.T) {
 		}
 	})
 }
+
+// TestValidationHistory: validation runs are stored once per node and start (a replay
+// changes nothing), read back by start window, a bad run is refused, and a node keeps
+// its partition.
+func TestValidationHistory(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		runs := []accounting.NodeValidation{
+			{Node: "gpu-01", Partition: "h100", Kind: "idle", Start: at(100), End: at(160), Result: "Passed"},
+			{Node: "gpu-01", Partition: "h100", Kind: "idle", Start: at(1000), End: at(1030), Result: "Failed", Detail: "validate exited 1"},
+			{Node: "gpu-02", Partition: "h100", Kind: "idle", Start: at(500), End: at(510), Result: "Preempted", Detail: "a job took the node"},
+		}
+		for range 2 { // the second pass is a replay
+			for _, v := range runs {
+				if err := s.RecordValidation(ctx, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		all, err := s.NodeValidations(ctx, time.Time{}, time.Time{})
+		if err != nil || len(all) != 3 || !reflect.DeepEqual(all[1], runs[1]) {
+			t.Fatalf("validations %+v %v, want the three runs once, by node and start", all, err)
+		}
+		if got, err := s.NodeValidations(ctx, at(400), at(1000)); err != nil || len(got) != 1 || got[0].Node != "gpu-02" {
+			t.Errorf("window [400,1000): %+v %v, want gpu-02's run", got, err)
+		}
+		if err := s.RecordValidation(ctx, accounting.NodeValidation{Node: "gpu-01", Start: at(5), End: at(1)}); err == nil {
+			t.Error("a run ending before it starts was stored")
+		}
+		if err := s.UpsertNode(ctx, accounting.Node{Name: "gpu-01", Partition: "h100", TRES: accounting.TRES{GPUs: 8}, Added: at(0)}); err != nil {
+			t.Fatal(err)
+		}
+		if nodes, err := s.Nodes(ctx); err != nil || len(nodes) != 1 || nodes[0].Partition != "h100" {
+			t.Errorf("nodes %+v %v, want gpu-01 in h100", nodes, err)
+		}
+	})
+}

@@ -167,6 +167,7 @@ func (s *Server) addRemediation() {
 			Timeout:   time.Duration(r.ValidationTimeout),
 		},
 		IdleValidation: idleValidation(r.IdleValidation),
+		History:        ledgerDowntime{store: s.ledger},
 	}
 	s.addComponent(component{name: "remediation", leaderOnly: true, run: func(ctx context.Context) error {
 		return controller.Run(ctx, cfg, s.restConfig)

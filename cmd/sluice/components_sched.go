@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
 	"github.com/sluicehq/sluice/remediation/controller"
+	"github.com/sluicehq/sluice/remediation/health"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 )
@@ -109,6 +110,12 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 	// (a PostgreSQL ledger, or the one SQLite file they share on the leader's node).
 	s.addComponent(component{name: "accounting-recorder", leaderOnly: true, run: rec.Run})
 	return nil
+}
+
+// RecordValidation records a node's validation run in the ledger's health history.
+func (l ledgerDowntime) RecordValidation(ctx context.Context, node, partition string, run health.ValidationRun) error {
+	return l.store.RecordValidation(ctx, accounting.NodeValidation{Node: node, Partition: partition, Kind: run.Kind,
+		Start: run.StartedAt, End: run.FinishedAt, Result: run.Result, Detail: run.Detail})
 }
 
 // ledgerDowntime records the remediation controller's down intervals in the

@@ -41,6 +41,8 @@ Reports:
   cluster UserUtilizationByAccount   usage per user and account
   user TopUsage                      the users who used the most
   job SizesByAccount                 usage binned by job size
+  cluster NodeHealth                 per partition: node availability, faults, mean time
+                                     between faults, validations passed/failed/preempted
 The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
   sluice sreport -t hours -T gres/gpu cluster Utilization start=2026-11-01 end=2026-12-01`
 	if help, err := parseCommand(fs, usage, interleaved(fs, args), true); help || err != nil {
