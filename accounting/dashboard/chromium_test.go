@@ -170,6 +170,10 @@ func TestDashboardInChromium(t *testing.T) {
 	if c := strings.Count(dom, "<tr data-job="); c != 4 {
 		t.Errorf("the job table has %d rows, want 4", c)
 	}
+	// The node history: gpu-01's 12-hour XID 79 fault (see november).
+	if n, _ := regexp.MatchString(`<tr data-node="gpu-01" data-kind="fault"><td>gpu-01</td><td>XID 79</td>.*?<td>12:00:00</td></tr>`, dom); !n {
+		t.Errorf("the node history lacks gpu-01's 12-hour XID 79 fault")
+	}
 
 	shot := screenshotPath(t)
 	_ = os.Remove(shot)

@@ -70,12 +70,13 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 	d := &Dashboard{cfg: cfg, mux: http.NewServeMux(), static: http.StripPrefix(strings.TrimSuffix(Prefix, "/"), http.FileServerFS(sub))}
 	for path, h := range map[string]func(*http.Request) (any, error){
-		"overview":  d.overview,
-		"gpu-hours": d.gpuHours,
-		"fairshare": d.fairShare,
-		"top-users": d.topUsers,
-		"jobs":      d.jobs,
-		"sreport":   d.sreport,
+		"overview":    d.overview,
+		"gpu-hours":   d.gpuHours,
+		"fairshare":   d.fairShare,
+		"top-users":   d.topUsers,
+		"jobs":        d.jobs,
+		"sreport":     d.sreport,
+		"node-health": d.nodeHealth,
 	} {
 		d.mux.Handle("GET "+Prefix+"api/"+path, d.authenticated(apiHandler(h)))
 	}

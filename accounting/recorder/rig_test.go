@@ -413,8 +413,8 @@ func TestRecordsSlurmAndManifestJobs(t *testing.T) {
 	}
 	capacity := 0.0 // GPU-seconds the nodes offered in the window, from when each joined
 	for _, n := range nodes {
-		if n.Name == cluster.NodeName("h100", 0) && (n.TRES.GPUs != 8 || n.TRES.GPUMemMB != 8*81920) {
-			t.Errorf("node %s recorded with %+v, want 8 GPUs of 80 GiB", n.Name, n.TRES)
+		if n.Name == cluster.NodeName("h100", 0) && (n.TRES.GPUs != 8 || n.TRES.GPUMemMB != 8*81920 || n.Partition != "h100") {
+			t.Errorf("node %s recorded with %+v in partition %q, want 8 GPUs of 80 GiB in h100", n.Name, n.TRES, n.Partition)
 		}
 		joined := from
 		if n.Added.After(from) {

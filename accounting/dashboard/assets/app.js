@@ -233,6 +233,38 @@ function jobRow(tbody, j) {
   });
 }
 
+// nodeHealth fills the node health card: availability and mean time between faults per
+// partition, then each node's faults and validations, newest first.
+function nodeHealth(n) {
+  const parts = document.getElementById("node-partitions");
+  h("thead", {}, parts).appendChild(headRow(["Partition", "Nodes", "Available", "Faults", "MTBF (h)", "Validations passed / failed / preempted"]));
+  const pb = h("tbody", {}, parts);
+  for (const p of n.partitions) {
+    const tr = h("tr", { "data-partition": p.partition || "(none)" }, pb);
+    for (const c of [p.partition || "(none)", String(p.nodes), (100 * p.availability).toFixed(2) + "%", String(p.faults),
+      p.faults ? fmt(p.mtbf_seconds / 3600) : "-", p.validations_passed + " / " + p.validations_failed + " / " + p.validations_preempted]) {
+      h("td", {}, tr, c);
+    }
+  }
+  const hist = document.getElementById("node-history");
+  h("thead", {}, hist).appendChild(headRow(["Node", "What", "Kind", "Start", "End", "Out of service"]));
+  const hb = h("tbody", {}, hist);
+  for (const e of n.history) {
+    const tr = h("tr", { "data-node": e.node, "data-kind": e.kind }, hb);
+    const gpus = e.kind === "fault" && e.gpus ? " (" + e.gpus + " GPUs)" : "";
+    for (const c of [e.node, e.what + gpus, e.kind, stamp(e.start), stamp(e.end), e.kind === "fault" ? duration(e.out_of_service_seconds) : ""]) {
+      h("td", {}, tr, c);
+    }
+  }
+  document.getElementById("node-history-count").textContent = n.history.length + " events";
+}
+
+function headRow(names) {
+  const tr = document.createElement("tr");
+  for (const n of names) h("th", {}, tr, n);
+  return tr;
+}
+
 async function jobs(first) {
   const form = document.getElementById("job-filters"), extra = { limit: "500" };
   for (const sel of form.querySelectorAll("select")) if (sel.value) extra[sel.name] = sel.value;
@@ -268,6 +300,7 @@ Promise.allSettled([
   api("gpu-hours").then(stacked),
   api("fairshare").then(fairshare),
   api("top-users").then(topUsers),
+  api("node-health").then(nodeHealth),
   jobs(true),
 ]).then(results => {
   const refused = results.find(r => r.status === "rejected" && r.reason instanceof Unauthorized);
