@@ -34,6 +34,10 @@ type admitter struct {
 	owners         *ownerMemo  // nil: only bare pods get their group at admission
 	queues         *queueIndex // nil: queue access is not checked
 	given          givenIDs    // job ids given to bare pods lately, so a reinvocation keeps its own
+	// self are Sluice's own usernames (the server's, asked of the API server when the
+	// webhook starts): pods Sluice creates (a Slurm job's, already bound, with their job
+	// id and GPU assignment) keep what Sluice wrote on them.
+	self []string
 	jobIDs         func(context.Context) (uint32, error)
 	log            *slog.Logger
 }
@@ -125,7 +129,9 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 		}
 	}
 	ops := queuePatch(&pod, queue)
-	ops = append(ops, ownedPatch(&pod, keepJobID)...)
+	if !slices.Contains(a.self, req.UserInfo.Username) {
+		ops = append(ops, ownedPatch(&pod, keepJobID)...)
+	}
 	ops = append(ops, a.groupPatch(ctx, &named, pg, keepJobID, req.DryRun != nil && *req.DryRun)...)
 	if usesGPUs {
 		ops = append(ops, envPatch(&pod)...)

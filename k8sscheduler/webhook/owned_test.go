@@ -2,10 +2,13 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -99,5 +102,32 @@ func TestAdmitReinvocationKeepsItsOwnJobID(t *testing.T) {
 	if copied.Labels[v1alpha1.JobIDLabel] != "42" || copied.Annotations[v1alpha1.PodGroupAnnotation] != "copycat" {
 		t.Errorf("another pod with eval's id: job id %q group %q; want 42 and its own group",
 			copied.Labels[v1alpha1.JobIDLabel], copied.Annotations[v1alpha1.PodGroupAnnotation])
+	}
+}
+
+// A pod Sluice itself creates (a Slurm job's, already bound, numbered and assigned its
+// GPUs by the scheduler) keeps what Sluice wrote; the same pod from anyone else does not.
+func TestAdmitKeepsWhatSluiceWrote(t *testing.T) {
+	pod := namedPod("job-7-0", map[string]string{v1alpha1.JobIDLabel: "7", "sluice.dev/slurm-job": "true"},
+		[]metav1.OwnerReference{{APIVersion: "scheduling.sluice.dev/v1alpha1", Kind: "PodGroup", Name: "job-7", UID: "1234"}})
+	pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: "job-7", v1alpha1.GPUAssignmentAnnotation: `[{"index":0}]`}
+	for _, tt := range []struct {
+		user string
+		kept bool
+	}{{"system:serviceaccount:sluice-system:sluice-server", true}, {"mallory", false}} {
+		t.Run(tt.user, func(t *testing.T) {
+			a := testAdmitter(t, nil)
+			a.self = []string{"system:serviceaccount:sluice-system:sluice-server"}
+			var review admissionv1.AdmissionReview
+			if err := json.Unmarshal(reviewFor(t, pod, admissionv1.Create), &review); err != nil {
+				t.Fatal(err)
+			}
+			review.Request.UserInfo.Username = tt.user
+			_, got := admitRequest(t, serveAdmitter(t, a), pod, mustJSON(t, review))
+			kept := got.Labels[v1alpha1.JobIDLabel] == "7" && got.Annotations[v1alpha1.GPUAssignmentAnnotation] != ""
+			if kept != tt.kept {
+				t.Errorf("job id %q, GPU assignment %q: kept %v, want %v", got.Labels[v1alpha1.JobIDLabel], got.Annotations[v1alpha1.GPUAssignmentAnnotation], kept, tt.kept)
+			}
+		})
 	}
 }

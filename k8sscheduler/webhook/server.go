@@ -35,6 +35,7 @@ type Server struct {
 	queues   *queueIndex // nil without Config.Queues
 	qfactory dynamicinformer.DynamicSharedInformerFactory
 	handler  http.Handler
+	adm      *admitter
 	// tlsConfig serves the certificate and, with Config.ClientCAFile, demands the API
 	// server's client certificate.
 	tlsConfig *tls.Config
@@ -74,6 +75,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Owners != nil {
 		adm.owners = newOwnerMemo(cfg.Owners)
 	}
+	s.adm = adm
 	s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.getCertificate}
 	if err := clientAuth(cfg, s.tlsConfig); err != nil {
 		return nil, err
@@ -140,6 +142,15 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.qfactory.Shutdown()
 		synced = append(synced, s.queues.informer.HasSynced)
 	}
+	// Sluice's own identity, so pods the server creates keep what it wrote on them.
+	self, err := SelfUser(ctx, s.cfg.Client)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	s.adm.self = []string{self}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		if ctx.Err() != nil {
 			return nil

@@ -88,7 +88,10 @@ func startSite(t *testing.T) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := sluiceproc.Launch(t, "sluice server", serverConfig(rig.Kubeconfig, dir, keyFile))
+	cfg := serverConfig(rig.Kubeconfig, dir, keyFile)
+	// As sluice dev: only the API server's client certificate reaches the webhook.
+	cfg["webhook"].(map[string]any)["clientCAFile"] = rig.WebhookClientCA
+	proc := sluiceproc.Launch(t, "sluice server", cfg)
 	e2e.BeforeRigStop(func() {
 		proc.Stop()
 		os.RemoveAll(dir)
