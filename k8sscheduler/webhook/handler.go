@@ -37,9 +37,9 @@ type admitter struct {
 	// self are Sluice's own usernames (the server's, asked of the API server when the
 	// webhook starts): pods Sluice creates (a Slurm job's, already bound, with their job
 	// id and GPU assignment) keep what Sluice wrote on them.
-	self []string
-	jobIDs         func(context.Context) (uint32, error)
-	log            *slog.Logger
+	self   []string
+	jobIDs func(context.Context) (uint32, error)
+	log    *slog.Logger
 }
 
 // ServeHTTP decodes an admission.k8s.io/v1 AdmissionReview and answers it.

@@ -37,7 +37,23 @@ func kubeTenant(t *testing.T, s *site) (kubernetes.Interface, string) {
 	}
 	cfg := rest.CopyConfig(s.restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "mallory", Groups: []string{"system:authenticated"}}
-	return kubernetes.NewForConfigOrDie(cfg), ns
+	// The server registers its webhook as it starts; the API server calls it a moment later.
+	e2e.WaitFor(t, "the webhook in effect", time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := s.kube.CoreV1().Pods(ns).Create(ctx, sluicePod("probe", nil, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return p.Labels[v1alpha1.QueueLabel] != "", fmt.Errorf("a dry-run pod came back without a queue label")
+	})
+	tenant := kubernetes.NewForConfigOrDie(cfg)
+	// ... and its admission policy.
+	e2e.WaitFor(t, "the admission policy in effect", time.Minute, func(ctx context.Context) (bool, error) {
+		p := sluicePod("probe", map[string]string{v1alpha1.JobIDLabel: "1"}, nil)
+		p.Spec.SchedulerName = "default-scheduler"
+		_, err := tenant.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), webhook.PolicyName), err
+	})
+	return tenant, ns
 }
 
 func sluicePod(name string, labels, annotations map[string]string) *corev1.Pod {
@@ -108,8 +124,9 @@ func TestKubeTenantCannotForgeAJobID(t *testing.T) {
 }
 
 // The webhook answers only the API server: a direct AdmissionReview, without the API
-// server's client certificate, fails the TLS handshake, and the next job id is the one
-// that would have come anyway.
+// server's client certificate, fails the TLS handshake, so it never reaches the handler
+// (nothing learned, no job id taken: the webhook package's rig test counts the ids),
+// while pods through the API server are still admitted.
 func TestWebhookRefusesCallersOtherThanTheAPIServer(t *testing.T) {
 	s := siteFor(t)
 	ctx := context.Background()
@@ -121,7 +138,6 @@ func TestWebhookRefusesCallersOtherThanTheAPIServer(t *testing.T) {
 	if cc.URL == nil {
 		t.Fatalf("the webhook is registered by Service, want the URL sluice dev registers: %+v", cc)
 	}
-	before := s.submitOK(t, alice, nil)
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(cc.CABundle)
 	admin, err := tls.X509KeyPair(s.restConfig.CertData, s.restConfig.KeyData)
@@ -139,18 +155,12 @@ func TestWebhookRefusesCallersOtherThanTheAPIServer(t *testing.T) {
 			t.Errorf("%s: answered %s, want the TLS handshake refused", name, resp.Status)
 		}
 	}
-	after := s.submitOK(t, alice, nil)
-	if after != next(t, before) {
-		t.Errorf("job ids %s then %s around the direct reviews: the webhook took one", before, after)
+	// The API server, presenting its certificate, is answered.
+	tenant, ns := kubeTenant(t, s)
+	pod, err := tenant.CoreV1().Pods(ns).Create(ctx, sluicePod("through-the-api-server", nil, nil), metav1.CreateOptions{})
+	if err != nil || v1alpha1.JobIDOf(pod.Labels) == 0 {
+		t.Errorf("a bare pod through the API server: %v, labels %v; want it numbered by the webhook", err, pod.Labels)
 	}
-}
-
-func next(t *testing.T, id string) string {
-	var n uint64
-	if _, err := fmt.Sscan(id, &n); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprint(n + 1)
 }
 
 func containsAll(s string, parts []string) bool {
