@@ -18,7 +18,7 @@ const QuarantineTaint = v1alpha1.QuarantineTaint
 // RemediationAnnotation on a node holds the controller's RemediationState as JSON: where
 // the node is in quarantine -> drain -> repair -> revalidate, and its fault history (kept
 // across quarantines so repeated faults escalate).
-const RemediationAnnotation = "sluice.dev/remediation"
+const RemediationAnnotation = v1alpha1.RemediationAnnotation
 
 // Phase is where a node is in remediation; empty means in service.
 type Phase string
@@ -45,16 +45,8 @@ type RemediationState struct {
 	History       []Fault   `json:"history,omitempty"`
 }
 
-// Fault is one remediation in a node's history.
-type Fault struct {
-	At        time.Time `json:"at"`
-	Condition string    `json:"condition"`
-	Action    string    `json:"action"`
-	XIDs      []uint64  `json:"xids,omitempty"`
-	GPUs      []string  `json:"gpus,omitempty"`
-	// Quarantined: the node was taken out (not just one GPU's pods evicted).
-	Quarantined bool `json:"quarantined,omitempty"`
-}
+// Fault is one remediation in a node's history (shared with the Slurm node views).
+type Fault = v1alpha1.NodeFault
 
 // ParseRemediation reads a node's RemediationState; a node without one is in service.
 func ParseRemediation(annotations map[string]string) (RemediationState, error) {

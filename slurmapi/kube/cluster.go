@@ -150,12 +150,7 @@ func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node
 			}
 		}
 	}
-	if v, ok, err := v1alpha1.ParseLastValidation(n.Annotations); ok && err == nil {
-		out.Comment = "LastValidation=" + v.Summary(time.Now())
-		if v.Result == v1alpha1.ValidationFailed && len(out.State) > 1 {
-			out.Reason += ": validation " + v.Detail // sinfo -R says what failed
-		}
-	}
+	out.Comment = healthComment(n, &out)
 	if n.Spec.Unschedulable && len(out.State) == 1 {
 		out.State = append(out.State, "DRAIN")
 		if out.Reason == "" {
@@ -242,4 +237,24 @@ func needsLedger(what string) error {
 // Shares is sshare: fair-share standing lives in the accounting ledger.
 func (b *Backend) Shares(ctx context.Context, accounts, users []string) ([]slurmapi.Share, error) {
 	return nil, needsLedger("shares")
+}
+
+// healthComment is the node's health record as scontrol show node prints it in Comment:
+// its last validation and its recent faults (the remediation history the controller keeps
+// for escalation). A quarantined node whose validation failed also says what failed in
+// its reason (sinfo -R).
+func healthComment(n *corev1.Node, out *slurmapi.Node) string {
+	var parts []string
+	if v, ok, err := v1alpha1.ParseLastValidation(n.Annotations); ok && err == nil {
+		parts = append(parts, "LastValidation="+v.Summary(time.Now()))
+		if v.Result == v1alpha1.ValidationFailed && len(out.State) > 1 {
+			out.Reason += ": validation " + v.Detail
+		}
+	}
+	if h, err := v1alpha1.ParseFaultHistory(n.Annotations); err == nil && len(h) > 0 {
+		last := h[len(h)-1]
+		parts = append(parts, fmt.Sprintf("RecentFaults=%d (last %s %s, %s)", len(h),
+			last.At.UTC().Format(time.RFC3339), last.Condition, last.Action))
+	}
+	return strings.Join(parts, " ")
 }

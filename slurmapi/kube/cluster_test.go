@@ -117,6 +117,13 @@ func TestNodeFromValidation(t *testing.T) {
 			"ValidationFailed: validation validate exited 1", validated(gpuNode("n1", corev1.ConditionTrue, quarantine, false),
 				v1alpha1.NodeValidation{Kind: "idle", StartedAt: at, FinishedAt: at.Add(3 * time.Second), Result: "Failed", Detail: "validate exited 1"})},
 		{"never validated", "", "", gpuNode("n1", corev1.ConditionTrue, nil, false)},
+		{"recent faults", "RecentFaults=2 (last 2026-12-03T14:00:00Z GPUXidError, NodeReboot)", "", func() *corev1.Node {
+			n := gpuNode("n1", corev1.ConditionTrue, nil, false)
+			n.Annotations = map[string]string{v1alpha1.RemediationAnnotation: `{"history":[` +
+				`{"at":"2026-12-01T10:00:00Z","condition":"GPURowRemapPending","action":"GPUReset"},` +
+				`{"at":"2026-12-03T14:00:00Z","condition":"GPUXidError","action":"NodeReboot","xids":[79],"quarantined":true}]}`}
+			return n
+		}()},
 	}
 	for _, tc := range cases {
 		n := NodeFrom(tc.node, usage{}, nil)

@@ -76,3 +76,36 @@ func (v NodeValidation) Summary(now time.Time) string {
 	}
 	return s
 }
+
+// RemediationAnnotation on a node holds the remediation controller's state as JSON (see
+// remediation/health.RemediationState): where the node is in quarantine -> drain ->
+// repair -> revalidate, and its recent faults (History), which the Slurm node views show.
+const RemediationAnnotation = "sluice.dev/remediation"
+
+// NodeFault is one remediation in a node's history.
+// +kubebuilder:object:generate=false
+type NodeFault struct {
+	At        time.Time `json:"at"`
+	Condition string    `json:"condition"`
+	Action    string    `json:"action"`
+	XIDs      []uint64  `json:"xids,omitempty"`
+	GPUs      []string  `json:"gpus,omitempty"`
+	// Quarantined: the node was taken out (not just one GPU's pods evicted).
+	Quarantined bool `json:"quarantined,omitempty"`
+}
+
+// ParseFaultHistory reads the recent faults from a node's RemediationAnnotation; none
+// without one.
+func ParseFaultHistory(annotations map[string]string) ([]NodeFault, error) {
+	raw, ok := annotations[RemediationAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var st struct {
+		History []NodeFault `json:"history"`
+	}
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", RemediationAnnotation, err)
+	}
+	return st.History, nil
+}
