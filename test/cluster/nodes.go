@@ -107,12 +107,16 @@ func (p NodePool) node(name string) (*corev1.Node, error) {
 	for k, v := range p.Labels {
 		labels[k] = v
 	}
+	strictGroups := true
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: capacity.DeepCopy(),
 			Phase:       corev1.NodePending,
+			// What a kubelet reports over a runtime that supports
+			// supplementalGroupsPolicy (containerd 2.0, CRI-O 1.31).
+			Features: &corev1.NodeFeatures{SupplementalGroupsPolicy: &strictGroups},
 		},
 	}, nil
 }

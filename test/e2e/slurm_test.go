@@ -236,8 +236,9 @@ func TestSlurmJobLifecycle(t *testing.T) {
 		if p.Spec.SchedulerName != v1alpha1.DefaultSchedulerName || p.Spec.NodeName == "" || !strings.HasPrefix(p.Spec.NodeName, "h100") {
 			t.Errorf("pod %s: scheduler %q node %q, want created bound by Sluice on an h100 node", p.Name, p.Spec.SchedulerName, p.Spec.NodeName)
 		}
-		if sc := p.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1001 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
-			t.Errorf("pod %s does not run as alice's uid, non-root: %+v", p.Name, sc)
+		if sc := p.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1001 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+			sc.SupplementalGroupsPolicy == nil || *sc.SupplementalGroupsPolicy != corev1.SupplementalGroupsPolicyStrict {
+			t.Errorf("pod %s does not run as alice's uid, non-root, with Strict supplemental groups (the rig's nodes support them): %+v", p.Name, sc)
 		}
 		env := map[string]string{}
 		for _, e := range p.Spec.Containers[0].Env {

@@ -20,7 +20,8 @@ import (
 // maps the user to, and a user the site maps to none (carol, given an
 // association for the test) runs as the default non-root uid 65534, never
 // as whatever user the image names: both with runAsNonRoot, so neither the
-// job nor its image can make itself root.
+// job nor its image can make itself root, and with Strict supplemental
+// groups, so the image's /etc/group adds none.
 func TestJobPodsNeverRunAsRoot(t *testing.T) {
 	s := siteFor(t)
 	const carol = "carol"
@@ -45,6 +46,10 @@ func TestJobPodsNeverRunAsRoot(t *testing.T) {
 		}
 		if got := (kube.UserIDs{UID: *sc.RunAsUser, GID: *sc.RunAsGroup}); got != want || !*sc.RunAsNonRoot {
 			t.Errorf("job %s pod %s runs as %+v, non-root %v; want %+v, non-root", id, pod.Name, got, *sc.RunAsNonRoot, want)
+		}
+		// The rig's nodes report support, as kubelets over containerd 2.0 or CRI-O 1.31 do.
+		if p := sc.SupplementalGroupsPolicy; p == nil || *p != corev1.SupplementalGroupsPolicyStrict {
+			t.Errorf("job %s pod %s supplementalGroupsPolicy %v, want Strict", id, pod.Name, p)
 		}
 	}
 }
