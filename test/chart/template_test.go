@@ -21,6 +21,7 @@ const testNamespace = "sluice-system"
 func TestLintAndTemplate(t *testing.T) {
 	allOn := filepath.Join("testdata", "all-on.yaml")
 	ownDSNSecret := writeValues(t, "ledger: {type: postgres, postgres: {existingSecret: sluice-db, existingSecretKey: url}}")
+	clientCA := writeValues(t, "webhook: {clientAuth: {caBundle: \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n\", commonNames: [apiserver-webhook]}}")
 	tests := []struct {
 		name   string
 		values []string
@@ -125,6 +126,24 @@ func TestLintAndTemplate(t *testing.T) {
 				t.Errorf("config did not take the values: %+v", cfg)
 			}
 		}},
+		{"only the API server's certificate reaches the webhook", []string{clientCA}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			cm := find(t, objs, "ConfigMap", "sluice-server-webhook-client-ca")
+			if ca, _, _ := unstructured.NestedString(cm.Object, "data", "ca.crt"); !strings.Contains(ca, "BEGIN CERTIFICATE") {
+				t.Errorf("client CA ConfigMap holds %q", ca)
+			}
+			w := serverConfig(t, objs).Webhook
+			if w.ClientCAFile != "/etc/sluice/webhook-client/ca.crt" || len(w.ClientNames) != 1 || w.ClientNames[0] != "apiserver-webhook" {
+				t.Errorf("webhook config clientCAFile %q clientNames %v", w.ClientCAFile, w.ClientNames)
+			}
+			mounts, _, _ := unstructured.NestedSlice(container(t, find(t, objs, "Deployment", "sluice-server")), "volumeMounts")
+			mounted := false
+			for _, m := range mounts {
+				mounted = mounted || m.(map[string]any)["mountPath"] == "/etc/sluice/webhook-client"
+			}
+			if !mounted {
+				t.Errorf("the client CA is not mounted where webhook.clientCAFile points: %v", mounts)
+			}
+		}},
 		{"PostgreSQL DSN from the user's Secret", []string{ownDSNSecret}, func(t *testing.T, objs []*unstructured.Unstructured) {
 			for _, o := range objs {
 				if o.GetKind() == "Secret" && o.GetName() == "sluice-ledger-dsn" {
@@ -179,6 +198,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"agent: {ibRates: {H100: -1}}", "at '/agent/ibRates/H100': exclusiveMinimum: got -1, want 0"},
 		{"webhook: {extraSchedulerNames: [Bad_Name]}", "at '/webhook/extraSchedulerNames/0': 'Bad_Name' does not match"},
 		{"webhook: {tls: {validityDays: 30}}", "at '/webhook/tls/validityDays': minimum: got 30, want 400"},
+		{"webhook: {clientAuth: {caBundle: not-a-pem}}", "at '/webhook/clientAuth/caBundle': 'not-a-pem' does not match"},
 		{"image: {digest: latest}", "at '/image/digest': 'latest' does not match"},
 		{"sever: {replicas: 2}", "additional properties 'sever' not allowed"},
 		{"config: {slurm: {unmappedUsers: allow}}", "at '/config/slurm/unmappedUsers': value must be one of 'run', 'refuse'"},
@@ -269,6 +289,8 @@ type renderedConfig struct {
 		ServiceName         string   `yaml:"serviceName"`
 		ServiceNamespace    string   `yaml:"serviceNamespace"`
 		ExtraSchedulerNames []string `yaml:"extraSchedulerNames"`
+		ClientCAFile        string   `yaml:"clientCAFile"`
+		ClientNames         []string `yaml:"clientNames"`
 	} `yaml:"webhook"`
 }
 
