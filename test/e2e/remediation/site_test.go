@@ -53,6 +53,12 @@ const (
 // remediation on and the agents of nodes, and returns once the server listens.
 func startSite(t *testing.T, nodes ...string) *site {
 	t.Helper()
+	return startSiteWith(t, nil, nodes...)
+}
+
+// startSiteWith is startSite with more remediation settings for the server.
+func startSiteWith(t *testing.T, remediation map[string]any, nodes ...string) *site {
+	t.Helper()
 	rig := e2e.Rig(t)
 	crs := sluiceproc.InstallSite(t, rig.RESTConfig())
 	s := &site{t: t, kube: rig.Client(), crs: crs, ns: e2e.TeamNamespace(t, rig, "nlp"), faults: map[string]string{}}
@@ -69,6 +75,11 @@ func startSite(t *testing.T, nodes ...string) *site {
 	}
 	stateDir := filepath.Join(dir, "state")
 	s.ledger = filepath.Join(stateDir, "ledger.db")
+	rem := map[string]any{"enabled": true, "drainTimeout": drainTimeout.String(),
+		"breakerWindow": breakerWindow.String(), "validationNamespace": s.ns, "validationTimeout": "2m"}
+	for k, v := range remediation {
+		rem[k] = v
+	}
 	server := sluiceproc.Start(t, "sluice server", map[string]any{
 		"kubeconfig":     rig.Kubeconfig,
 		"stateDir":       stateDir,
@@ -77,8 +88,7 @@ func startSite(t *testing.T, nodes ...string) *site {
 		"webhook":        map[string]any{"enabled": false},
 		"rest":           map[string]any{"jwtKeyFile": keyFile},
 		"slurm":          map[string]any{"users": map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}}},
-		"remediation": map[string]any{"enabled": true, "drainTimeout": drainTimeout.String(),
-			"breakerWindow": breakerWindow.String(), "validationNamespace": s.ns, "validationTimeout": "2m"},
+		"remediation":    rem,
 	})
 	s.rest = &slurmclient.Client{URL: "http://" + server.Addr(), Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(func() {
