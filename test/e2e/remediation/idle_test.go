@@ -26,7 +26,8 @@ func TestIdleValidationGivesWayToSlurmJob(t *testing.T) {
 		"partitions": map[string]any{"a100": map[string]any{"interval": "1s", "maxNodes": 2}}}}, nodes...)
 	t.Cleanup(func() { s.clearIdleValidations(nodes) })
 	for _, n := range nodes {
-		s.waitNode(n, "idle validation running", time.Minute, func(node *corev1.Node) bool {
+		// A node comes due once it is idle: an earlier test's pods may still be leaving it.
+		s.waitNode(n, "idle validation running", 2*time.Minute, func(node *corev1.Node) bool {
 			v, _, _ := health.ParseLastValidation(node.Annotations)
 			return v.Kind == health.ValidationIdle && v.Result == health.ValidationRunning
 		})
