@@ -65,3 +65,23 @@ func TestSubmitLimiterForgetsIdleUsers(t *testing.T) {
 		t.Errorf("%d buckets after every early user went idle, want 2 (busy, late)", n)
 	}
 }
+
+// BenchmarkSubmitLimiter is the rate limit's cost on the submit path:
+// 16 users submitting in parallel, as the submission benchmark's clients.
+func BenchmarkSubmitLimiter(b *testing.B) {
+	l := newSubmitLimiter(SubmitLimits{Default: RateLimit{PerSecond: 1e9, Burst: 1 << 30}})
+	users := make([]string, 16)
+	for i := range users {
+		users[i] = "user" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if e := l.allow(users[i%len(users)], time.Now()); e != nil {
+				b.Fatal(e)
+			}
+			i++
+		}
+	})
+}
