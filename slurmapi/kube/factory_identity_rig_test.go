@@ -36,8 +36,10 @@ func TestFactoryRunsJobsAsTheirUser(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = rig.Client().CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		if supports {
-			node.Status.Features = &corev1.NodeFeatures{SupplementalGroupsPolicy: &supports}
-			if _, err := rig.Client().CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			// A patch, not an update: the node lifecycle controller writes a new
+			// node's status too, and an update would conflict with it.
+			features := []byte(`{"status":{"features":{"supplementalGroupsPolicy":true}}}`)
+			if _, err := rig.Client().CoreV1().Nodes().PatchStatus(ctx, node.Name, features); err != nil {
 				t.Fatal(err)
 			}
 		}

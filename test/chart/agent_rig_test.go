@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +81,7 @@ func agentChangesOnlyItsOwnNode(t *testing.T, c *cluster.Cluster, ns string) {
 	}
 
 	gpus := `{"metadata":{"annotations":{"` + health.GPUsAnnotation + `":"[]"}}}`
+	waitPolicyInEffect(t, bound, b, gpus)
 	fault := `{"status":{"conditions":[{"type":"GPUXidError","status":"True","reason":"GPUResetRequired","message":"test"}]}}`
 	tests := []struct {
 		name    string
@@ -128,5 +130,30 @@ func agentChangesOnlyItsOwnNode(t *testing.T, c *cluster.Cluster, ns string) {
 				t.Errorf("node %s changed by a refused patch: %s -> %s", tc.node, was, is)
 			}
 		})
+	}
+}
+
+// policyEffectTimeout bounds the wait for a newly applied admission policy:
+// the API server loads policies and bindings from its own informers, so a
+// policy applied a moment ago may not refuse anything yet (seen on a loaded rig).
+const policyEffectTimeout = time.Minute
+
+// waitPolicyInEffect waits until the agent's policy refuses the agent's
+// patch of another node, trying it as a server-side dry run, so nothing is
+// changed while the policy is not yet loaded.
+func waitPolicyInEffect(t *testing.T, agent kubernetes.Interface, otherNode, patch string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(policyEffectTimeout)
+	for {
+		_, err := agent.CoreV1().Nodes().Patch(ctx, otherNode, types.MergePatchType, []byte(patch),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		if apierrors.IsForbidden(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent policy did not take effect within %s: a dry-run patch of node %s by the agent answered %v", policyEffectTimeout, otherNode, err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
