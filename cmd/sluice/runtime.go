@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +28,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // component is one long-running part of the server. Leader-only components
@@ -66,6 +69,7 @@ type Server struct {
 // NewServer connects to the cluster and prepares the HTTP routes; nothing
 // runs until Run.
 func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
+	routeLibraryLogs(log)
 	restConfig, err := loadRESTConfig(cfg.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -103,6 +107,16 @@ func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// routeLibraryLogs makes client-go (through klog) and controller-runtime
+// write through the server's logger. Left alone, controller-runtime prints a
+// "log.SetLogger(...) was never called" stack trace once the process is 30 s
+// old, and klog writes its own format on stderr: under `sluice dev`, a
+// newcomer's terminal.
+func routeLibraryLogs(log *slog.Logger) {
+	klog.SetSlogLogger(log)
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 }
 
 // loadRESTConfig follows kubectl's rules: an explicit file, else in-cluster,
