@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,9 +44,7 @@ func runSbatch(args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	for _, w := range warnings {
-		fmt.Fprintln(os.Stderr, "sbatch: warning:", w)
-	}
+	printed := printWarnings(os.Stderr, warnings, nil)
 	script, err := readScript(positional)
 	if err != nil {
 		return err
@@ -60,9 +59,9 @@ func runSbatch(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	id, err := c.Submit(ctx, job)
+	id, err := submitBatch(ctx, c, job, printed, os.Stderr)
 	if err != nil {
-		return fmt.Errorf("Batch job submission failed: %w", err)
+		return err
 	}
 	if parsable {
 		fmt.Println(id)
@@ -70,6 +69,31 @@ func runSbatch(args []string) error {
 		fmt.Printf("Submitted batch job %d\n", id)
 	}
 	return nil
+}
+
+// submitBatch submits job and prints the server's warnings (about the
+// script's #SBATCH directives) to stderr, except those the command line's
+// parse already printed, so an ignored option is reported once.
+func submitBatch(ctx context.Context, c *client.Client, job map[string]any, printed []string, stderr io.Writer) (uint32, error) {
+	id, warnings, err := c.Submit(ctx, job)
+	if err != nil {
+		return 0, fmt.Errorf("Batch job submission failed: %w", err)
+	}
+	printWarnings(stderr, warnings, printed)
+	return id, nil
+}
+
+// printWarnings writes each warning as sbatch does ("sbatch: warning: ...")
+// unless it is in printed, and returns printed with the new ones added.
+func printWarnings(w io.Writer, warnings, printed []string) []string {
+	for _, msg := range warnings {
+		if slices.Contains(printed, msg) {
+			continue
+		}
+		fmt.Fprintln(w, "sbatch: warning:", msg)
+		printed = append(printed, msg)
+	}
+	return printed
 }
 
 // readScript reads the script named on the command line, or stdin when

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +251,51 @@ func TestSlurmToolNamesRunTheirSubcommand(t *testing.T) {
 		if name != tool || len(args) != 2 {
 			t.Errorf("invoked as %s: runs %q with %q", tool, name, args)
 		}
+	}
+}
+
+// TestSbatchPrintsEachWarningOnce: the server's warnings about #SBATCH
+// directives reach stderr as sbatch prints them, and one the command line's
+// parse already printed is not printed again.
+func TestSbatchPrintsEachWarningOnce(t *testing.T) {
+	mailWarning := "--mail-type is accepted but has no effect in Sluice (ignored: no mail is sent)"
+	for _, tc := range []struct {
+		name           string
+		args           []string // the sbatch command line
+		serverWarnings []string // what the server's answer carries
+		want           string   // stderr
+	}{
+		{"no ignored directives", []string{"train.sh"}, nil, ""},
+		{"directive in the script", []string{"train.sh"}, []string{mailWarning}, "sbatch: warning: " + mailWarning + "\n"},
+		{"on the command line and in the script", []string{"--mail-type=END", "train.sh"}, []string{mailWarning}, "sbatch: warning: " + mailWarning + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != "POST" || r.URL.Path != "/slurm/"+client.Version+"/job/submit" {
+					http.NotFound(w, r)
+					return
+				}
+				warnings := []any{}
+				for _, d := range tc.serverWarnings {
+					warnings = append(warnings, map[string]any{"description": d, "source": "sluice"})
+				}
+				json.NewEncoder(w).Encode(map[string]any{"job_id": 7, "warnings": warnings, "errors": []any{}})
+			}))
+			defer srv.Close()
+			_, _, cliWarnings, err := sbatch.Parse(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			printed := printWarnings(&stderr, cliWarnings, nil)
+			c := &client.Client{URL: srv.URL, HTTP: srv.Client()}
+			id, err := submitBatch(context.Background(), c, map[string]any{"script": "#!/bin/sh\n"}, printed, &stderr)
+			if err != nil || id != 7 {
+				t.Fatalf("submit: %d %v", id, err)
+			}
+			if stderr.String() != tc.want {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)
+			}
+		})
 	}
 }

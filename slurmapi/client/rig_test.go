@@ -116,9 +116,9 @@ func TestScontrolCallsOnRig(t *testing.T) {
 		t.Errorf("unknown node: %v, want not found", err)
 	}
 
-	id, err := alice.Submit(ctx, map[string]any{"script": "#!/bin/sh\ntrue\n", "environment": []string{"PATH=/bin"}, "time_limit": client.Set(30)})
-	if err != nil {
-		t.Fatal(err)
+	id, warnings, err := alice.Submit(ctx, map[string]any{"script": "#!/bin/sh\ntrue\n", "environment": []string{"PATH=/bin"}, "time_limit": client.Set(30)})
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("submit: warnings %q, %v; want none", warnings, err)
 	}
 	ref := func(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
 	if _, err := alice.JobRecords(ctx, "99999999"); !client.IsNotFound(err) {
@@ -158,5 +158,34 @@ func TestScontrolCallsOnRig(t *testing.T) {
 	var conflict *client.APIError
 	if err := alice.Requeue(ctx, id, false); !errors.As(err, &conflict) || conflict.Status != http.StatusConflict || !strings.Contains(err.Error(), "pending") {
 		t.Errorf("requeueing a pending job: %v, want 409 saying it is pending", err)
+	}
+}
+
+// TestSubmitReturnsTheServersWarnings: a #SBATCH directive Sluice ignores
+// comes back in the submit answer's warnings[], once; a plain script gets none.
+func TestSubmitReturnsTheServersWarnings(t *testing.T) {
+	alice := as(t, siteServer(t), "alice")
+	for _, tc := range []struct {
+		name, script string
+		want         []string // substrings, one per warning
+	}{
+		{"no ignored directives", "#!/bin/sh\n#SBATCH --time=5\ntrue\n", nil},
+		{"mail-type", "#!/bin/sh\n#SBATCH --mail-type=END\ntrue\n", []string{"--mail-type"}},
+		{"exclusive and constraint", "#!/bin/sh\n#SBATCH --exclusive\n#SBATCH -C a100\ntrue\n", []string{"--exclusive", "--constraint"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warnings, err := alice.Submit(context.Background(), map[string]any{"script": tc.script, "environment": []string{"PATH=/bin"}, "hold": true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d naming %q", warnings, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(warnings[i], w) {
+					t.Errorf("warning %d %q does not name %s", i, warnings[i], w)
+				}
+			}
+		})
 	}
 }

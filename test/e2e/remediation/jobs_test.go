@@ -26,7 +26,7 @@ import (
 // submit sends an sbatch script as alice and returns the job id.
 func (s *site) submit(script string) uint32 {
 	s.t.Helper()
-	id, err := s.rest.Submit(context.Background(), map[string]any{"script": script, "environment": []string{"PATH=/bin:/usr/bin"}})
+	id, _, err := s.rest.Submit(context.Background(), map[string]any{"script": script, "environment": []string{"PATH=/bin:/usr/bin"}})
 	if err != nil {
 		s.t.Fatalf("submit: %v", err)
 	}
