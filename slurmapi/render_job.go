@@ -109,10 +109,9 @@ func renderJob(j *Job, cluster string) map[string]any {
 		"exit_code":    exitCode(j), "derived_exit_code": exitCode(j),
 		"batch_flag": !j.Manifest, "hold": d.Hold, "requeue": d.Requeue,
 		"dependency": d.Dependency, "comment": d.Comment, "container": d.ContainerImage,
-		"current_working_directory": d.WorkDir, "standard_output": d.Stdout,
-		"standard_error": d.Stderr, "standard_input": d.Stdin,
-		"flags": []any{}, "shared": []any{},
+		"current_working_directory": d.WorkDir, "flags": []any{}, "shared": []any{},
 	}
+	m["standard_output"], m["standard_error"], m["standard_input"] = jobStreams(j)
 	if d.TasksPerNode > 0 {
 		m["tasks_per_node"] = Num(int64(d.TasksPerNode)).tree()
 	}

@@ -17,7 +17,7 @@ func TestScontrolShowJobLayout(t *testing.T) {
 		Priority: client.Set(1000), Requeue: true, BatchFlag: true,
 		SubmitTime: client.Set(1_700_000_000), EligibleTime: client.Set(1_700_000_000), StartTime: client.Set(1_700_000_040),
 		TimeLimit: client.Set(90), TRESReqStr: "cpu=16,node=2,gres/gpu=16", TRESPerNode: "gres/gpu:8",
-		Command: "/home/alice/train.sh", WorkDir: "/home/alice", StdOut: "/home/alice/slurm-%j.out",
+		Command: "/home/alice/train.sh", WorkDir: "/home/alice", StdOut: "/home/alice/slurm-42.out",
 	}
 	var b strings.Builder
 	jobRecord(j, now).write(&b, false)
@@ -34,7 +34,7 @@ func TestScontrolShowJobLayout(t *testing.T) {
 		"\n   NodeList=h100-[3-4]\n   BatchHost=h100-3\n",
 		"\n   NumNodes=2 NumCPUs=16 NumTasks=16 CPUs/Task=1\n",
 		"\n   ReqTRES=cpu=16,node=2,gres/gpu=16\n   AllocTRES=(null)\n",
-		"\n   StdErr=(null)\n",
+		"\n   StdErr=(null)\n   StdIn=(null)\n   StdOut=/home/alice/slurm-42.out\n",
 		"\n   TresPerNode=gres/gpu:8\n\n",
 	} {
 		if !strings.Contains(got, want) {

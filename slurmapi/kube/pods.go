@@ -164,13 +164,7 @@ func outputFiles(pg *v1alpha1.PodGroup, node string) (stdout, stderr string) {
 		task := int(*s.ArrayTaskID)
 		f.ArrayJobID, f.ArrayTaskID = uint32(*s.ArrayJobID), &task
 	}
-	path := func(pattern string) string {
-		p := sbatch.ExpandFilename(pattern, f)
-		if !strings.HasPrefix(p, "/") {
-			p = strings.TrimSuffix(s.WorkingDirectory, "/") + "/" + p
-		}
-		return p
-	}
+	path := func(pattern string) string { return sbatch.ExpandPath(pattern, s.WorkingDirectory, f) }
 	out := s.StandardOutput
 	if out == "" {
 		if s.WorkingDirectory == "" {

@@ -15,7 +15,19 @@ type FilenameFields struct {
 	User        string // %u
 	ArrayJobID  uint32 // %A; 0 outside an array, where %A is the job id
 	ArrayTaskID *int   // %a; nil outside an array
-	Node        string // %N: the node the batch script runs on
+	Node        string // %N: the node the batch script runs on; "" while pending
+}
+
+// ExpandPath is ExpandFilename made absolute against the job's working
+// directory, the path the batch script's stream is written to and the
+// one scontrol shows. The pod side and the job record both call it, so
+// the file written and the file shown cannot disagree.
+func ExpandPath(pattern, workDir string, f FilenameFields) string {
+	p := ExpandFilename(pattern, f)
+	if workDir == "" || strings.HasPrefix(p, "/") {
+		return p
+	}
+	return strings.TrimSuffix(workDir, "/") + "/" + p
 }
 
 // DefaultOutput is sbatch's output file when --output is not given.
@@ -26,9 +38,13 @@ func DefaultOutput(array bool) string {
 	return "slurm-%j.out"
 }
 
-// ExpandFilename replaces sbatch's filename patterns: %j %x %u %A %a %N
-// and %% (a literal %), each optionally zero-padded to a width ("%4a"
-// gives 0007). Unknown patterns stay as written. As in sbatch, a name
+// ExpandFilename replaces sbatch's filename patterns (sbatch(1),
+// "filename pattern") for the batch step: %j %J (the job id: the batch
+// step has no numeric step id), %x %u %A %a %b (task id modulo 10) %N,
+// %n and %t (0: the batch script is task 0 on node 0), %s ("batch") and
+// %% (a literal %), the numeric ones optionally zero-padded to a width
+// ("%4a" gives 0007). %N stays as written until the job has a node, and
+// unknown patterns stay as written. As in sbatch, a name
 // holding a backslash is not expanded; its backslashes are dropped.
 func ExpandFilename(pattern string, f FilenameFields) string {
 	if strings.Contains(pattern, `\`) {
@@ -64,14 +80,23 @@ func fieldValue(c byte, f FilenameFields) (string, bool) {
 	switch c {
 	case '%':
 		return "%", true
-	case 'j':
+	case 'j', 'J':
 		return strconv.FormatUint(uint64(f.JobID), 10), true
+	case 'n', 't':
+		return "0", true
+	case 's':
+		return "batch", true
+	case 'b':
+		if f.ArrayTaskID == nil {
+			return strconv.Itoa(noArrayTask % 10), true
+		}
+		return strconv.Itoa(*f.ArrayTaskID % 10), true
 	case 'x':
 		return f.Name, true
 	case 'u':
 		return f.User, true
 	case 'N':
-		return f.Node, true
+		return f.Node, f.Node != ""
 	case 'A':
 		if f.ArrayJobID == 0 {
 			return strconv.FormatUint(uint64(f.JobID), 10), true
@@ -88,7 +113,7 @@ func fieldValue(c byte, f FilenameFields) (string, bool) {
 
 // pad zero-pads the numeric patterns to width, as sbatch does.
 func pad(v string, width int, c byte) string {
-	if !strings.ContainsRune("jAa", rune(c)) || len(v) >= width {
+	if !strings.ContainsRune("jJAabnt", rune(c)) || len(v) >= width {
 		return v
 	}
 	return strings.Repeat("0", width-len(v)) + v
