@@ -136,20 +136,7 @@ func TestFailedIdleValidationQuarantines(t *testing.T) {
 		})
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	count := func() (out, in []string) {
-		for _, n := range nodes {
-			node, err := e.client.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tainted(node) {
-				out = append(out, n)
-			} else {
-				in = append(in, n)
-			}
-		}
-		return out, in
-	}
+	count := func() (out, in []string) { return e.splitByTaint(t, nodes) }
 	out, in := count()
 	for ; len(out) == 0 && time.Now().Before(deadline); out, in = count() {
 		time.Sleep(50 * time.Millisecond)

@@ -179,20 +179,7 @@ func TestCircuitBreakerHolds(t *testing.T) {
 			return c != nil && c.Status == corev1.ConditionTrue
 		})
 	}
-	e2eWait := func() (out, in []string) {
-		for _, n := range nodes {
-			node, err := e.client.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tainted(node) {
-				out = append(out, n)
-			} else {
-				in = append(in, n)
-			}
-		}
-		return out, in
-	}
+	e2eWait := func() (out, in []string) { return e.splitByTaint(t, nodes) }
 	deadline := time.Now().Add(30 * time.Second)
 	var out, in []string
 	for out, in = e2eWait(); len(out) == 0 && time.Now().Before(deadline); out, in = e2eWait() {
@@ -210,4 +197,22 @@ func TestCircuitBreakerHolds(t *testing.T) {
 		e.inject(n, nil)
 	}
 	e.waitNode(out[0], "returned", time.Minute, func(n *corev1.Node) bool { return !tainted(n) && remediation(n).Phase == "" })
+}
+
+// splitByTaint reads nodes and splits them into those under the quarantine taint and
+// the rest, failing the test when a node cannot be read.
+func (e *env) splitByTaint(t *testing.T, nodes []string) (out, in []string) {
+	t.Helper()
+	for _, n := range nodes {
+		node, err := e.client.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tainted(node) {
+			out = append(out, n)
+		} else {
+			in = append(in, n)
+		}
+	}
+	return out, in
 }
