@@ -96,7 +96,10 @@ func (c *cycle) explainFailure(at *attempt, ji int32) (string, string) {
 	g := &c.groups[gi]
 	want := g.count - g.running
 	what := describeTask(g)
-	if !slices.ContainsFunc(ps.nodes, func(n int32) bool { return c.couldEverHold(&c.nodes[n], g, js.job.NodeSelector) }) {
+	if code, reason := c.explainPlacement(ji, gi); code != "" {
+		return code, reason
+	}
+	if !slices.ContainsFunc(ps.nodes, func(n int32) bool { return c.couldEverHold(n, ji, gi) }) {
 		return ReasonPartitionConfig, fmt.Sprintf("no node in partition %s can ever hold a task of %s", ps.name, what)
 	}
 	if want == 1 {
@@ -213,7 +216,7 @@ func (c *cycle) reserve(ji int32) {
 		for t := g.running; t < g.count; t++ {
 			i := -1
 			for k, n := range cands {
-				if left[k] >= g.gpu.Devices && c.couldEverHold(&c.nodes[n], g, js.job.NodeSelector) {
+				if left[k] >= g.gpu.Devices && c.couldEverHold(n, ji, gi) {
 					i = k
 					break
 				}

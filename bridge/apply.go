@@ -30,6 +30,7 @@ func (c *cycle) apply(pi int32, sign int64) {
 	if pl.gn > pl.g0 && !c.building {
 		c.refreshNode(pl.node) // while building, every node is refreshed once at the end
 	}
+	c.noteTask(nd, pl.job, sign)
 	js := &c.jobs[pl.job]
 	if sign > 0 {
 		js.use.add(pl.use)

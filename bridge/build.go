@@ -11,6 +11,7 @@ func newCycle(s *Snapshot, b *buffers) *cycle {
 	c := &cycle{s: s, d: &Decisions{}, now: nanos(s.Now), users: map[userKey]*userUsage{}, building: true, buf: b, binds: b.binds[:0]}
 	c.buildPartitions()
 	c.buildNodes()
+	c.buildNodeSets()
 	c.buildQueues()
 	c.buildQOS()
 	c.buildJobs()
@@ -67,7 +68,7 @@ func (c *cycle) buildPartitions() {
 			st = Binpack
 		}
 		c.partIdx[p.Name] = int32(len(c.parts))
-		c.parts = append(c.parts, partState{name: p.Name, strategy: st, allowQ: set(p.AllowedQueues),
+		c.parts = append(c.parts, partState{name: p.Name, src: int32(i), strategy: st, allowQ: set(p.AllowedQueues),
 			allowQOS: set(p.AllowedQOS), reservedBy: -1})
 	}
 }
@@ -120,7 +121,7 @@ func (c *cycle) buildNodes() {
 }
 
 func (c *cycle) nodeState(n *Node, p int32) nodeState {
-	nd := nodeState{name: n.Name, part: p, labels: n.Labels, schedulable: !n.Unschedulable, reservedBy: -1}
+	nd := nodeState{name: n.Name, part: p, labels: n.Labels, schedulable: !n.Unschedulable, reservedBy: -1, exclusive: -1}
 	nd.g0 = int32(len(c.gpus))
 	if len(n.GPUs) == 0 && n.Allocatable.GPUMilli >= 1000 {
 		k := min(n.Allocatable.GPUMilli/1000, maxDevices)

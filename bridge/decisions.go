@@ -107,7 +107,8 @@ const (
 	ReasonInvalidAccount    = "InvalidAccount"                // unknown queue, or not a leaf
 	ReasonInvalidQOS        = "InvalidQOS"                    // unknown QOS
 	ReasonInvalidPartition  = "InvalidPartition"              // unknown partition
-	ReasonBadConstraints    = "BadConstraints"                // malformed request
+	ReasonBadConstraints    = "BadConstraints"                // malformed request, or no node could ever satisfy it
+	ReasonReqNodeNotAvail   = "ReqNodeNotAvail"               // the only nodes it may use are unavailable
 )
 
 // QueueShare is one queue's standing in one partition.

@@ -138,7 +138,7 @@ func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queue
 				nd := &c.nodes[n]
 				avail := nd.free
 				avail.add(c.gain[n])
-				if slices.Contains(tried[:ntried], n) || !need.fitsIn(avail) || !c.couldEverHold(nd, g, js.job.NodeSelector) ||
+				if slices.Contains(tried[:ntried], n) || !need.fitsIn(avail) || !c.couldEverHold(n, ji, gi) ||
 					(nd.reservedBy >= 0 && nd.reservedBy != ji && !c.mayBackfill(js, nd)) {
 					continue
 				}

@@ -97,7 +97,7 @@ func (c *cycle) fits(at *attempt, ji, gi, n int32) bool {
 	if len(js.job.NodeSelector) > 0 && !matches(nd.labels, js.job.NodeSelector) {
 		return false
 	}
-	if !c.gpuFits(nd, g) {
+	if !c.gpuFits(nd, g) || !c.placementAllows(ji, g, n) {
 		return false
 	}
 	if nd.reservedBy >= 0 && nd.reservedBy != ji && !c.mayBackfill(js, nd) {
@@ -136,12 +136,17 @@ func (c *cycle) mayBackfill(js *jobState, nd *nodeState) bool {
 	return js.job.TimeLimit > 0 && p.reservedUntil != 0 && c.now+int64(js.job.TimeLimit) <= p.reservedUntil
 }
 
-// couldEverHold reports whether node n, emptied of all work, could hold one task of g.
-func (c *cycle) couldEverHold(nd *nodeState, g *groupReq, sel map[string]string) bool {
+// couldEverHold reports whether node n, emptied of all work, could hold one task of group
+// gi of job ji.
+func (c *cycle) couldEverHold(n, ji, gi int32) bool {
+	nd, g, js := &c.nodes[n], &c.groups[gi], &c.jobs[ji]
 	if !nd.schedulable || g.base[DimCPU] > nd.capacity[DimCPU] || g.base[DimMemory] > nd.capacity[DimMemory] {
 		return false
 	}
-	if len(sel) > 0 && !matches(nd.labels, sel) {
+	if sel := js.job.NodeSelector; len(sel) > 0 && !matches(nd.labels, sel) {
+		return false
+	}
+	if !c.mayEverUse(js, g, n) {
 		return false
 	}
 	switch g.gpu.Kind {

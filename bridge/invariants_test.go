@@ -64,6 +64,7 @@ func checkInvariants(t *testing.T, s *Snapshot, d *Decisions) {
 	}
 	next := applyDecisions(s, d)
 	checkCapacity(t, next)
+	checkPlacementRules(t, s, next, d)
 	bound := map[string]bool{}
 	for _, b := range d.Binds {
 		bound[b.Job] = true

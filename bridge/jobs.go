@@ -88,6 +88,7 @@ func (c *cycle) buildJob(ji int32) {
 	}
 	c.checkPartitionAccess(js)
 	c.buildGroups(js)
+	c.buildPlacement(js)
 	for i := range j.Running {
 		c.placeRunning(ji, &j.Running[i])
 	}

@@ -121,6 +121,7 @@ func (c *cycle) shapeOf(js *jobState) int32 {
 	}
 	b = append(b, '|')
 	b = strconv.AppendInt(b, int64(js.job.TimeLimit), 10)
+	b = c.appendPlacementKey(b, js)
 	c.keyBuf = b
 	return c.intern(b)
 }

@@ -66,9 +66,10 @@ func (c *cycle) evictSim(at *attempt, ji int32) {
 	}
 }
 
-// placeGang places a job's pending tasks, all or nothing up to its minMember, then as many
+// placeTasks places a job's pending tasks, all or nothing up to its minMember, then as many
 // more as fit. It reports whether the gang is placed; on failure the state is unchanged.
-func (c *cycle) placeGang(at *attempt, ji int32, action Action) bool {
+// Callers use placeGang, which keeps to the job's topology.
+func (c *cycle) placeTasks(at *attempt, ji int32, action Action) bool {
 	js := &c.jobs[ji]
 	required := js.minMember - js.running
 	placed := int32(0)

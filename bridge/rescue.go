@@ -97,6 +97,7 @@ func (c *cycle) gpuShape(js *jobState) int32 {
 		}
 		b = append(b, '|')
 	}
+	b = c.appendPlacementKey(b, js)
 	c.keyBuf = b
 	return c.intern(b)
 }

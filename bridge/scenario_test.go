@@ -27,6 +27,7 @@ type scenario struct {
 	QOS         []scQOS     `yaml:"qos"`
 	Jobs        []scJob     `yaml:"jobs"`
 	Usage       []scUsage   `yaml:"usage"`
+	NodeSets    []NodeSet   `yaml:"nodeSets"`
 	Expect      scExpect    `yaml:"expect"`
 }
 
@@ -82,6 +83,7 @@ type scGroup struct {
 	Memory    float64    `yaml:"memory"`    // GiB, default 4
 	Extended  []Quantity `yaml:"extended"`
 	Kind      GPUKind    `yaml:"kind"` // overrides the kind derived from the fields above
+	NodeSet   string     `yaml:"nodeSet"`
 }
 
 type scRunning struct {
@@ -107,6 +109,7 @@ type scJob struct {
 	TimeLimit   time.Duration     `yaml:"timeLimit"`
 	Selector    map[string]string `yaml:"selector"`
 	StaleFor    time.Duration     `yaml:"staleFor"`
+	Placement   Placement         `yaml:"placement"`
 	scGroup     `yaml:",inline"`
 	Groups      []scGroup   `yaml:"groups"`
 	Running     []scRunning `yaml:"running"`
@@ -166,7 +169,7 @@ func (sc *scenario) snapshot() *Snapshot {
 	if sc.Now.IsZero() {
 		sc.Now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	}
-	s := &Snapshot{Now: sc.Now, Config: sc.Config, Partitions: sc.Partitions}
+	s := &Snapshot{Now: sc.Now, Config: sc.Config, Partitions: sc.Partitions, NodeSets: sc.NodeSets}
 	if len(s.Partitions) == 0 {
 		s.Partitions = []Partition{{Name: "gpu", Placement: Binpack}}
 	}
@@ -252,7 +255,7 @@ func (q scQueue) queue() Queue {
 }
 
 func (g scGroup) group(name string) TaskGroup {
-	tg := TaskGroup{Name: name, Count: g.Tasks}
+	tg := TaskGroup{Name: name, Count: g.Tasks, NodeSet: g.NodeSet}
 	if g.Name != "" {
 		tg.Name = g.Name
 	}
@@ -285,7 +288,7 @@ func (g scGroup) group(name string) TaskGroup {
 
 func (j scJob) job(now time.Time, defaultPartition string) Job {
 	out := Job{ID: j.ID, Queue: j.Queue, Partition: j.Partition, User: j.User, QOS: j.QOS, Priority: j.Priority,
-		Preemptible: j.Preemptible, MinMember: j.MinMember, TimeLimit: j.TimeLimit, NodeSelector: j.Selector,
+		Preemptible: j.Preemptible, MinMember: j.MinMember, TimeLimit: j.TimeLimit, NodeSelector: j.Selector, Placement: j.Placement,
 		SubmitTime: now.Add(-time.Duration(j.Submitted) * time.Minute)}
 	if out.Partition == "" {
 		out.Partition = defaultPartition

@@ -15,6 +15,8 @@ type Snapshot struct {
 	QOS        []QOS        `json:"qos" yaml:"qos"`
 	Jobs       []Job        `json:"jobs" yaml:"jobs"`
 	Usage      []QueueUsage `json:"usage,omitempty" yaml:"usage,omitempty"`
+	// NodeSets are the node lists task groups name in TaskGroup.NodeSet (see placement.go).
+	NodeSets []NodeSet `json:"nodeSets,omitempty" yaml:"nodeSets,omitempty"`
 }
 
 // Config tunes the cycle. The zero value is usable.
@@ -60,6 +62,10 @@ type Partition struct {
 	// AllowedQueues and AllowedQOS restrict who may run here; empty allows all.
 	AllowedQueues []string `json:"allowedQueues,omitempty" yaml:"allowedQueues,omitempty"`
 	AllowedQOS    []string `json:"allowedQOS,omitempty" yaml:"allowedQOS,omitempty"`
+	// Topology lists the partition's topology levels, outermost first, each a node label
+	// key (for example a zone, block and rack label): a node's domain at a level is the
+	// value of that label. A job's preferred placement falls back outwards along this list.
+	Topology []string `json:"topology,omitempty" yaml:"topology,omitempty"`
 }
 
 // Node is one machine.
@@ -175,7 +181,10 @@ type Job struct {
 	SubmitTime   time.Time         `json:"submitTime" yaml:"submitTime"`
 	TimeLimit    time.Duration     `json:"timeLimit,omitempty" yaml:"timeLimit,omitempty"`
 	NodeSelector map[string]string `json:"nodeSelector,omitempty" yaml:"nodeSelector,omitempty"`
-	Groups       []TaskGroup       `json:"groups" yaml:"groups"`
+	// Placement constrains where the gang's tasks go relative to one another and to other
+	// jobs: topology, one task per node, whole nodes.
+	Placement Placement   `json:"placement,omitempty" yaml:"placement,omitempty"`
+	Groups    []TaskGroup `json:"groups" yaml:"groups"`
 	Running      []RunningTask     `json:"running,omitempty" yaml:"running,omitempty"`
 	// StaleSince is when the gang dropped below MinMember running tasks; zero when it has not.
 	StaleSince time.Time `json:"staleSince,omitempty" yaml:"staleSince,omitempty"`
@@ -190,6 +199,10 @@ type TaskGroup struct {
 	// GPU says how GPUs are asked for.
 	Request Resources  `json:"request" yaml:"request"`
 	GPU     GPURequest `json:"gpu,omitempty" yaml:"gpu,omitempty"`
+	// NodeSet names the Snapshot.NodeSets entry that lists the only nodes its tasks may use
+	// (what their node affinity, tolerations, --constraint, -w and -x allow); empty: any
+	// node of the partition.
+	NodeSet string `json:"nodeSet,omitempty" yaml:"nodeSet,omitempty"`
 	// PendingTasks optionally names the tasks not yet running (existing pods); binds use
 	// these names in order, otherwise "<job>-<group>-<n>".
 	PendingTasks []string `json:"pendingTasks,omitempty" yaml:"pendingTasks,omitempty"`

@@ -29,6 +29,11 @@ type cycle struct {
 	gpuRefs []int32
 	users   map[userKey]*userUsage
 	extIdx  map[string]int32
+	// sets are the snapshot's node sets, levels the topology levels jobs asked for.
+	sets     []nodeSetState
+	setIdx   map[string]int32
+	levels   []levelState
+	levelIdx map[string]int32
 	// order is every pending job in the order allocate considered it.
 	order []int32
 	// victims caches, per partition, its running preemptible jobs in eviction order;
@@ -114,6 +119,7 @@ func reuse[T any](buf []T, n int) []T {
 
 type partState struct {
 	name      string
+	src       int32 // its position in the snapshot's Partitions
 	strategy  Strategy
 	allowQ    map[string]bool
 	allowQOS  map[string]bool
@@ -166,6 +172,11 @@ type nodeState struct {
 	capWhole    int32 // healthy devices
 	capacity    vec
 	reservedBy  int32
+	// tasks counts the placements on it; exclusive is the exclusive job holding it (-1:
+	// none), with exclTasks of its tasks there.
+	tasks     int32
+	exclusive int32
+	exclTasks int32
 	// busyUntil is when the work on it should end by its time limits; busyForever is set
 	// when some of it has no limit.
 	busyUntil   int64 // unix nanoseconds
@@ -257,6 +268,10 @@ type jobState struct {
 	reason    string
 	start     int64 // earliest task start, unix nanoseconds; 0: unknown
 	uu        *userUsage
+	topo      *jobTopo // nil: no topology asked for
+	// onePerNode and exclusive are the job's Placement flags.
+	onePerNode bool
+	exclusive  bool
 }
 
 type groupReq struct {
@@ -270,6 +285,7 @@ type groupReq struct {
 	// malformed is set when checkGroup finds fault with it: its tasks take no devices.
 	malformed bool
 	names     []string
+	set       int32 // its node set in cycle.sets, -1: any node
 }
 
 type extAmount struct {

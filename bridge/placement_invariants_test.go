@@ -1,0 +1,83 @@
+package bridge
+
+import (
+	"slices"
+	"testing"
+)
+
+// checkPlacementRules verifies that every job a cycle bound keeps, with what it runs after
+// the cycle, to its node sets, one task per node, exclusive nodes and required topology.
+func checkPlacementRules(t *testing.T, s, next *Snapshot, d *Decisions) {
+	t.Helper()
+	labels := map[string]map[string]string{}
+	for _, n := range s.Nodes {
+		labels[n.Name] = n.Labels
+	}
+	sets := map[string][]string{}
+	for _, ns := range s.NodeSets {
+		if _, dup := sets[ns.Name]; !dup {
+			sets[ns.Name] = ns.Nodes
+		}
+	}
+	bound := map[string]bool{}
+	for _, b := range d.Binds {
+		bound[b.Job] = true
+	}
+	jobsOn := map[string]map[string]bool{} // node -> jobs running there
+	for _, j := range next.Jobs {
+		for _, r := range j.Running {
+			if jobsOn[r.Node] == nil {
+				jobsOn[r.Node] = map[string]bool{}
+			}
+			jobsOn[r.Node][j.ID] = true
+		}
+	}
+	for _, j := range next.Jobs {
+		if !bound[j.ID] {
+			continue
+		}
+		seen := map[string]bool{}
+		domain := ""
+		for i, r := range j.Running {
+			group := j.Groups[0]
+			for _, g := range j.Groups {
+				if g.Name == r.Group {
+					group = g
+				}
+			}
+			if group.NodeSet != "" && !slices.Contains(sets[group.NodeSet], r.Node) {
+				t.Errorf("job %s task %s on %s, outside its node set %s", j.ID, r.Name, r.Node, group.NodeSet)
+			}
+			if j.Placement.OnePerNode && seen[r.Node] {
+				t.Errorf("job %s runs two tasks on %s although it asks for one per node", j.ID, r.Node)
+			}
+			seen[r.Node] = true
+			if j.Placement.Exclusive && len(jobsOn[r.Node]) > 1 {
+				t.Errorf("exclusive job %s shares node %s with %v", j.ID, r.Node, jobsOn[r.Node])
+			}
+			if key := j.Placement.RequiredLevel; key != "" {
+				v, ok := labels[r.Node][key]
+				if !ok || (i > 0 && v != domain) {
+					t.Errorf("job %s task %s on %s (%s=%q), outside its required %s domain %q", j.ID, r.Name, r.Node, key, v, key, domain)
+				}
+				if i == 0 {
+					domain = v
+				}
+			}
+		}
+	}
+	for _, j := range next.Jobs {
+		if !j.Placement.Exclusive {
+			continue
+		}
+		for _, r := range j.Running {
+			if len(jobsOn[r.Node]) > 1 && (bound[j.ID] || anyBoundOn(d, r.Node)) {
+				t.Errorf("node %s of exclusive job %s shared with %v", r.Node, j.ID, jobsOn[r.Node])
+			}
+		}
+	}
+}
+
+func anyBoundOn(d *Decisions, node string) bool {
+	return slices.ContainsFunc(d.Binds, func(b Bind) bool { return b.Node == node })
+}
