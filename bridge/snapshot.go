@@ -183,9 +183,9 @@ type Job struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty" yaml:"nodeSelector,omitempty"`
 	// Placement constrains where the gang's tasks go relative to one another and to other
 	// jobs: topology, one task per node, whole nodes.
-	Placement Placement   `json:"placement,omitempty" yaml:"placement,omitempty"`
-	Groups    []TaskGroup `json:"groups" yaml:"groups"`
-	Running      []RunningTask     `json:"running,omitempty" yaml:"running,omitempty"`
+	Placement Placement     `json:"placement,omitempty" yaml:"placement,omitempty"`
+	Groups    []TaskGroup   `json:"groups" yaml:"groups"`
+	Running   []RunningTask `json:"running,omitempty" yaml:"running,omitempty"`
 	// StaleSince is when the gang dropped below MinMember running tasks; zero when it has not.
 	StaleSince time.Time `json:"staleSince,omitempty" yaml:"staleSince,omitempty"`
 }
