@@ -30,8 +30,11 @@ func (c *cycle) apply(pi int32, sign int64) {
 	if pl.gn > pl.g0 && !c.building {
 		c.refreshNode(pl.node) // while building, every node is refreshed once at the end
 	}
-	c.noteTask(nd, pl.job, sign)
 	js := &c.jobs[pl.job]
+	nd.tasks += int32(sign)
+	if js.exclusive {
+		c.noteExclusive(nd, pl.job, sign)
+	}
 	if sign > 0 {
 		js.use.add(pl.use)
 		c.noteBusy(nd, js, pl)

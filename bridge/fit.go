@@ -97,7 +97,11 @@ func (c *cycle) fits(at *attempt, ji, gi, n int32) bool {
 	if len(js.job.NodeSelector) > 0 && !matches(nd.labels, js.job.NodeSelector) {
 		return false
 	}
-	if !c.gpuFits(nd, g) || !c.placementAllows(ji, g, n) {
+	if !c.gpuFits(nd, g) {
+		return false
+	}
+	// Most jobs ask nothing of placement and most nodes are not held exclusively.
+	if (g.set >= 0 || nd.exclusive >= 0 || js.constrained) && !c.placementAllows(ji, g, n) {
 		return false
 	}
 	if nd.reservedBy >= 0 && nd.reservedBy != ji && !c.mayBackfill(js, nd) {

@@ -126,6 +126,7 @@ func (c *cycle) level(key string) int32 {
 func (c *cycle) buildPlacement(js *jobState) {
 	pl := &js.job.Placement
 	js.onePerNode, js.exclusive = pl.OnePerNode, pl.Exclusive
+	js.constrained = pl.OnePerNode || pl.Exclusive || pl.RequiredLevel != "" || pl.PreferredLevel != ""
 	for gi := js.g0; gi < js.gn; gi++ {
 		g := &c.groups[gi]
 		g.set = -1
@@ -294,13 +295,9 @@ func (c *cycle) mayEverUse(js *jobState, g *groupReq, n int32) bool {
 	return js.topo == nil || js.topo.required < 0 || c.levels[js.topo.required].dom[n] >= 0
 }
 
-// noteTask keeps a node's count of tasks, and which exclusive job holds it, as a placement
-// of job ji comes (sign +1) or goes (-1).
-func (c *cycle) noteTask(nd *nodeState, ji int32, sign int64) {
-	nd.tasks += int32(sign)
-	if !c.jobs[ji].exclusive {
-		return
-	}
+// noteExclusive keeps which exclusive job holds a node as a placement of job ji comes (sign
+// +1) or goes (-1).
+func (c *cycle) noteExclusive(nd *nodeState, ji int32, sign int64) {
 	nd.exclTasks += int32(sign)
 	switch {
 	case sign > 0:

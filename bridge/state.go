@@ -269,9 +269,11 @@ type jobState struct {
 	start     int64 // earliest task start, unix nanoseconds; 0: unknown
 	uu        *userUsage
 	topo      *jobTopo // nil: no topology asked for
-	// onePerNode and exclusive are the job's Placement flags.
-	onePerNode bool
-	exclusive  bool
+	// onePerNode and exclusive are the job's Placement flags; constrained is set when it
+	// has either or a topology.
+	onePerNode  bool
+	exclusive   bool
+	constrained bool
 }
 
 type groupReq struct {
