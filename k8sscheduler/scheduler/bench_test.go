@@ -24,11 +24,11 @@ func benchCache(b *testing.B, pending int) *cache {
 			Labels: map[string]string{v1alpha1.PartitionLabel: "h100", v1alpha1.GPUMemoryLabel: "81920"}},
 			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("128"),
 				corev1.ResourceMemory: resource.MustParse("1Ti"), v1alpha1.GPUResource: resource.MustParse("8")}}}
-		bn, err := convertNode(n, nil)
+		bn, err := convertNode(n)
 		if err != nil {
 			b.Fatal(err)
 		}
-		c.setNode(bn)
+		c.setNode(bn, n)
 	}
 	c.setQueue("q", &bridge.Queue{Name: "q"})
 	for i := range 4000 {

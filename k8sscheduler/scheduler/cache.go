@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -34,6 +37,11 @@ type cache struct {
 	// 4000 pods.
 	nodeBuf []bridge.Node
 	jobBuf  []bridge.Job
+	// classes are the node constraints of the jobs in the last snapshot, by key, each with
+	// the nodes that satisfy it as of nodeGen, which counts changes of nodes.
+	classes   map[string]*nodeClass
+	nodeGen   uint64
+	tolerated []string // taint keys every pod is taken to tolerate (Config.ToleratedTaints)
 }
 
 // nodeEntry is one node: its own conversion plus the pods of other schedulers on it.
@@ -46,6 +54,8 @@ type nodeEntry struct {
 	yielding map[string]*podEntry
 	built    bridge.Node
 	dirty    bool
+	// kube is the node's name, labels and taints, as node affinity and tolerations match them.
+	kube *corev1.Node
 }
 
 func newCache() *cache {
@@ -84,15 +94,21 @@ func (c *cache) group(key string) *groupEntry {
 
 // setNode records a node's conversion; unchanged nodes (status heartbeats) do not wake the
 // cycle.
-func (c *cache) setNode(n bridge.Node) {
+func (c *cache) setNode(n bridge.Node, kube *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.node(n.Name)
-	if e.seen && sameNode(&e.base, &n) {
+	if e.seen && sameNode(&e.base, &n) && e.kube != nil && sameTaints(e.kube.Spec.Taints, kube.Spec.Taints) {
 		return
 	}
 	e.base, e.seen, e.dirty = n, true, true
+	e.kube = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kube.Name, Labels: kube.Labels}, Spec: corev1.NodeSpec{Taints: kube.Spec.Taints}}
+	c.nodeGen++
 	c.poke()
+}
+
+func sameTaints(a, b []corev1.Taint) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.Taint) bool { return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect })
 }
 
 func (c *cache) deleteNode(name string) {
@@ -102,8 +118,9 @@ func (c *cache) deleteNode(name string) {
 		if len(e.foreign) == 0 && len(e.yielding) == 0 {
 			delete(c.nodes, name)
 		} else {
-			e.seen, e.base = false, bridge.Node{}
+			e.seen, e.base, e.kube = false, bridge.Node{}, nil
 		}
+		c.nodeGen++
 		c.poke()
 	}
 }
@@ -200,6 +217,7 @@ func (p *podEntry) sameAs(o *podEntry) bool {
 		p.bad == o.bad && p.gpu == o.gpu && sameResources(&p.request, &o.request) &&
 		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
 		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
+		p.consKey() == o.consKey() && p.placement == o.placement &&
 		(p.implied == nil) == (o.implied == nil)
 }
 
@@ -244,6 +262,7 @@ func (c *cache) setPartition(name string, p *partitionEntry) {
 	for _, g := range c.groups {
 		g.dirty = true
 	}
+	c.nodeGen++ // a node's partition may have changed
 	c.expanded = nil
 	c.poke()
 }
@@ -329,6 +348,7 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 		}
 	}
 	c.addOrphans(s)
+	c.addPlacement(s)
 	c.nodeBuf, c.jobBuf = s.Nodes, s.Jobs
 	return s, blocked
 }

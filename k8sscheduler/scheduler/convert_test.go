@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,11 +76,9 @@ func TestConvertNode(t *testing.T) {
 		{name: "quarantined", node: node(func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: v1alpha1.QuarantineTaint, Effect: corev1.TaintEffectNoSchedule}}
 		}), unsched: true},
+		// Other taints keep off only the pods that do not tolerate them (TestNodeClasses).
 		{name: "not ready", node: node(func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}}
-		}), unsched: true},
-		{name: "GPU taint is tolerated", node: node(func(n *corev1.Node) {
-			n.Spec.Taints = []corev1.Taint{{Key: v1alpha1.GPUResource, Effect: corev1.TaintEffectNoSchedule}}
 		})},
 		{name: "agent annotation", node: node(func(n *corev1.Node) {
 			n.Annotations = map[string]string{v1alpha1.NodeGPUsAnnotation: `[{"index":0,"uuid":"GPU-a","model":"H100","memoryMiB":81920,"healthy":true},{"index":1,"uuid":"GPU-b","model":"H100","memoryMiB":81920,"healthy":false}]`}
@@ -90,7 +89,7 @@ func TestConvertNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := convertNode(tt.node, []string{v1alpha1.GPUResource})
+			got, err := convertNode(tt.node)
 			if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}
@@ -100,8 +99,8 @@ func TestConvertNode(t *testing.T) {
 			if got.Allocatable.GPUMilli != 2000 || got.Allocatable.GPUMemoryMiB != 2*81920 || got.Allocatable.CPUMilli != 64000 {
 				t.Errorf("Allocatable = %+v, want 2 GPUs of 81920 MiB and 64 CPUs", got.Allocatable)
 			}
-			if len(got.Allocatable.Extended) != 1 || got.Allocatable.Extended[0] != (bridge.Quantity{Name: "rdma/ib", Value: 4}) {
-				t.Errorf("Extended = %+v, want only rdma/ib=4", got.Allocatable.Extended)
+			if want := []bridge.Quantity{{Name: podsResource, Value: 110}, {Name: "rdma/ib", Value: 4}}; !slices.Equal(got.Allocatable.Extended, want) {
+				t.Errorf("Extended = %+v, want %+v", got.Allocatable.Extended, want)
 			}
 			if len(got.GPUs) != len(tt.gpus) {
 				t.Fatalf("GPUs = %+v, want %+v", got.GPUs, tt.gpus)

@@ -17,7 +17,7 @@ type partitionEntry struct {
 func convertPartition(p *v1alpha1.Partition) partitionEntry {
 	return partitionEntry{
 		p: bridge.Partition{Name: p.Name, Placement: bridge.Strategy(p.Spec.Placement),
-			AllowedQueues: p.Spec.AllowedAccounts, AllowedQOS: p.Spec.AllowedQOS},
+			AllowedQueues: p.Spec.AllowedAccounts, AllowedQOS: p.Spec.AllowedQOS, Topology: p.Spec.Topology},
 		selector:  p.Spec.NodeSelector,
 		isDefault: p.Spec.Default,
 	}

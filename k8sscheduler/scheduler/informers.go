@@ -34,6 +34,7 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 	if p.Spec.SchedulerName == schedulerName {
 		out.Labels, out.Annotations = p.Labels, p.Annotations
 		out.Spec.NodeSelector, out.Spec.Priority = p.Spec.NodeSelector, p.Spec.Priority
+		out.Spec.Affinity, out.Spec.Tolerations = p.Spec.Affinity, p.Spec.Tolerations
 	}
 	return out
 }
@@ -44,7 +45,19 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
-		out[i] = corev1.Container{Name: cs[i].Name, Resources: corev1.ResourceRequirements{Requests: cs[i].Resources.Requests}}
+		out[i] = corev1.Container{Name: cs[i].Name, Resources: corev1.ResourceRequirements{Requests: cs[i].Resources.Requests},
+			Ports: hostPorts(cs[i].Ports)}
+	}
+	return out
+}
+
+// hostPorts keeps the ports a container takes on its node; nil, the usual case, when none.
+func hostPorts(ps []corev1.ContainerPort) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, p := range ps {
+		if p.HostPort > 0 {
+			out = append(out, corev1.ContainerPort{HostPort: p.HostPort, Protocol: p.Protocol, HostIP: p.HostIP})
+		}
 	}
 	return out
 }
@@ -116,11 +129,11 @@ func (s *Scheduler) podHandlers() toolscache.ResourceEventHandler {
 
 func (s *Scheduler) nodeHandlers() toolscache.ResourceEventHandler {
 	return handler(func(n *corev1.Node) {
-		bn, err := convertNode(n, s.cfg.ToleratedTaints)
+		bn, err := convertNode(n)
 		if err != nil {
 			s.nodeProblem(n, err)
 		}
-		s.cache.setNode(bn)
+		s.cache.setNode(bn, n)
 	}, func(n *corev1.Node) { s.cache.deleteNode(n.Name) })
 }
 

@@ -35,6 +35,11 @@ type groupEntry struct {
 	blocked *bridge.Pending // why the job is not even offered to the core
 	bound   int32           // pods bound (not assumed)
 
+	// classes are the node constraints of each of job's groups, in order; switches is a
+	// Slurm job's --switches (0: none), resolved against its partition's topology.
+	classes  []*nodeConstraints
+	switches int
+
 	ranWhole   bool      // at least minMember tasks ran at once
 	staleSince time.Time // when a gang that ran whole fell below minMember
 
@@ -122,6 +127,7 @@ func (g *groupEntry) notStarted(pg *v1alpha1.PodGroup) bool {
 func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(*v1alpha1.PodGroup) string) {
 	g.dirty = false
 	g.include, g.blocked, g.job = false, nil, bridge.Job{}
+	g.classes, g.switches = g.classes[:0], 0
 	g.bound = 0
 	for _, p := range g.pods {
 		if p.node != "" && !p.terminating {
@@ -172,6 +178,9 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 		ok = g.buildFromPods(&j)
 	}
 	if !ok {
+		return
+	}
+	if !g.placement(pg, &j) {
 		return
 	}
 	// An operator's priority adds to what the pods' PriorityClass gives;
@@ -242,6 +251,7 @@ func (g *groupEntry) buildFromMembers(j *bridge.Job) bool {
 		}
 		if count > 0 {
 			j.Groups = append(j.Groups, bridge.TaskGroup{Name: m.Name, Count: count, Request: req, GPU: gpu})
+			g.classes = append(g.classes, nil) // set by placement
 		}
 	}
 	sortRunning(j.Running)
@@ -292,6 +302,7 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 			req := p.request
 			req.GPUMilli = 0
 			j.Groups = append(j.Groups, bridge.TaskGroup{Name: fmt.Sprintf("g%d", gi), Request: req, GPU: p.gpu})
+			g.classes = append(g.classes, p.cons)
 		}
 		tg := &j.Groups[gi]
 		tg.Count++
@@ -309,8 +320,8 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 
 func shapeKey(p *podEntry) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d/%d/%d/%s/%d/%d/%d", p.request.CPUMilli, p.request.MemoryBytes, p.request.GPUMilli,
-		p.gpu.Kind, p.gpu.Devices, p.gpu.Milli, p.gpu.MemoryMiB)
+	fmt.Fprintf(&b, "%d/%d/%d/%s/%d/%d/%d/%s", p.request.CPUMilli, p.request.MemoryBytes, p.request.GPUMilli,
+		p.gpu.Kind, p.gpu.Devices, p.gpu.Milli, p.gpu.MemoryMiB, p.consKey())
 	for _, q := range p.request.Extended {
 		fmt.Fprintf(&b, "/%s=%d", q.Name, q.Value)
 	}
@@ -349,6 +360,7 @@ func sortRunning(rs []bridge.RunningTask) {
 // memberRequest converts a PodGroup member set's per-pod request.
 func memberRequest(m v1alpha1.MemberSet) (bridge.Resources, bridge.GPURequest, error) {
 	req := resourcesOf(m.Resources)
+	req.Extended = addQuantity(req.Extended, podsResource, 1)
 	whole := req.GPUMilli / 1000
 	req.GPUMilli = 0
 	s := m.GPUSharing

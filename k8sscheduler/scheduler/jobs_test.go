@@ -140,9 +140,8 @@ func TestBuildFromMembers(t *testing.T) {
 
 func TestForeignPodsUseTheirNode(t *testing.T) {
 	c := newCache()
-	n, _ := convertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.PartitionLabel: "p"}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), v1alpha1.GPUResource: resource.MustParse("4")}}}, nil)
-	c.setNode(n)
+	setTestNode(c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.PartitionLabel: "p"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), v1alpha1.GPUResource: resource.MustParse("4")}}})
 	other := testPod("other", "2", nil, "n1")
 	other.Spec.SchedulerName = "default-scheduler"
 	c.setPod("ns/other", convertPod(other, "sluice"))
@@ -168,9 +167,8 @@ func TestForeignPodsUseTheirNode(t *testing.T) {
 // Pods of a group the snapshot has no job for still hold their node.
 func TestOrphanPodsHoldTheirNode(t *testing.T) {
 	c := newCache()
-	n, _ := convertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.PartitionLabel: "p"}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), v1alpha1.GPUResource: resource.MustParse("4")}}}, nil)
-	c.setNode(n)
+	setTestNode(c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.PartitionLabel: "p"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), v1alpha1.GPUResource: resource.MustParse("4")}}})
 	p := testPod("a", "4", nil, "n1") // names PodGroup "pg", which does not exist
 	c.setPod("ns/a", convertPod(p, "sluice"))
 	snap, _ := c.snapshot(metav1.Now().Time)
@@ -213,4 +211,10 @@ func TestBuildReadsOperatorPriority(t *testing.T) {
 			t.Errorf("priority %q, nice %q: job priority %d (included %v), want %d", tt.annotation, tt.nice, g.job.Priority, g.include, tt.want)
 		}
 	}
+}
+
+// setTestNode converts a node and puts it in the cache, as the node informer does.
+func setTestNode(c *cache, n *corev1.Node) {
+	bn, _ := convertNode(n)
+	c.setNode(bn, n)
 }

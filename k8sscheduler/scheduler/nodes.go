@@ -25,13 +25,20 @@ type nodeGPU struct {
 // convertNode turns a node into the core's view, without partition and Used (the cache
 // fills those in). A malformed GPU annotation is reported in err while the node is still
 // converted from its labels, so a bad annotation costs detail, not the node.
-func convertNode(n *corev1.Node, tolerated []string) (bridge.Node, error) {
+func convertNode(n *corev1.Node) (bridge.Node, error) {
 	out := bridge.Node{
 		Name:          n.Name,
 		Labels:        n.Labels,
 		Allocatable:   resourcesOf(n.Status.Allocatable),
-		Unschedulable: n.Spec.Unschedulable || blockingTaint(n.Spec.Taints, tolerated),
+		Unschedulable: n.Spec.Unschedulable || quarantined(n.Spec.Taints),
 	}
+	// Every pod asks for one of the node's pods. A node that does not say how many it
+	// takes (every kubelet does) is not limited.
+	pods := int64(1 << 20)
+	if q, ok := n.Status.Allocatable[corev1.ResourcePods]; ok {
+		pods = q.Value()
+	}
+	out.Allocatable.Extended = addQuantity(out.Allocatable.Extended, podsResource, pods)
 	gpus := out.Allocatable.GPUMilli / 1000
 	if mem, err := strconv.ParseInt(n.Labels[v1alpha1.GPUMemoryLabel], 10, 64); err == nil && mem > 0 {
 		out.Allocatable.GPUMemoryMiB = mem * gpus
@@ -66,20 +73,25 @@ func labelGPUs(count, memMiB int64, model string) []bridge.GPU {
 	return out
 }
 
-// blockingTaint reports whether a taint keeps Sluice's pods off the node: the quarantine
-// taint always; any other NoSchedule or NoExecute taint unless its key is tolerated (GPU
-// nodes are often tainted nvidia.com/gpu, which GPU pods tolerate).
-func blockingTaint(taints []corev1.Taint, tolerated []string) bool {
+// quarantined reports whether the node carries the quarantine taint: it takes no work from
+// anyone. Other taints keep off only the pods that do not tolerate them (nodeClass).
+func quarantined(taints []corev1.Taint) bool {
 	for _, t := range taints {
 		if t.Key == v1alpha1.QuarantineTaint {
 			return true
 		}
-		if t.Effect == corev1.TaintEffectPreferNoSchedule || tolerates(tolerated, t.Key) {
-			continue
-		}
-		return true
 	}
 	return false
+}
+
+// addQuantity adds v of the named resource to a list kept sorted by name.
+func addQuantity(l []bridge.Quantity, name string, v int64) []bridge.Quantity {
+	i, found := slices.BinarySearchFunc(l, name, func(q bridge.Quantity, n string) int { return strings.Compare(q.Name, n) })
+	if found {
+		l[i].Value += v
+		return l
+	}
+	return slices.Insert(l, i, bridge.Quantity{Name: name, Value: v})
 }
 
 func tolerates(keys []string, key string) bool {

@@ -30,10 +30,14 @@ type podEntry struct {
 	assignmentRaw   string // the annotation assignment was parsed from
 	taskGroup       string
 	selector        map[string]string
-	priority        int32
-	queue           string
-	partition       string
-	start           time.Time
+	// cons is what the pod asks of its node by itself; placement what its gang asks of
+	// nodes together, as far as the pod says it.
+	cons      *nodeConstraints
+	placement bridge.Placement
+	priority  int32
+	queue     string
+	partition string
+	start     time.Time
 	// implied is the PodGroup a group of one stands for (v1alpha1.ImpliedPodGroup); nil
 	// for every other pod.
 	implied *v1alpha1.PodGroup
@@ -81,6 +85,9 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	}
 	e.taskGroup = pod.Annotations[v1alpha1.TaskGroupAnnotation]
 	e.selector = pod.Spec.NodeSelector
+	e.cons = podConstraints(&pod.Spec)
+	e.placement = placementOf(pod.Annotations)
+	e.placement.OnePerNode = onePerNode(pod)
 	if pod.Spec.Priority != nil {
 		e.priority = *pod.Spec.Priority
 	}
@@ -101,8 +108,24 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 }
 
 // podRequest is what the pod holds on its node: the sum of its containers, or its largest
-// init container if that is more, plus the runtime overhead.
+// init container if that is more, plus the runtime overhead; one of the node's pods; and
+// each host port it takes.
 func podRequest(spec *corev1.PodSpec) bridge.Resources {
+	r := containerRequest(spec)
+	r.Extended = addQuantity(r.Extended, podsResource, 1)
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for _, p := range cs[i].Ports {
+				if p.HostPort > 0 {
+					r.Extended = addQuantity(r.Extended, hostPortResource(p.Protocol, p.HostPort), 1)
+				}
+			}
+		}
+	}
+	return r
+}
+
+func containerRequest(spec *corev1.PodSpec) bridge.Resources {
 	total := corev1.ResourceList{}
 	for i := range spec.Containers {
 		addList(total, spec.Containers[i].Resources.Requests)

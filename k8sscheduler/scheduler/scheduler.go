@@ -83,6 +83,7 @@ func New(cfg Config, rc *rest.Config, reg prometheus.Registerer, factory PodFact
 	}
 	c := newCache()
 	c.slurmPods = factory != nil
+	c.tolerated = cfg.ToleratedTaints
 	return &Scheduler{
 		cfg: cfg, rest: rc, scheme: scheme, kube: kube, crs: crs, factory: factory, metrics: m, cache: c,
 		work: make(chan func(context.Context), 4*cfg.BindWorkers), evicting: map[string]bool{},

@@ -31,6 +31,15 @@ type PartitionSpec struct {
 	// +optional
 	// +kubebuilder:default=binpack
 	Placement PlacementStrategy `json:"placement,omitempty"`
+	// Topology lists the partition's topology levels, outermost first, each a
+	// node label key (e.g. topology.kubernetes.io/zone, sluice.dev/block,
+	// sluice.dev/rack). A gang's preferred placement falls back outwards along
+	// it; sbatch --switches uses its last (innermost) level.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=317
+	Topology []string `json:"topology,omitempty"`
 	// DefaultImage is the container image of Slurm jobs that name none.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512

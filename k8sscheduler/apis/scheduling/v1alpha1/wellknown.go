@@ -59,6 +59,30 @@ const (
 	// GPUPortionAnnotation is written at bind time with the assignment: the
 	// portion of each GPU the pod may use, "1" for whole GPUs, e.g. "0.25".
 	GPUPortionAnnotation = "sluice.dev/gpu-portion"
+	// TopologyRequiredAnnotation on a PodGroup (or the pod of a group of one) names a
+	// topology level, a node label key such as sluice.dev/rack: every pod of the gang runs
+	// on nodes with one and the same value of it. TopologyPreferredAnnotation packs the
+	// gang into one domain of the level when one has room, else one of the next outer
+	// level of its Partition's topology. KAI's annotations of the same meaning are
+	// accepted too; Sluice's win when both are set.
+	TopologyRequiredAnnotation     = "sluice.dev/topology-required"
+	TopologyPreferredAnnotation    = "sluice.dev/topology-preferred"
+	KAITopologyRequiredAnnotation  = "kai.scheduler/topology-required-placement"
+	KAITopologyPreferredAnnotation = "kai.scheduler/topology-preferred-placement"
+	// ExclusiveAnnotation ("true") on a PodGroup gives the gang whole nodes: no pod of
+	// another job shares them (sbatch --exclusive).
+	ExclusiveAnnotation = "sluice.dev/exclusive"
+	// NodeAffinityAnnotation on a Slurm job's PodGroup is a JSON corev1.NodeSelector
+	// (required node affinity) its pods must satisfy: what --constraint, --nodelist and
+	// --exclude ask. Written by the Slurm API only.
+	NodeAffinityAnnotation = "sluice.dev/node-affinity"
+	// NodeConstraintAnnotation is what the user wrote for NodeAffinityAnnotation (e.g.
+	// "--constraint=h100&ib --exclude=n3"), quoted when the job waits for it.
+	NodeConstraintAnnotation = "sluice.dev/node-constraint"
+	// SwitchesAnnotation on a Slurm job's PodGroup is sbatch --switches=N: "1" keeps the
+	// job inside one domain of its partition's innermost topology level (one leaf
+	// switch); a larger N prefers that. Written by the Slurm API only.
+	SwitchesAnnotation = "sluice.dev/switches"
 	// TaskGroupAnnotation names the PodGroup member set a pod created for a
 	// Slurm job belongs to, so its running task is matched back to it.
 	TaskGroupAnnotation = "sluice.dev/task-group"
@@ -136,7 +160,8 @@ const SluicePrefix = "sluice.dev/"
 // simulated run time). Every other sluice.dev/ key is Sluice's own: the webhook removes
 // it from a pod at admission, and the admission policy (webhook.Policy) refuses it on
 // objects anyone but Sluice creates, and any change of a sluice.dev/ key afterwards.
-var UserKeys = []string{QueueLabel, PartitionLabel, PodGroupAnnotation, SimDurationAnnotation, SimExitCodeAnnotation}
+var UserKeys = []string{QueueLabel, PartitionLabel, PodGroupAnnotation, SimDurationAnnotation, SimExitCodeAnnotation,
+	TopologyRequiredAnnotation, TopologyPreferredAnnotation, ExclusiveAnnotation}
 
 // OwnedKey reports whether a label or annotation key is Sluice's own (see UserKeys).
 func OwnedKey(key string) bool {

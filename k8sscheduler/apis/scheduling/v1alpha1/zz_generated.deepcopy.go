@@ -156,6 +156,11 @@ func (in *PartitionSpec) DeepCopyInto(out *PartitionSpec) {
 			(*out)[key] = val
 		}
 	}
+	if in.Topology != nil {
+		in, out := &in.Topology, &out.Topology
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.DefaultTime != nil {
 		in, out := &in.DefaultTime, &out.DefaultTime
 		*out = new(v1.Duration)

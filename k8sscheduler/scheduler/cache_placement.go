@@ -1,0 +1,113 @@
+package scheduler
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/sluicehq/sluice/bridge"
+)
+
+// addPlacement completes a snapshot's placement input: each group's node set (the nodes
+// its constraints allow, computed once per distinct constraints and node change), each
+// Slurm job's --switches as a topology level of its partition, and one of each host port
+// that a job asks for on every node.
+func (c *cache) addPlacement(s *bridge.Snapshot) {
+	if c.classes == nil {
+		c.classes = map[string]*nodeClass{}
+	}
+	for _, cl := range c.classes {
+		cl.used = false
+	}
+	var ports []string
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		g := c.groups[j.ID]
+		if g == nil || len(g.classes) != len(j.Groups) {
+			continue
+		}
+		for k := range j.Groups {
+			tg := &j.Groups[k]
+			tg.NodeSet = ""
+			if cons := g.classes[k]; cons != nil {
+				if cl := c.classFor(cons); !cl.all {
+					tg.NodeSet = cons.key
+				}
+			}
+			for _, q := range tg.Request.Extended {
+				if strings.HasPrefix(q.Name, hostPortPrefix) && !slices.Contains(ports, q.Name) {
+					ports = append(ports, q.Name)
+				}
+			}
+		}
+		if g.switches > 0 {
+			c.resolveSwitches(j, g.switches)
+		}
+	}
+	for key, cl := range c.classes {
+		switch {
+		case !cl.used:
+			delete(c.classes, key)
+		case !cl.all:
+			s.NodeSets = append(s.NodeSets, bridge.NodeSet{Name: key, Nodes: cl.nodes, Constraint: cl.cons.text})
+		}
+	}
+	if len(ports) > 0 {
+		for i := range s.Nodes {
+			ext := append([]bridge.Quantity(nil), s.Nodes[i].Allocatable.Extended...)
+			for _, p := range ports {
+				ext = addQuantity(ext, p, 1)
+			}
+			s.Nodes[i].Allocatable.Extended = ext
+		}
+	}
+}
+
+// classFor returns the class of a key of constraints, (re)computing its nodes when it is
+// new or a node changed since.
+func (c *cache) classFor(cons *nodeConstraints) *nodeClass {
+	cl := c.classes[cons.key]
+	if cl == nil {
+		var aff *corev1.Affinity
+		if cons.affinity != nil {
+			aff = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: cons.affinity}}
+		}
+		cl = &nodeClass{cons: cons, req: nodeaffinity.NewRequiredNodeAffinity(cons.selector, aff), gen: c.nodeGen - 1}
+		c.classes[cons.key] = cl
+	}
+	cl.used = true
+	if cl.gen == c.nodeGen {
+		return cl
+	}
+	cl.gen, cl.all, cl.nodes = c.nodeGen, true, cl.nodes[:0]
+	for name, e := range c.nodes {
+		if !e.seen || e.kube == nil {
+			continue
+		}
+		if cl.allows(e.kube, c.tolerated) {
+			cl.nodes = append(cl.nodes, name)
+		} else {
+			cl.all = false
+		}
+	}
+	return cl
+}
+
+// resolveSwitches turns sbatch --switches=N into a topology level: one domain of the
+// partition's innermost level is required for N=1 and preferred for more (the core does
+// not count domains). A partition without a topology has nothing to keep to.
+func (c *cache) resolveSwitches(j *bridge.Job, n int) {
+	for _, p := range c.parts {
+		if p.p.Name != j.Partition || len(p.p.Topology) == 0 {
+			continue
+		}
+		level := p.p.Topology[len(p.p.Topology)-1]
+		if n == 1 {
+			j.Placement.RequiredLevel = level
+		} else if j.Placement.PreferredLevel == "" {
+			j.Placement.PreferredLevel = level
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package scheduler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// nodeConstraints is what a pod (or a Slurm job's PodGroup) asks of a node by itself: its
+// nodeSelector, required node affinity and tolerations. Pods with equal constraints share
+// one key, and the nodes that satisfy them are computed once per key (a nodeClass), not
+// once per pod.
+type nodeConstraints struct {
+	key         string
+	selector    map[string]string
+	affinity    *corev1.NodeSelector
+	tolerations []corev1.Toleration
+	text        string // for why-pending
+}
+
+// plainConstraints are those of a pod that asks nothing: it may use any node whose taints
+// it tolerates (none but the configured ones).
+var plainConstraints = &nodeConstraints{key: "plain", text: "the pod's tolerations (it has none) of node taints"}
+
+// podConstraints reads a pod's node constraints.
+func podConstraints(spec *corev1.PodSpec) *nodeConstraints {
+	var aff *corev1.NodeSelector
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		aff = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	if len(spec.NodeSelector) == 0 && aff == nil && len(spec.Tolerations) == 0 {
+		return plainConstraints
+	}
+	return newConstraints(spec.NodeSelector, aff, spec.Tolerations)
+}
+
+func newConstraints(sel map[string]string, aff *corev1.NodeSelector, tol []corev1.Toleration) *nodeConstraints {
+	raw, _ := json.Marshal(struct {
+		S map[string]string    `json:"s,omitempty"`
+		A *corev1.NodeSelector `json:"a,omitempty"`
+		T []corev1.Toleration  `json:"t,omitempty"`
+	}{sel, aff, tol})
+	sum := sha256.Sum256(raw)
+	return &nodeConstraints{key: hex.EncodeToString(sum[:12]), selector: sel, affinity: aff, tolerations: tol,
+		text: describeConstraints(sel, aff, tol)}
+}
+
+// describeConstraints says in one line what a pod asks of its node.
+func describeConstraints(sel map[string]string, aff *corev1.NodeSelector, tol []corev1.Toleration) string {
+	var parts []string
+	if len(sel) > 0 {
+		kv := make([]string, 0, len(sel))
+		for k, v := range sel {
+			kv = append(kv, k+"="+v)
+		}
+		slices.Sort(kv)
+		parts = append(parts, "nodeSelector "+strings.Join(kv, ","))
+	}
+	if aff != nil {
+		terms := make([]string, 0, len(aff.NodeSelectorTerms))
+		for _, t := range aff.NodeSelectorTerms {
+			var reqs []string
+			for _, r := range t.MatchExpressions {
+				reqs = append(reqs, requirementText(r.Key, r.Operator, r.Values))
+			}
+			for _, r := range t.MatchFields {
+				reqs = append(reqs, requirementText(r.Key, r.Operator, r.Values))
+			}
+			terms = append(terms, "("+strings.Join(reqs, " and ")+")")
+		}
+		parts = append(parts, "node affinity "+strings.Join(terms, " or "))
+	}
+	if len(tol) > 0 {
+		parts = append(parts, fmt.Sprintf("%d tolerations", len(tol)))
+	}
+	return strings.Join(parts, "; ") + " (and node taints)"
+}
+
+func requirementText(key string, op corev1.NodeSelectorOperator, values []string) string {
+	if len(values) == 0 {
+		return key + " " + string(op)
+	}
+	return key + " " + string(op) + " [" + strings.Join(values, ",") + "]"
+}
+
+// nodeClass is the set of nodes one key of constraints allows, valid while no node
+// changed (gen).
+type nodeClass struct {
+	cons  *nodeConstraints
+	req   nodeaffinity.RequiredNodeAffinity
+	gen   uint64
+	nodes []string
+	all   bool // every node of the snapshot: the core needs no set
+	used  bool // named by a job of the snapshot being built
+}
+
+// allows reports whether a node satisfies the class: kube-scheduler's NodeAffinity and
+// TaintToleration filters, with the configured taint keys tolerated by every pod.
+func (cl *nodeClass) allows(n *corev1.Node, tolerated []string) bool {
+	if ok, err := cl.req.Match(n); !ok || err != nil {
+		return false
+	}
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, cl.cons.tolerations,
+		func(t *corev1.Taint) bool {
+			return (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !tolerates(tolerated, t.Key)
+		}, false)
+	return !untolerated
+}
+
+// placementOf reads a gang's topology and exclusivity from annotations (the PodGroup's,
+// else its first pod's): Sluice's names first, then KAI's.
+func placementOf(ann map[string]string) bridge.Placement {
+	p := bridge.Placement{
+		RequiredLevel:  firstSet(ann[v1alpha1.TopologyRequiredAnnotation], ann[v1alpha1.KAITopologyRequiredAnnotation]),
+		PreferredLevel: firstSet(ann[v1alpha1.TopologyPreferredAnnotation], ann[v1alpha1.KAITopologyPreferredAnnotation]),
+	}
+	p.Exclusive, _ = strconv.ParseBool(ann[v1alpha1.ExclusiveAnnotation])
+	return p
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// onePerNode reports whether a pod's required anti-affinity keeps pods like it (its own
+// labels match the term's selector) off a node that already runs one: the usual way a
+// manifest says one pod per node. Only the pod's own gang is kept apart this way.
+func onePerNode(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return false
+	}
+	for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.TopologyKey != corev1.LabelHostname || t.LabelSelector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector); err == nil && sel.Matches(labels.Set(pod.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostPortResource names a host port as an extended resource every node has one of: two
+// pods asking for the same protocol and port never share a node. Addresses are not told
+// apart (kube-scheduler lets pods on different host IPs share a port), which only ever
+// refuses a node kube-scheduler would accept.
+func hostPortResource(protocol corev1.Protocol, port int32) string {
+	if protocol == "" {
+		protocol = corev1.ProtocolTCP
+	}
+	return hostPortPrefix + string(protocol) + "-" + strconv.Itoa(int(port))
+}
+
+const hostPortPrefix = "host-port.sluice.dev/"
+
+// podsResource is the node's allocatable pod count, and every pod's ask of one.
+const podsResource = "pods"
+
+// consKey is the key of a pod's node constraints, "" for a pod of another scheduler.
+func (p *podEntry) consKey() string {
+	if p.cons == nil {
+		return ""
+	}
+	return p.cons.key
+}
+
+// placement fills in what the gang asks of its nodes: a Slurm job's from its PodGroup (one
+// pod per node, as each pod is one of its nodes; --constraint, -w and -x as node affinity;
+// --exclusive; --switches), a manifest gang's from its PodGroup's annotations, else its
+// first pod's, and each group's node constraints.
+func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
+	j.Placement = placementOf(pg.Annotations)
+	if !g.memberBased() {
+		first := g.firstPod()
+		if first == nil {
+			return true
+		}
+		pp := first.placement
+		if j.Placement.RequiredLevel == "" && j.Placement.PreferredLevel == "" {
+			j.Placement.RequiredLevel, j.Placement.PreferredLevel = pp.RequiredLevel, pp.PreferredLevel
+		}
+		j.Placement.Exclusive = j.Placement.Exclusive || pp.Exclusive
+		j.Placement.OnePerNode = pp.OnePerNode
+		return true
+	}
+	j.Placement.OnePerNode = true
+	g.switches, _ = strconv.Atoi(pg.Annotations[v1alpha1.SwitchesAnnotation])
+	cons := plainConstraints
+	if raw := pg.Annotations[v1alpha1.NodeAffinityAnnotation]; raw != "" {
+		var ns corev1.NodeSelector
+		if err := json.Unmarshal([]byte(raw), &ns); err != nil {
+			return g.block(bridge.ReasonBadConstraints, "annotation %s is not a JSON node selector: %v", v1alpha1.NodeAffinityAnnotation, err)
+		}
+		cons = newConstraints(nil, &ns, nil)
+		if text := pg.Annotations[v1alpha1.NodeConstraintAnnotation]; text != "" {
+			c := *cons
+			c.text = text
+			cons = &c
+		}
+	}
+	for i := range g.classes {
+		g.classes[i] = cons
+	}
+	return true
+}
+
+// firstPod is the gang's pod first by name, nil when it has none.
+func (g *groupEntry) firstPod() *podEntry {
+	var first *podEntry
+	for name, p := range g.pods {
+		if first == nil || name < first.name {
+			first = p
+		}
+	}
+	return first
+}
