@@ -10,18 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
-
-// conditionEvicted is the PodGroup condition the scheduler sets when it evicts one of the
-// group's pods (k8sscheduler/scheduler.ConditionEvicted; the recorder may not import the
-// scheduler, only the API types).
-const conditionEvicted = v1alpha1.PodGroupConditionEvicted
 
 // manifestIDBase starts the job ids derived for manifest workloads that carry no job id
 // label: above every Slurm id (uint32), below 2^53 so JavaScript reads them exactly.
@@ -71,31 +65,22 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 		j.RequeueCount = prev.RequeueCount
 	}
 
+	// The one job read model decides the state; the ledger adds what the objects no
+	// longer show (prev's end) through ledgerState.
+	v := jobstate.Derive(pg, pods, now)
 	ts := []accounting.Transition{{JobID: id, At: j.Submit, State: accounting.StatePending}}
-	add := func(at time.Time, st accounting.JobState, reason string) {
-		ts = append(ts, accounting.Transition{JobID: id, At: at.UTC().Truncate(time.Second), State: st, Reason: reason})
+	add := func(at time.Time, st jobstate.State, reason string) {
+		ts = append(ts, accounting.Transition{JobID: id, At: at.UTC().Truncate(time.Second), State: accounting.JobState(st), Reason: reason})
 	}
-	start := startTime(pg, live, pods)
-	if c := meta.FindStatusCondition(pg.Status.Conditions, conditionEvicted); c != nil && c.Status == "True" {
-		// The evicted pods' run ended at the eviction; the group goes back to
-		// pending (requeued) unless the eviction ended it for good.
-		// A group preempted for good, or a bare pod's, which nothing recreates, is
-		// closed by finalState.
-		if pg.Status.Phase != v1alpha1.PodGroupPreempted && !barePodGroup(pg) {
-			add(c.LastTransitionTime.Time, accounting.StateRequeued, c.Reason+": "+c.Message)
-		}
-	} else if prev != nil && int(pg.Status.Requeues) > prev.RequeueCount {
-		// Requeued through the Slurm API (scontrol requeue): no time on the object.
-		for range int(pg.Status.Requeues) - prev.RequeueCount {
-			add(now, accounting.StateRequeued, "requeued")
-		}
+	if r, ok := jobstate.LastRequeue(pg); ok {
+		add(r.At, jobstate.Requeued, r.Reason)
 	}
-	if !start.IsZero() {
-		add(start, accounting.StateRunning, "")
+	if !v.Start.IsZero() {
+		add(v.Start, jobstate.Running, "")
 	}
-	if st, at, code, sig := finalState(pg, live, pods, now); st != "" {
-		add(at, st, "")
-		j.ExitCode, j.ExitSignal = code, sig
+	if v.State.Final() {
+		add(v.End, v.State, "")
+		j.ExitCode, j.ExitSignal = int(v.ExitCode), int(v.Signal)
 	} else if prev != nil && prev.State.Final() {
 		// It ended before and its pods no longer show how (deleted since).
 		j.ExitCode, j.ExitSignal = prev.ExitCode, prev.ExitSignal
@@ -136,159 +121,6 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// startTime is when the group's current pods began to run: the earliest start of a bound
-// pod, else the scheduler's start time, else the earliest start of a pod being removed
-// (a run that ended by losing its pods). Live pods come first because the scheduler keeps
-// the first start time when evicted pods are replaced, and each run needs its own start.
-func startTime(pg *v1alpha1.PodGroup, live, all []*corev1.Pod) time.Time {
-	if t := earliestStart(live); !t.IsZero() {
-		return t
-	}
-	if pg.Status.StartTime != nil {
-		return pg.Status.StartTime.Time
-	}
-	return earliestStart(all)
-}
-
-func earliestStart(pods []*corev1.Pod) time.Time {
-	var first time.Time
-	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.Status.StartTime == nil {
-			continue
-		}
-		if t := p.Status.StartTime.Time; first.IsZero() || t.Before(first) {
-			first = t
-		}
-	}
-	return first
-}
-
-// finalState says how the group ended, if it has: its phase when final, else from its
-// pods once every one of them has terminated. at is the end time, code and sig the exit
-// code and signal of the first failing container.
-func finalState(pg *v1alpha1.PodGroup, live, all []*corev1.Pod, now time.Time) (st accounting.JobState, at time.Time, code, sig int) {
-	code, sig, why := exitOf(live)
-	if d := nodeFailure(all); d != "" {
-		why = d
-	}
-	at = lastFinish(all)
-	if t := pg.Status.EndTime; t != nil {
-		at = t.Time
-	}
-	if c := pg.Status.ExitCode; c != nil {
-		code = int(*c)
-	}
-	if at.IsZero() {
-		at = now
-	}
-	if c := meta.FindStatusCondition(pg.Status.Conditions, conditionEvicted); barePodEvicted(pg, c, live) {
-		return accounting.StatePreempted, c.LastTransitionTime.Time, code, sig
-	}
-	switch pg.Status.Phase {
-	case v1alpha1.PodGroupSucceeded:
-		return accounting.StateCompleted, at, code, sig
-	case v1alpha1.PodGroupFailed:
-		if pg.Spec.Slurm != nil && pg.Status.ExitCode == nil { // the lifecycle's mark of a job lost with its node
-			return accounting.StateNodeFail, at, code, sig
-		}
-		return failedState(why), at, code, sig
-	case v1alpha1.PodGroupCancelled:
-		return accounting.StateCancelled, at, code, sig
-	case v1alpha1.PodGroupTimedOut:
-		return accounting.StateTimeout, at, code, sig
-	case v1alpha1.PodGroupPreempted:
-		return accounting.StatePreempted, at, code, sig
-	}
-	minMember := max(int(pg.Spec.MinMember), 1)
-	if len(live) < minMember {
-		return "", at, 0, 0
-	}
-	failed := false
-	for _, p := range live {
-		switch p.Status.Phase {
-		case corev1.PodSucceeded:
-		case corev1.PodFailed:
-			failed = true
-		default:
-			return "", at, 0, 0
-		}
-	}
-	if failed {
-		return failedState(why), at, code, sig
-	}
-	return accounting.StateCompleted, at, 0, 0
-}
-
-// failedState refines FAILED by why the pod failed.
-func failedState(why string) accounting.JobState {
-	switch why {
-	case "OOMKilled":
-		return accounting.StateOutOfMemory
-	case "DeadlineExceeded":
-		return accounting.StateTimeout
-	case "NodeLost", "NodeShutdown", "DeletionByTaintManager", "DeletionByPodGC", "TerminationByKubelet":
-		return accounting.StateNodeFail
-	}
-	return accounting.StateFailed
-}
-
-// exitOf is the exit code, signal and reason of the first failed pod (by name, so the
-// answer does not depend on informer order).
-func exitOf(pods []*corev1.Pod) (code, sig int, why string) {
-	sorted := append([]*corev1.Pod(nil), pods...)
-	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Name < sorted[b].Name })
-	for _, p := range sorted {
-		if p.Status.Phase != corev1.PodFailed {
-			continue
-		}
-		why = p.Status.Reason
-		for _, cs := range p.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				if why == "" {
-					why = t.Reason
-				}
-				return int(t.ExitCode), int(t.Signal), why
-			}
-		}
-		return 1, 0, why
-	}
-	return 0, 0, ""
-}
-
-// nodeFailure is the reason a pod of the group (terminating ones too) was removed by a
-// node failure: the DisruptionTarget condition the taint manager, pod GC or kubelet set,
-// or the NodeLost status reason; "" when none was.
-func nodeFailure(pods []*corev1.Pod) string {
-	for _, p := range pods {
-		if p.Status.Reason == "NodeLost" {
-			return p.Status.Reason
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
-				continue
-			}
-			switch c.Reason {
-			case "DeletionByTaintManager", "DeletionByPodGC", "TerminationByKubelet":
-				return c.Reason
-			}
-		}
-	}
-	return ""
-}
-
-// lastFinish is when the last container of the pods finished; zero when none has.
-func lastFinish(pods []*corev1.Pod) time.Time {
-	var last time.Time
-	for _, p := range pods {
-		for _, cs := range p.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil && t.FinishedAt.After(last) {
-				last = t.FinishedAt.Time
-			}
-		}
-	}
-	return last
 }
 
 // requestedTRES is what the group asks for: from its member sets (a Slurm job), else from
@@ -417,17 +249,4 @@ func fallbackAllocation(pg *v1alpha1.PodGroup, req accounting.TRES, prev *accoun
 		return req, strings.Join(nodes, ",")
 	}
 	return accounting.TRES{}, ""
-}
-
-// barePodEvicted: the group is a bare pod's (barePodGroup), its Evicted condition c holds
-// and the pod no longer runs. Nothing recreates a bare pod, so the eviction ended the job:
-// PREEMPTED, never requeued.
-func barePodEvicted(pg *v1alpha1.PodGroup, c *metav1.Condition, live []*corev1.Pod) bool {
-	return c != nil && c.Status == metav1.ConditionTrue && len(live) == 0 && barePodGroup(pg)
-}
-
-// barePodGroup: pg is a bare pod's group, owned by the Pod (as a group of one's written
-// PodGroup is, and the pod grouper's group of a bare pod).
-func barePodGroup(pg *v1alpha1.PodGroup) bool {
-	return pg.Spec.Slurm == nil && v1alpha1.OwningPod(pg) != nil
 }

@@ -1,6 +1,8 @@
 package recorder
 
 import (
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -94,8 +97,8 @@ func TestDeriveStatesTimesAndTRES(t *testing.T) {
 			pg.Status.Phase, pg.Status.StartTime, pg.Status.EndTime = v1alpha1.PodGroupTimedOut, mt(5), mt(3605)
 		}), prev: &accounting.Job{Allocated: accounting.TRES{GPUs: 4, Nodes: 2}, NodeList: "n1,n2"},
 			want: []accounting.JobState{"PENDING", "RUNNING", "TIMEOUT"}, wantTimes: []int{0, 5, 3605}, wantGPUs: 4, wantNodes: "n1,n2"},
-		{name: "evicted and running again", pg: slurmGroup("7", func(pg *v1alpha1.PodGroup) {
-			pg.Status.Conditions = []metav1.Condition{{Type: "Evicted", Status: "True", Reason: "Reclaim", Message: "for job 9", LastTransitionTime: *mt(50)}}
+		{name: "requeued and running again", pg: slurmGroup("7", func(pg *v1alpha1.PodGroup) {
+			pg.Status.Requeues, pg.Status.LastRequeueTime = 1, mt(50)
 		}), pods: []*corev1.Pod{pod("c", "n3", 80, corev1.PodRunning, -1, 0, two), pod("d", "n4", 80, corev1.PodRunning, -1, 0, two)},
 			want: []accounting.JobState{"PENDING", "REQUEUED", "RUNNING"}, wantTimes: []int{0, 50, 80}, wantGPUs: 4, wantNodes: "n3,n4"},
 		{name: "node lost under a Slurm job (the lifecycle controller marks it Failed)", pg: slurmGroup("7", func(pg *v1alpha1.PodGroup) {
@@ -120,6 +123,7 @@ func TestDeriveStatesTimesAndTRES(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			slurmRun(tt.pg, tt.pods)
 			j, ts := derive(tt.pg, tt.pods, tt.prev, at(10000))
 			if len(ts) != len(tt.want) {
 				t.Fatalf("transitions %+v, want states %v", ts, tt.want)
@@ -153,20 +157,57 @@ func TestDeriveRequestedFromMembers(t *testing.T) {
 	}
 }
 
-func TestDeriveSlurmRequeueCountsOnce(t *testing.T) {
-	pg := slurmGroup("7", func(pg *v1alpha1.PodGroup) { pg.Status.Requeues = 2 })
-	_, ts := derive(pg, nil, &accounting.Job{RequeueCount: 1}, at(500))
-	requeues := 0
-	for _, tr := range ts {
-		if tr.State == accounting.StateRequeued {
-			requeues++
-			if !tr.At.Equal(at(500)) {
-				t.Errorf("requeue at %s, want the observation time", tr.At)
-			}
-		}
+// slurmRun names pods as the Slurm API names its job's current run (jobstate.PodName),
+// in order.
+func slurmRun(pg *v1alpha1.PodGroup, pods []*corev1.Pod) {
+	for i, p := range pods {
+		p.Name = jobstate.PodName(pg, i)
+		p.Labels = map[string]string{v1alpha1.NodeIndexLabel: strconv.Itoa(i)}
 	}
-	if requeues != 1 {
-		t.Errorf("%d requeues recorded, want 1 (the ledger already holds one)", requeues)
+}
+
+// A requeue is recorded at the time the lifecycle stamped on the group, whatever the
+// recorder wrote before. This reproduces a missed requeue: the old rule added REQUEUED only
+// while the group's requeue count was above the count of the previous write (prev), so
+// once prev counted the requeue without the ledger holding its transition (a write of
+// the new count whose derive saw no prev, or a prev read back after a close), no REQUEUED
+// was ever written; and deriving again must add no second one.
+func TestDeriveRequeueFromTheGroupNotThePreviousWrite(t *testing.T) {
+	pg := slurmGroup("7", func(pg *v1alpha1.PodGroup) {
+		pg.Status.Phase, pg.Status.Requeues, pg.Status.LastRequeueTime = v1alpha1.PodGroupRunning, 1, mt(50)
+	})
+	pods := []*corev1.Pod{pod("a", "n3", 80, corev1.PodRunning, -1, 0, nil), pod("b", "n4", 81, corev1.PodRunning, -1, 0, nil)}
+	slurmRun(pg, pods)
+	prev := &accounting.Job{JobID: 7, State: accounting.StateRunning, RequeueCount: 1}
+	for range 2 {
+		j, ts := derive(pg, pods, prev, at(500))
+		var states []accounting.JobState
+		for _, tr := range ts {
+			states = append(states, tr.State)
+		}
+		want := []accounting.JobState{"PENDING", "REQUEUED", "RUNNING"}
+		if !slices.Equal(states, want) || !ts[1].At.Equal(at(50)) || !ts[2].At.Equal(at(80)) {
+			t.Fatalf("transitions %+v, want %v at 0, 50, 80", ts, want)
+		}
+		if j.RequeueCount != 1 || j.State != accounting.StateRunning {
+			t.Errorf("job %s with %d requeues, want RUNNING with 1", j.State, j.RequeueCount)
+		}
+		prev = &j
+	}
+}
+
+// The old run's pods, still terminating or not yet deleted after the requeue, do not
+// make the requeued job look running.
+func TestDeriveRequeuedJobIgnoresTheOldRun(t *testing.T) {
+	old := slurmGroup("7", nil)
+	pods := []*corev1.Pod{pod("a", "n1", 5, corev1.PodRunning, -1, 0, nil), pod("b", "n2", 5, corev1.PodRunning, -1, 0, nil)}
+	slurmRun(old, pods)
+	pg := slurmGroup("7", func(pg *v1alpha1.PodGroup) {
+		pg.Status.Phase, pg.Status.Requeues, pg.Status.LastRequeueTime = v1alpha1.PodGroupPending, 1, mt(50)
+	})
+	j, ts := derive(pg, pods, &accounting.Job{JobID: 7, State: accounting.StateRunning}, at(60))
+	if len(ts) != 2 || ts[1].State != accounting.StateRequeued || j.State != accounting.StateRequeued {
+		t.Errorf("transitions %+v, state %s; want PENDING, REQUEUED", ts, j.State)
 	}
 }
 

@@ -243,7 +243,7 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 	if err != nil {
 		return nil, err
 	}
-	pods, err := b.manifestPods(ctx, pgs)
+	pods, err := b.groupPods(ctx, pgs)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 		if err != nil {
 			continue // a group with a broken id label is not a job
 		}
-		stateFromPods(&j, &pgs[i], pods[pgs[i].Namespace+"/"+pgs[i].Name])
+		setView(&j, &pgs[i], pods[groupKey(pgs[i].Namespace, pgs[i].Name)])
 		if !matches(f, &j) {
 			continue
 		}
@@ -291,10 +291,10 @@ func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
 	pods := map[string][]corev1.Pod{}
 	if pod != nil {
 		pods[groupKey(pod.Namespace, pg.Name)] = []corev1.Pod{*pod}
-	} else if pods, err = b.manifestPods(ctx, []v1alpha1.PodGroup{*pg}); err != nil {
+	} else if pods, err = b.groupPods(ctx, []v1alpha1.PodGroup{*pg}); err != nil {
 		return j, err
 	}
-	stateFromPods(&j, pg, pods[groupKey(pg.Namespace, pg.Name)])
+	setView(&j, pg, pods[groupKey(pg.Namespace, pg.Name)])
 	return j, nil
 }
 
@@ -541,7 +541,8 @@ func (b *Backend) requeue(ctx context.Context, id uint32, hold bool) error {
 		return err
 	}
 	pg.Status.Phase, pg.Status.StartTime, pg.Status.EndTime, pg.Status.Nodes = v1alpha1.PodGroupPending, nil, nil, nil
-	pg.Status.ExitCode = nil
-	pg.Status.Requeues++
+	requeued := metav1.Now()
+	pg.Status.ExitCode, pg.Status.EndReason = nil, ""
+	pg.Status.Requeues, pg.Status.LastRequeueTime = pg.Status.Requeues+1, &requeued
 	return b.updateStatus(ctx, pg)
 }

@@ -64,7 +64,7 @@ func TestGroupsOfOneListAsJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stateFromPods(&j, pg, podsOf[groupKey(pg.Namespace, pg.Name)])
+		setView(&j, pg, podsOf[groupKey(pg.Namespace, pg.Name)])
 		w, ok := want[j.ID]
 		switch {
 		case !ok:

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -41,7 +42,7 @@ type Lifecycle struct {
 // disruptedPod is a disruption seen on one pod; it counts only against
 // the run the pod belonged to, not a later run after a requeue.
 type disruptedPod struct {
-	why   disruption
+	why   jobstate.State // jobstate.Disruption of the pod
 	pod   string
 	index string // NodeIndexLabel
 }
@@ -158,7 +159,7 @@ func (l *Lifecycle) podChanged(obj any) {
 		return // not (yet) created by the scheduler for a job
 	}
 	key := client.ObjectKey{Namespace: pod.Namespace, Name: name}
-	if d := disruptionOf(pod); d != notDisrupted {
+	if d := jobstate.Disruption(pod); d != "" {
 		l.mu.Lock()
 		l.disrupted[key] = disruptedPod{why: d, pod: pod.Name, index: pod.Labels[NodeIndexLabel]}
 		l.mu.Unlock()
@@ -226,7 +227,7 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 	l.mu.Lock()
 	noted := l.disrupted[key]
 	l.mu.Unlock()
-	seen := notDisrupted
+	var seen jobstate.State
 	if i, err := strconv.Atoi(noted.index); err == nil && noted.pod == PodName(&pg, i) && !finished(pg.Status.Phase) {
 		seen = noted.why // a pod of this run was disrupted and may be gone already
 	}
@@ -275,12 +276,13 @@ func (l *Lifecycle) apply(ctx context.Context, pg *v1alpha1.PodGroup, v verdict)
 	st := &next.Status
 	switch {
 	case v.requeue:
-		st.Phase, st.StartTime, st.EndTime, st.Nodes, st.ExitCode = v1alpha1.PodGroupPending, nil, nil, nil, nil
+		requeued := metav1.NewTime(l.now())
+		st.Phase, st.StartTime, st.EndTime, st.Nodes, st.ExitCode, st.EndReason = v1alpha1.PodGroupPending, nil, nil, nil, nil, ""
 		st.Running, st.Succeeded, st.Failed = 0, 0, 0
-		st.Requeues++
+		st.Requeues, st.LastRequeueTime = st.Requeues+1, &requeued
 	case v.phase != "":
 		end := metav1.NewTime(v.endTime)
-		st.Phase, st.EndTime, st.ExitCode = v.phase, &end, v.exitCode
+		st.Phase, st.EndTime, st.ExitCode, st.EndReason = v.phase, &end, v.exitCode, v.endReason
 		if st.StartTime == nil {
 			st.StartTime = &end
 		}

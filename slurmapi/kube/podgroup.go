@@ -172,18 +172,6 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 	}
 	j := slurmapi.Job{ID: uint32(id), SubmitTime: pg.SubmitTime(), Manifest: pg.Spec.Slurm == nil}
 	j.Desc = descFromPodGroup(pg)
-	j.State, j.Reason = jobState(pg)
-	if t := pg.Status.StartTime; t != nil {
-		j.StartTime = t.Time
-	}
-	if t := pg.Status.EndTime; t != nil {
-		j.EndTime = t.Time
-	}
-	j.NodeNames = pg.Status.Nodes
-	j.NodeList = slurmapi.HostList(pg.Status.Nodes)
-	if c := pg.Status.ExitCode; c != nil {
-		j.ExitCode = int(*c)
-	}
 	if arrayRecord(pg) {
 		j.ArrayJobID, j.ArrayPending = j.ID, pg.Annotations[ArrayPendingAnnotation]
 	}
@@ -194,9 +182,7 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 	}
 	j.Priority, _ = strconv.ParseInt(pg.Annotations[PriorityAnnotation], 10, 64)
 	j.CPUs, j.TRESReq = tres(pg)
-	if len(j.NodeNames) > 0 {
-		j.TRESAlloc = j.TRESReq
-	}
+	setView(&j, pg, nil)
 	return j, nil
 }
 
@@ -246,50 +232,27 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 	return d
 }
 
-// jobState maps a PodGroup's phase to Slurm's job_state and reason.
-func jobState(pg *v1alpha1.PodGroup) ([]string, string) {
-	switch pg.Status.Phase {
-	case v1alpha1.PodGroupRunning:
-		return []string{"RUNNING"}, "None"
-	case v1alpha1.PodGroupSucceeded:
-		return []string{"COMPLETED"}, "None"
-	case v1alpha1.PodGroupFailed:
-		if _, refused := storeRefused(pg); refused {
-			return []string{"FAILED"}, reasonStoreRefused
-		}
-		if pg.Status.ExitCode == nil { // the lifecycle ends a job lost with its node without one
-			return []string{"NODE_FAIL"}, "NodeDown"
-		}
-		return []string{"FAILED"}, "NonZeroExitCode"
-	case v1alpha1.PodGroupCancelled:
-		return []string{"CANCELLED"}, "None"
-	case v1alpha1.PodGroupTimedOut:
-		return []string{"TIMEOUT"}, "TimeLimit"
-	case v1alpha1.PodGroupPreempted:
-		return []string{"PREEMPTED"}, "None"
-	}
-	state := []string{"PENDING"}
-	if pg.Status.Requeues > 0 {
-		state = append(state, "REQUEUED")
-	}
+// pendingReason is why a pending job waits, as squeue shows it: held, not yet at its
+// begin time, not eligible (a dependency, a limit), else the scheduler's why-pending.
+func pendingReason(pg *v1alpha1.PodGroup) string {
 	if pg.Spec.Slurm != nil && pg.Spec.Slurm.Hold {
-		return state, "JobHeldUser"
+		return "JobHeldUser"
 	}
 	if time.Now().Before(beginTime(pg)) {
-		return state, "BeginTime"
+		return "BeginTime"
 	}
 	if c := meta.FindStatusCondition(pg.Status.Conditions, ConditionEligible); c != nil && c.Status == metav1.ConditionFalse {
-		return state, c.Reason
+		return c.Reason
 	}
 	for _, c := range pg.Status.Conditions {
 		if c.Type == v1alpha1.PodGroupConditionScheduled && c.Status == metav1.ConditionFalse && c.Reason != "" {
 			if r, ok := eligibilityReason(c.Reason, c.Message); ok {
-				return state, r
+				return r
 			}
-			return state, c.Reason
+			return c.Reason
 		}
 	}
-	return state, "None"
+	return "None"
 }
 
 // tres renders what the job asks for as Slurm's TRES string.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
@@ -28,7 +29,7 @@ const (
 	// selects on it.
 	SlurmPodLabel = "sluice.dev/slurm-job"
 	// NodeIndexLabel is a pod's SLURM_NODEID within its job.
-	NodeIndexLabel = "sluice.dev/node-index"
+	NodeIndexLabel = v1alpha1.NodeIndexLabel
 	// containerName is the one container of a job's pod.
 	containerName = "job"
 	// scriptDir is an emptyDir the script is written to before it is run:
@@ -76,12 +77,7 @@ exit $rc`
 
 // PodName names pod index of a job's run: requeued runs get new names, so a
 // new run never collides with the old one's pods still terminating.
-func PodName(pg *v1alpha1.PodGroup, index int) string {
-	if pg.Status.Requeues > 0 {
-		return fmt.Sprintf("%s-r%d-%d", pg.Name, pg.Status.Requeues, index)
-	}
-	return fmt.Sprintf("%s-%d", pg.Name, index)
-}
+func PodName(pg *v1alpha1.PodGroup, index int) string { return jobstate.PodName(pg, index) }
 
 // RunAs is what the site decides about a job's pods beyond the job itself.
 type RunAs struct {

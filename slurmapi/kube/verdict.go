@@ -7,43 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
-
-// disruption is why a running job lost pods it did not end itself.
-type disruption string
-
-const (
-	notDisrupted disruption = ""
-	// preempted: evicted through the Eviction API (the scheduler's
-	// preemption and reclaim, a drain) or preempted by another scheduler.
-	preempted disruption = "preempted"
-	// nodeFailed: the node went away or became unhealthy under the pod.
-	nodeFailed disruption = "node-failed"
-)
-
-// disruptionOf reads the DisruptionTarget condition the API server, the
-// taint manager, pod GC or the kubelet set on a pod before removing it.
-func disruptionOf(pod *corev1.Pod) disruption {
-	if drainedOffFault(pod) {
-		return nodeFailed
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Reason {
-		case "EvictionByEvictionAPI", "PreemptionByScheduler", "PreemptionByKubeScheduler":
-			return preempted
-		default: // DeletionByTaintManager, DeletionByPodGC, TerminationByKubelet
-			return nodeFailed
-		}
-	}
-	if pod.Status.Reason == "NodeLost" || pod.Status.Reason == "Evicted" {
-		return nodeFailed
-	}
-	return notDisrupted
-}
 
 // verdict is what the lifecycle controller does to a Slurm job after
 // looking at its pods: at most one status change, and whether the job's
@@ -51,6 +17,7 @@ func disruptionOf(pod *corev1.Pod) disruption {
 type verdict struct {
 	phase      v1alpha1.PodGroupPhase // the new phase, "" for no change
 	exitCode   *int32
+	endReason  string // why a failed job failed (status.endReason)
 	endTime    time.Time
 	requeue    bool     // back to Pending with one more requeue
 	deletePods bool     // delete the job's remaining pods
@@ -64,7 +31,7 @@ func currentRun(pg *v1alpha1.PodGroup, pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
 		i, err := strconv.Atoi(p.Labels[NodeIndexLabel])
-		if err == nil && p.Name == PodName(pg, i) {
+		if err == nil && p.Name == jobstate.PodName(pg, i) {
 			out = append(out, p)
 		}
 	}
@@ -81,10 +48,10 @@ func currentRun(pg *v1alpha1.PodGroup, pods []*corev1.Pod) []*corev1.Pod {
 // limit (TIMEOUT), a task failed (FAILED with its exit code, the rest
 // stopped), or every node done (COMPLETED). limit is the job's time limit,
 // 0 for none; seen is a disruption noted from a pod that is already gone.
-func judge(pg *v1alpha1.PodGroup, pods []*corev1.Pod, seen disruption, limit time.Duration, now time.Time) verdict {
+func judge(pg *v1alpha1.PodGroup, pods []*corev1.Pod, seen jobstate.State, limit time.Duration, now time.Time) verdict {
 	if finished(pg.Status.Phase) {
 		for _, p := range pods {
-			if p.DeletionTimestamp == nil && !podDone(p) {
+			if p.DeletionTimestamp == nil && !jobstate.Ended(p) {
 				return verdict{deletePods: true} // e.g. created while the job was being cancelled
 			}
 		}
@@ -97,19 +64,19 @@ func judge(pg *v1alpha1.PodGroup, pods []*corev1.Pod, seen disruption, limit tim
 	}
 	why := seen
 	for _, p := range run {
-		if d := disruptionOf(p); d != notDisrupted && why == notDisrupted {
+		if d := jobstate.Disruption(p); d != "" && why == "" {
 			why = d
 		}
 	}
-	if why != notDisrupted {
+	if why != "" {
 		v.deletePods, v.endTime = true, now
 		switch {
 		case pg.Spec.Slurm.Requeue:
 			v.requeue, v.nodes = true, nil
-		case why == preempted:
+		case why == jobstate.Preempted:
 			v.phase = v1alpha1.PodGroupPreempted
 		default:
-			v.phase = v1alpha1.PodGroupFailed // NODE_FAIL: see the report on a NodeFail phase
+			v.phase, v.endReason = v1alpha1.PodGroupFailed, jobstate.NodeFailReason
 		}
 		return v
 	}
@@ -129,8 +96,9 @@ func judge(pg *v1alpha1.PodGroup, pods []*corev1.Pod, seen disruption, limit tim
 	for _, p := range run {
 		switch p.Status.Phase {
 		case corev1.PodFailed:
-			code := exitCode(p)
-			v.phase, v.exitCode, v.endTime, v.deletePods = v1alpha1.PodGroupFailed, &code, endOf(run, now), true
+			f, _ := jobstate.FailureOf(p)
+			v.phase, v.exitCode, v.endTime, v.deletePods = v1alpha1.PodGroupFailed, &f.ExitCode, endOf(run, now), true
+			v.endReason = f.Reason
 			return v
 		case corev1.PodSucceeded:
 			succeeded++
@@ -178,33 +146,10 @@ func startOf(pg *v1alpha1.PodGroup, run []*corev1.Pod) time.Time {
 	return t
 }
 
-func podDone(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// exitCode is the exit code of the job container of a failed pod; a pod
-// that failed without its container ending (rejected by the node) gives 1.
-func exitCode(p *corev1.Pod) int32 {
-	for _, c := range p.Status.ContainerStatuses {
-		if t := c.State.Terminated; t != nil && (c.Name == containerName || len(p.Status.ContainerStatuses) == 1) {
-			return t.ExitCode
-		}
-	}
-	return 1
-}
-
 // endOf is when the run's last container ended, else now.
 func endOf(run []*corev1.Pod, now time.Time) time.Time {
-	var t time.Time
-	for _, p := range run {
-		for _, c := range p.Status.ContainerStatuses {
-			if term := c.State.Terminated; term != nil && term.FinishedAt.After(t) {
-				t = term.FinishedAt.Time
-			}
-		}
+	if t := jobstate.LastFinish(run); !t.IsZero() {
+		return t
 	}
-	if t.IsZero() {
-		return now
-	}
-	return t
+	return now
 }

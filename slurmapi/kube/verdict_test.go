@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
@@ -57,7 +58,7 @@ func TestJudge(t *testing.T) {
 		name      string
 		pg        *v1alpha1.PodGroup
 		pods      func(pg *v1alpha1.PodGroup) []*corev1.Pod
-		seen      disruption
+		seen      jobstate.State
 		limit     time.Duration
 		phase     v1alpha1.PodGroupPhase
 		code      int32 // checked when phase is Succeeded or Failed from a task
@@ -114,7 +115,7 @@ func TestJudge(t *testing.T) {
 		},
 		phase: v1alpha1.PodGroupPreempted, deletes: true, nodes: []string{"n1", "n2"},
 	}, {
-		name: "node lost without --requeue: FAILED", pg: runningJob(false), seen: nodeFailed,
+		name: "node lost without --requeue: FAILED", pg: runningJob(false), seen: jobstate.NodeFail,
 		pods: func(pg *v1alpha1.PodGroup) []*corev1.Pod {
 			return []*corev1.Pod{jobPod(pg, 1, "n2")}
 		},

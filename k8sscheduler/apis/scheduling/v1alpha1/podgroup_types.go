@@ -156,6 +156,15 @@ type PodGroupStatus struct {
 	// or a node failure.
 	// +optional
 	Requeues int32 `json:"requeues,omitempty"`
+	// LastRequeueTime is when the group was last requeued. With Requeues it lets every
+	// reader (the ledger above all) see each requeue with its time, however late it looks.
+	// +optional
+	LastRequeueTime *metav1.Time `json:"lastRequeueTime,omitempty"`
+	// EndReason is why a failed Slurm job failed, as Kubernetes names it on its first
+	// failed task (OOMKilled, DeadlineExceeded, Error) or NodeFail for a job lost with its
+	// node: the job's pods go when it ends, so the reason is kept here.
+	// +optional
+	EndReason string `json:"endReason,omitempty"`
 }
 
 // PodGroup is a gang of pods scheduled all together, charged to a queue. It

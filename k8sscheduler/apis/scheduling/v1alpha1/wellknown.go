@@ -23,6 +23,8 @@ const (
 	KAIQueueLabel = "kai.scheduler/queue"
 	// JobIDLabel holds the Slurm-style job id on a PodGroup and its pods.
 	JobIDLabel = "sluice.dev/job-id"
+	// NodeIndexLabel is a Slurm job's pod's SLURM_NODEID within its job.
+	NodeIndexLabel = "sluice.dev/node-index"
 	// PartitionLabel puts a node in a partition (Partition node selectors
 	// use it) and, on a pod or its owner, names the pod's partition.
 	PartitionLabel = "sluice.dev/partition"

@@ -1,0 +1,247 @@
+package jobstate
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// View is what every reader shows of one job.
+type View struct {
+	State State
+	// Reason is Slurm's reason for the state; "None" for a pending job, whose reason
+	// (why it waits) the Slurm API reads from the scheduler's conditions.
+	Reason string
+	// Requeued: a pending job that ran before and was requeued (squeue's REQUEUED flag).
+	Requeued bool
+	// ExitCode and Signal of a job that ended: its status's exit code, else its first
+	// failed pod's.
+	ExitCode, Signal int32
+	// Start is when the current (or last) run began; zero while the job is pending and
+	// for a job that ended without running.
+	Start time.Time
+	// End is when the job ended; zero unless State is final.
+	End time.Time
+	// Nodes the current run's pods are bound to, sorted; nil while pending.
+	Nodes []string
+	// Rule names the rule of the table that decided State.
+	Rule string
+}
+
+// facts are what the rules look at, gathered once.
+type facts struct {
+	pg        *v1alpha1.PodGroup
+	run       []*corev1.Pod // the current run's live pods: bound, not being deleted
+	all       []*corev1.Pod
+	minMember int
+	ended     bool // the run holds every member and each of its pods ended
+	failure   Failure
+	failed    bool // a pod of the run failed
+	evicted   *metav1.Condition
+}
+
+// rule maps facts to a state. The table is read top to bottom; the first rule that
+// holds decides. A status phase the lifecycle, scancel or the scheduler wrote as final
+// wins; otherwise the pods decide.
+type rule struct {
+	name  string
+	when  func(f *facts) bool
+	state func(f *facts) State
+}
+
+func phaseIs(p v1alpha1.PodGroupPhase) func(*facts) bool {
+	return func(f *facts) bool { return f.pg.Status.Phase == p }
+}
+
+// Rules is the one table that maps a job's objects to its Slurm state. Every row is
+// covered by derive_test.go.
+var rules = []rule{
+	{"phase Succeeded", phaseIs(v1alpha1.PodGroupSucceeded), constant(Completed)},
+	{"phase Failed", phaseIs(v1alpha1.PodGroupFailed), failedPhase},
+	{"phase Cancelled", phaseIs(v1alpha1.PodGroupCancelled), constant(Cancelled)},
+	{"phase TimedOut", phaseIs(v1alpha1.PodGroupTimedOut), constant(Timeout)},
+	{"phase Preempted", phaseIs(v1alpha1.PodGroupPreempted), constant(Preempted)},
+	// Nothing recreates an evicted bare pod: the eviction ended its job.
+	{"bare pod evicted", func(f *facts) bool { return f.evicted != nil && barePod(f.pg) && len(f.run) == 0 }, constant(Preempted)},
+	// A job ends when every one of its run's pods has ended, not at the first failure:
+	// one task OOM-killed while others run leaves the job RUNNING (Slurm ends a job
+	// when its batch step does); the Slurm lifecycle ends a Slurm job at its first
+	// failed task by writing phase Failed, which the rule above then reads.
+	{"every pod of the run ended", func(f *facts) bool { return f.ended }, runEnd},
+	{"phase Running", phaseIs(v1alpha1.PodGroupRunning), constant(Running)},
+	{"the run's pods are bound", func(f *facts) bool { return len(f.run) >= f.minMember }, constant(Running)},
+	{"otherwise", func(*facts) bool { return true }, constant(Pending)},
+}
+
+func constant(s State) func(*facts) State { return func(*facts) State { return s } }
+
+// failedPhase: the end reason the lifecycle wrote, else (a job it marked lost with its
+// node before end reasons were written: no exit code) NODE_FAIL, else the pods' reason.
+func failedPhase(f *facts) State {
+	st := f.pg.Status
+	switch {
+	case st.EndReason != "":
+		return FailedState(st.EndReason)
+	case f.pg.Spec.Slurm != nil && st.ExitCode == nil:
+		return NodeFail
+	}
+	if s := runEnd(f); s != Completed {
+		return s
+	}
+	return Failed // its pods no longer show how
+}
+
+// runEnd: COMPLETED when no pod failed, else the state the failure's reason (or a node
+// failure that removed a pod) gives.
+func runEnd(f *facts) State {
+	why := f.failure.Reason
+	if d := nodeFailure(f.all); d != "" {
+		why = d
+	}
+	if !f.failed && why == "" {
+		return Completed
+	}
+	return FailedState(why)
+}
+
+// Derive is job pg's view from its PodGroup and the pods that belong to it (any order;
+// terminating pods and, for a Slurm job, earlier runs' pods included). now stands in for
+// an end time nothing recorded.
+func Derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) View {
+	f := gather(pg, pods)
+	var v View
+	for _, r := range rules {
+		if r.when(f) {
+			v.State, v.Rule = r.state(f), r.name
+			break
+		}
+	}
+	v.Reason = reasons[v.State]
+	if v.State == Pending {
+		v.Requeued = pg.Status.Requeues > 0
+		return v
+	}
+	v.Start = startOf(f)
+	v.Nodes = nodesOf(f.run)
+	if !v.State.Final() {
+		return v
+	}
+	v.End, v.ExitCode, v.Signal = endOf(f, now), f.failure.ExitCode, f.failure.Signal
+	if c := pg.Status.ExitCode; c != nil {
+		v.ExitCode = *c
+	}
+	if v.Rule == "bare pod evicted" {
+		v.End = f.evicted.LastTransitionTime.Time
+	}
+	return v
+}
+
+func gather(pg *v1alpha1.PodGroup, pods []*corev1.Pod) *facts {
+	f := &facts{pg: pg, all: pods, minMember: max(int(pg.Spec.MinMember), 1)}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && inCurrentRun(pg, p) {
+			f.run = append(f.run, p)
+		}
+	}
+	f.failure, f.failed = FirstFailure(f.run)
+	f.ended = len(f.run) >= f.minMember
+	for _, p := range f.run {
+		f.ended = f.ended && Ended(p)
+	}
+	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		f.evicted = c
+	}
+	return f
+}
+
+// inCurrentRun: a Slurm job's pod belongs to the run its requeue count names (pods of
+// an earlier run may still be terminating); every pod of a manifest workload does.
+func inCurrentRun(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
+	if pg.Spec.Slurm == nil {
+		return true
+	}
+	i, err := strconv.Atoi(p.Labels[v1alpha1.NodeIndexLabel])
+	return err == nil && p.Name == PodName(pg, i)
+}
+
+// PodName names pod index of a Slurm job's current run: requeued runs get new names, so
+// a new run never collides with the old one's pods still terminating.
+func PodName(pg *v1alpha1.PodGroup, index int) string {
+	if pg.Status.Requeues > 0 {
+		return fmt.Sprintf("%s-r%d-%d", pg.Name, pg.Status.Requeues, index)
+	}
+	return fmt.Sprintf("%s-%d", pg.Name, index)
+}
+
+// startOf: the run's pods' earliest start, else the status's start time, else (a run
+// that ended by losing its pods) the earliest start of any pod.
+func startOf(f *facts) time.Time {
+	if t := earliestStart(f.run); !t.IsZero() {
+		return t
+	}
+	if t := f.pg.Status.StartTime; t != nil {
+		return t.Time
+	}
+	return earliestStart(f.all)
+}
+
+// endOf: the status's end time, else when the last container finished, else now.
+func endOf(f *facts, now time.Time) time.Time {
+	if t := f.pg.Status.EndTime; t != nil {
+		return t.Time
+	}
+	if t := LastFinish(f.all); !t.IsZero() {
+		return t
+	}
+	return now
+}
+
+func nodesOf(run []*corev1.Pod) []string {
+	var nodes []string
+	for _, p := range run {
+		if !slices.Contains(nodes, p.Spec.NodeName) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+// barePod: pg is a bare pod's group, owned by the Pod (a group of one's PodGroup, and
+// the pod grouper's group of a bare pod).
+func barePod(pg *v1alpha1.PodGroup) bool {
+	return pg.Spec.Slurm == nil && v1alpha1.OwningPod(pg) != nil
+}
+
+// Requeue is one requeue the objects show.
+type Requeue struct {
+	At     time.Time
+	Reason string
+}
+
+// LastRequeue is the job's latest requeue, if it has one: for a Slurm job the one the
+// lifecycle or scontrol requeue stamped (status.requeues with status.lastRequeueTime); for
+// a manifest workload the scheduler's eviction of its pods (the Evicted condition), which
+// its controller answers with new pods, unless nothing recreates them (a bare pod) or the
+// eviction ended it (phase Preempted). The time comes from the object, so reading it again
+// gives the same requeue, and a reader that missed the moment still sees it.
+func LastRequeue(pg *v1alpha1.PodGroup) (Requeue, bool) {
+	if pg.Spec.Slurm != nil {
+		if t := pg.Status.LastRequeueTime; pg.Status.Requeues > 0 && t != nil {
+			return Requeue{At: t.Time, Reason: "requeued"}, true
+		}
+		return Requeue{}, false
+	}
+	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionEvicted)
+	if c == nil || c.Status != metav1.ConditionTrue || pg.Status.Phase == v1alpha1.PodGroupPreempted || barePod(pg) {
+		return Requeue{}, false
+	}
+	return Requeue{At: c.LastTransitionTime.Time, Reason: c.Reason + ": " + c.Message}, true
+}

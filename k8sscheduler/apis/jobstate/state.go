@@ -1,0 +1,44 @@
+// Package jobstate is Sluice's one job read model: what state a job is in, and why, from
+// its PodGroup and pods. Every view reads it: squeue, job/{id} and scontrol (slurmapi),
+// the ledger (accounting/recorder), the Slurm lifecycle that ends jobs, and the dashboard
+// through the ledger. Nothing else maps pods or phases to Slurm states, so the views
+// cannot disagree about a job.
+//
+// It lives beside the API types because every component may import those
+// (docs/architecture.md, "Packages"); it imports nothing but them and the core API.
+package jobstate
+
+// State is a Slurm job state name, as squeue's long form and sacct print it.
+type State string
+
+const (
+	Pending     State = "PENDING"
+	Running     State = "RUNNING"
+	Completed   State = "COMPLETED"
+	Failed      State = "FAILED"
+	Cancelled   State = "CANCELLED"
+	Timeout     State = "TIMEOUT"
+	Preempted   State = "PREEMPTED"
+	NodeFail    State = "NODE_FAIL"
+	OutOfMemory State = "OUT_OF_MEMORY"
+	// Requeued is never a job's whole state: a requeued job is PENDING with the REQUEUED
+	// flag (squeue), and the ledger records the requeue as a transition.
+	Requeued State = "REQUEUED"
+)
+
+// Final reports whether a job in state s has ended for good. PREEMPTED is final only
+// when no requeue follows; the ledger decides that from the history.
+func (s State) Final() bool {
+	switch s {
+	case Completed, Failed, Cancelled, Timeout, NodeFail, OutOfMemory, Preempted:
+		return true
+	}
+	return false
+}
+
+// Slurm's reason for a state, where the state alone decides it (a pending job's reason
+// is why it waits, which the Slurm API reads from the scheduler's condition).
+var reasons = map[State]string{
+	Running: "None", Completed: "None", Failed: "NonZeroExitCode", Cancelled: "None",
+	Timeout: "TimeLimit", Preempted: "None", NodeFail: "NodeDown", OutOfMemory: "OutOfMemory", Pending: "None",
+}
