@@ -31,7 +31,14 @@ const (
 	ErrInvalidTimeLimit      = 2051 // ESLURM_INVALID_TIME_LIMIT
 	ErrInvalidTimeValue      = 2054 // ESLURM_INVALID_TIME_VALUE
 	ErrInvalidQOS            = 2066 // ESLURM_INVALID_QOS
+	ErrInvalidNodeState      = 2028 // ESLURM_INVALID_NODE_STATE
+	ErrInvalidLicenses       = 2048 // ESLURM_INVALID_LICENSES
+	ErrReservationInvalid    = 2053 // ESLURM_RESERVATION_INVALID
 	ErrInvalidGRES           = 2072 // ESLURM_INVALID_GRES
+	ErrJobNotPending         = 2073 // ESLURM_JOB_NOT_PENDING
+	ErrInvalidBurstBuffer    = 2094 // ESLURM_INVALID_BURST_BUFFER_REQUEST
+	ErrInvalidMCSLabel       = 2099 // ESLURM_INVALID_MCS_LABEL
+	ErrX11NotAvailable       = 2112 // ESLURM_X11_NOT_AVAIL
 	ErrInvalidArray          = 2081 // ESLURM_INVALID_ARRAY
 	ErrRestInvalidQuery      = 9000 // ESLURM_REST_INVALID_QUERY
 	ErrRestFailParsing       = 9001 // ESLURM_REST_FAIL_PARSING
@@ -88,6 +95,13 @@ var shortText = map[int]string{
 	ErrInvalidTimeValue:      "Invalid time specified",
 	ErrInvalidQOS:            "Invalid qos specification",
 	ErrInvalidGRES:           "Invalid generic resource (gres) specification",
+	ErrInvalidNodeState:      "Invalid node state specified",
+	ErrInvalidLicenses:       "Invalid license specification",
+	ErrReservationInvalid:    "Requested reservation is invalid",
+	ErrJobNotPending:         "Job is no longer pending execution",
+	ErrInvalidBurstBuffer:    "Burst Buffer request invalid",
+	ErrInvalidMCSLabel:       "Invalid mcs_label specified",
+	ErrX11NotAvailable:       "X11 forwarding not available",
 	ErrInvalidArray:          "Invalid job array specification",
 	ErrRestInvalidQuery:      "Query empty or incorrect type",
 	ErrRestFailParsing:       "Unable to parse request",

@@ -13,6 +13,9 @@ type JobDesc struct {
 	Account   string `json:"account,omitempty"`
 	QOS       string `json:"qos,omitempty"`
 	Script    string `json:"script"`
+	// Argv are the script's arguments ($1...), as `sbatch job.sh a b`
+	// passes them; REST argv[0] (the script's path) is not among them.
+	Argv []string `json:"argv,omitempty"`
 
 	Nodes        int `json:"nodes"`               // minimum node count, >= 1
 	MaxNodes     int `json:"max_nodes,omitempty"` // 0: same as Nodes
@@ -113,6 +116,11 @@ type JobUpdate struct {
 	Nice      *int64
 	Comment   *string
 	Name      *string
+	// Partition, QOS and Dependency change only while the job is
+	// pending; the server has checked them against the catalogue.
+	Partition  *string
+	QOS        *string
+	Dependency *string
 }
 
 // JobFilter narrows a job listing. Zero values match everything.

@@ -82,6 +82,9 @@ func checkBounds(d *JobDesc) *Error {
 	if e := checkEnvironment(d.Environment); e != nil {
 		return e
 	}
+	if e := checkArgv(d.Argv); e != nil {
+		return e
+	}
 	if e := checkCounts(d); e != nil {
 		return e
 	}
@@ -115,6 +118,23 @@ func checkScript(script string) *Error {
 	}
 	if strings.IndexByte(script, 0) >= 0 {
 		return BadRequest(ErrScriptMissing, "script", "the script contains a NUL character")
+	}
+	return nil
+}
+
+// checkArgv refuses script arguments no program can receive: with a NUL,
+// or together over the size an environment may have (they reach the pod
+// in its command, which the kernel bounds like the environment).
+func checkArgv(argv []string) *Error {
+	total := 0
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return BadRequest(ErrRestInvalidJobs, "job.argv", "argument %d contains a NUL character", i+1)
+		}
+		total += len(a) + 1
+	}
+	if total > MaxEnvironmentBytes {
+		return BadRequest(ErrRestInvalidJobs, "job.argv", "the script's arguments take %d bytes, at most %d", total, MaxEnvironmentBytes)
 	}
 	return nil
 }
@@ -206,7 +226,7 @@ func checkArray(d *JobDesc, maxSize int) *Error {
 func storedSize(d *JobDesc) int {
 	n := jsonLen(d.Script) + jsonLen(d.Name) + jsonLen(d.Comment) + jsonLen(d.Stdout) + jsonLen(d.Stderr) +
 		jsonLen(d.Stdin) + jsonLen(d.WorkDir) + jsonLen(d.ContainerImage) + jsonLen(d.Dependency) + jsonLen(d.Array)
-	for _, kv := range d.Environment {
+	for _, kv := range append(d.Environment, d.Argv...) {
 		n += jsonLen(kv) + 4
 	}
 	return n

@@ -77,10 +77,21 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 		d.Name = "sbatch"
 	}
 	d.Environment = in.Environment
+	if opts.Set["export"] && !sbatch.HasExportEnv(d.Environment) {
+		// #SBATCH --export applies to the environment sent unless the
+		// client applied an --export of its own (sbatch's command line
+		// wins over the script's directive).
+		d.Environment = sbatch.ExportEnv(opts.Export, d.Environment)
+	}
+	if len(in.Argv) > 1 { // argv[0] is the script's path, as slurmstepd sets it
+		d.Argv = in.Argv[1:]
+	}
 	if d.ContainerImage == "" {
 		d.ContainerImage = envValue(d.Environment, containerImageEnv)
 	}
-	d.Requeue = boolOr(in.Requeue, opts.Requeue)
+	// Slurm's JobRequeue=1 default: a batch job may be requeued unless
+	// --no-requeue (or requeue: false) says otherwise.
+	d.Requeue = boolOr(in.Requeue, opts.Requeue || !(opts.Set["requeue"] || opts.Set["no-requeue"]))
 	d.Hold = boolOr(in.Hold, opts.Hold)
 
 	if e := setCounts(d, in, opts); e != nil {
@@ -103,7 +114,10 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 	if e := checkArray(d, pol.maxArraySize()); e != nil {
 		return nil, nil, e
 	}
-	if p, ok := in.Priority.Value(); ok {
+	if p, ok := in.Priority.Value(); ok || opts.Set["priority"] {
+		if !ok {
+			p = opts.Priority
+		}
 		if p < 0 {
 			return nil, nil, BadRequest(ErrRestInvalidJobs, "job.priority", "priority must not be negative")
 		}
@@ -121,7 +135,10 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 	if e := checkBounds(d); e != nil {
 		return nil, nil, e
 	}
-	return d, warnings, nil
+	if d.MaxNodes > d.Nodes {
+		warnings = append(warnings, fmt.Sprintf("job.nodes: the job runs on its minimum of %d nodes; Sluice does not start a job on more nodes than its minimum (maximum %d)", d.Nodes, d.MaxNodes))
+	}
+	return d, append(req.warnings, warnings...), nil
 }
 
 func boolOr(rest *bool, directive bool) bool {
@@ -282,12 +299,12 @@ const (
 func timeLimit(v NoVal, source string) (time.Duration, *Error) {
 	minutes, finite := v.Value()
 	switch {
-	case !finite || minutes == slurmInfinite:
+	case !finite || minutes == slurmInfinite || minutes == 0: // 0: no limit, as --time=0
 		return sbatch.Unlimited, nil
 	case minutes == slurmNoVal:
 		return 0, nil
 	case minutes < 1 || minutes > sbatch.MaxTimeLimitMinutes:
-		return 0, BadRequest(ErrInvalidTimeLimit, source, "time_limit is in minutes and must be between 1 and %d (or INFINITE), got %d", sbatch.MaxTimeLimitMinutes, minutes)
+		return 0, BadRequest(ErrInvalidTimeLimit, source, "time_limit is in minutes and must be between 0 (no limit) and %d (or INFINITE), got %d", sbatch.MaxTimeLimitMinutes, minutes)
 	}
 	return time.Duration(minutes) * time.Minute, nil
 }

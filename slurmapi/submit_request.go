@@ -16,6 +16,8 @@ type submitRequest struct {
 	Script string            `json:"script"`
 	Job    *jobDescIn        `json:"job"`
 	Jobs   []json.RawMessage `json:"jobs"`
+	// warnings name the job's fields accepted without effect.
+	warnings []string
 }
 
 // jobDescIn is the subset of job_desc_msg that Sluice acts on. Numeric
@@ -23,6 +25,7 @@ type submitRequest struct {
 // strings are all accepted, as slurmrestd's parser accepts them.
 type jobDescIn struct {
 	Script         string      `json:"script"`
+	Argv           []string    `json:"argv"`
 	Name           *string     `json:"name"`
 	Partition      *string     `json:"partition"`
 	Account        *string     `json:"account"`
@@ -104,6 +107,16 @@ func decodeSubmitBody(body []byte) (*submitRequest, *Error) {
 	}
 	if req.Job == nil {
 		return nil, BadRequest(ErrRestInvalidJobs, "job", "the request has no \"job\" description")
+	}
+	var raw struct {
+		Job json.RawMessage `json:"job"`
+	}
+	if err := json.Unmarshal(body, &raw); err == nil {
+		warnings, e := checkJobDescFields(raw.Job)
+		if e != nil {
+			return nil, e
+		}
+		req.warnings = warnings
 	}
 	return &req, nil
 }

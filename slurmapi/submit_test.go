@@ -141,7 +141,7 @@ func TestDecodeSubmissionRejects(t *testing.T) {
 		{"GPU type mismatch", `{"script":"#!/bin/sh\n","job":{"partition":"h100","tres_per_node":"gres/gpu:a100:2"}}`, "alice", ErrInvalidGRES, "has H100-80GB GPUs"},
 		{"over QOS GPU limit", `{"script":"#!/bin/sh\n","job":{"tres_per_node":"gres/gpu:8","minimum_nodes":3}}`, "alice", ErrAccountingPolicy, "allows 16"},
 		{"over QOS MaxWall", `{"script":"#!/bin/sh\n","job":{"qos":"high","time_limit":600}}`, "bob", ErrAccountingPolicy, "MaxWall"},
-		{"over partition MaxTime", `{"script":"#!/bin/sh\n","job":{"time_limit":{"infinite":true}}}`, "alice", ErrInvalidTimeLimit, "exceeds partition"},
+		{"over partition MaxTime", `{"script":"#!/bin/sh\n","job":{"time_limit":4000}}`, "alice", ErrInvalidTimeLimit, "exceeds partition"},
 		{"too many nodes", `{"script":"#!/bin/sh\n","job":{"minimum_nodes":5}}`, "alice", ErrInvalidNodeCount, "at most 4"},
 		{"zero tasks", `{"script":"#!/bin/sh\n","job":{"tasks":0}}`, "alice", ErrRestInvalidJobs, "between 1"},
 		{"fewer tasks than nodes", `{"script":"#!/bin/sh\n","job":{"tasks":1,"minimum_nodes":2}}`, "alice", ErrBadTaskCount, "at least one task per node"},

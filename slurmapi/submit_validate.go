@@ -27,6 +27,11 @@ func (c *Catalog) resolve(d *JobDesc) *Error {
 	if e := c.resolveAccount(d, part); e != nil {
 		return e
 	}
+	if d.TimeLimit == sbatch.Unlimited && part.MaxTime > 0 {
+		// No limit asked for (UNLIMITED, INFINITE, 0): the partition's
+		// MaxTime, the longest the job may have there.
+		d.TimeLimit = part.MaxTime
+	}
 	if e := c.resolveQOS(d, part); e != nil {
 		return e
 	}

@@ -45,13 +45,18 @@ func runSbatch(args []string) error {
 		return usageError{err.Error()}
 	}
 	printed := printWarnings(os.Stderr, warnings, nil)
-	script, err := readScript(positional)
+	script, err := batchScript(opts, positional)
 	if err != nil {
 		return err
 	}
 	job, err := sbatchJob(opts, script, os.Environ(), time.Now())
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	if len(positional) > 1 {
+		// The script's arguments; argv[0] is its path, as slurmstepd
+		// sets it.
+		job["argv"] = positional
 	}
 	c, err := client.FromEnv(token)
 	if err != nil {
@@ -94,6 +99,18 @@ func printWarnings(w io.Writer, warnings, printed []string) []string {
 		printed = append(printed, msg)
 	}
 	return printed
+}
+
+// batchScript is the job's script: --wrap's command in sbatch's wrapper,
+// or the script file (stdin when none is named).
+func batchScript(o *sbatch.Options, positional []string) (string, error) {
+	if !o.Set["wrap"] {
+		return readScript(positional)
+	}
+	if len(positional) > 0 {
+		return "", usageError{"script arguments not permitted with --wrap option"}
+	}
+	return "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n" + o.Wrap + "\n", nil
 }
 
 // readScript reads the script named on the command line, or stdin when
@@ -140,6 +157,8 @@ func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time
 	set("cpus-per-task", "cpus_per_task", o.CPUsPerTask)
 	set("mem", "memory_per_node", client.Set(o.Mem))
 	set("mem-per-cpu", "memory_per_cpu", client.Set(o.MemPerCPU))
+	set("mem-per-gpu", "memory_per_tres", fmt.Sprintf("gres/gpu=%d", o.MemPerGPU))
+	set("priority", "priority", client.Set(o.Priority))
 	set("time", "time_limit", client.Set(int64(o.Time/time.Minute)))
 	set("requeue", "requeue", o.Requeue)
 	set("no-requeue", "requeue", o.Requeue)
@@ -185,45 +204,13 @@ func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time
 	return job, nil
 }
 
-// exportedEnv applies sbatch's --export: ALL (the default) sends the
-// submitting shell's environment, NONE only SLURM_* variables, and a list
-// adds VAR=value pairs and named variables. The token never leaves.
+// exportedEnv is the environment sent with the job: the command line's
+// --export applied (the server applies a script's #SBATCH --export when
+// the command line gives none), never empty, as a job needs a PATH.
 func exportedEnv(export string, environ []string) []string {
-	keep := func(kv string) bool { return !strings.HasPrefix(kv, "SLURM_JWT=") }
-	var env []string
-	mode := strings.ToUpper(strings.SplitN(export, ",", 2)[0])
-	for _, kv := range environ {
-		if !keep(kv) {
-			continue
-		}
-		if mode == "NONE" || (export != "" && mode != "ALL") {
-			if !strings.HasPrefix(kv, "SLURM_") {
-				continue
-			}
-		}
-		env = append(env, kv)
-	}
-	if export != "" && mode != "NONE" {
-		lookup := map[string]string{}
-		for _, kv := range environ {
-			k, v, _ := strings.Cut(kv, "=")
-			lookup[k] = v
-		}
-		for _, item := range strings.Split(export, ",") {
-			item = strings.TrimSpace(item)
-			switch {
-			case item == "" || strings.EqualFold(item, "ALL") || strings.EqualFold(item, "NONE"):
-			case strings.Contains(item, "="):
-				env = append(env, item)
-			default:
-				if v, ok := lookup[item]; ok {
-					env = append(env, item+"="+v)
-				}
-			}
-		}
-	}
-	if len(env) == 0 {
-		env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	env := sbatch.ExportEnv(export, environ)
+	if len(env) == 0 || (len(env) == 1 && sbatch.HasExportEnv(env)) {
+		env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, env...)
 	}
 	return env
 }
@@ -236,7 +223,7 @@ func sbatchUsage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "      --parsable              print only the job id")
 	fmt.Fprintln(w, "      --token=TOKEN           auth/jwt token (default $SLURM_JWT)")
-	for _, o := range sbatch.Table {
+	for _, o := range slices.Concat(sbatch.Table, sbatch.Ignored) {
 		short := "   "
 		if o.Short != 0 {
 			short = "-" + string(o.Short) + ","

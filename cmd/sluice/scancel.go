@@ -31,14 +31,12 @@ func runScancel(args []string) error {
 	if fs.NArg() == 0 {
 		return usageError{"no job id given"}
 	}
-	var ids []uint32
+	var ids []string
 	for _, a := range fs.Args() {
-		base, _, _ := strings.Cut(a, "_") // an array task cancels through its array job's id here
-		id, err := strconv.ParseUint(base, 10, 32)
-		if err != nil {
+		if !validJobRef(a) {
 			return usageError{fmt.Sprintf("invalid job id %q", a)}
 		}
-		ids = append(ids, uint32(id))
+		ids = append(ids, a)
 	}
 	c, err := client.FromEnv(*token)
 	if err != nil {
@@ -48,8 +46,8 @@ func runScancel(args []string) error {
 	defer cancel()
 	failed := 0
 	for _, id := range ids {
-		if err := c.Cancel(ctx, id, *signal); err != nil {
-			fmt.Fprintf(os.Stderr, "scancel: error: Kill job error on job id %d: %v\n", id, err)
+		if err := c.CancelRef(ctx, id, *signal); err != nil {
+			fmt.Fprintf(os.Stderr, "scancel: error: Kill job error on job id %s: %v\n", id, err)
 			failed++
 		}
 	}
@@ -57,4 +55,19 @@ func runScancel(args []string) error {
 		return fmt.Errorf("%d of %d jobs not cancelled", failed, len(ids))
 	}
 	return nil
+}
+
+// validJobRef accepts what scancel names: a job id, or ARRAYID_TASK for
+// one array task (cancelled alone, not the whole array).
+func validJobRef(ref string) bool {
+	base, task, isTask := strings.Cut(ref, "_")
+	if _, err := strconv.ParseUint(base, 10, 32); err != nil {
+		return false
+	}
+	if isTask {
+		if _, err := strconv.ParseUint(task, 10, 31); err != nil {
+			return false
+		}
+	}
+	return true
 }

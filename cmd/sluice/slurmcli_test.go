@@ -134,9 +134,12 @@ func TestExportedEnv(t *testing.T) {
 		want   []string
 	}{
 		{"", []string{"HOME=/home/a", "SLURM_CONF=/etc/slurm", "FOO=1"}},
-		{"ALL,BAR=2", []string{"HOME=/home/a", "SLURM_CONF=/etc/slurm", "FOO=1", "BAR=2"}},
-		{"NONE", []string{"SLURM_CONF=/etc/slurm"}},
-		{"FOO,BAR=2", []string{"SLURM_CONF=/etc/slurm", "FOO=1", "BAR=2"}},
+		// sbatch(1): with ALL, the user's environment takes precedence
+		// over a pair naming the same variable.
+		{"ALL,BAR=2,FOO=9", []string{"HOME=/home/a", "SLURM_CONF=/etc/slurm", "FOO=1", "BAR=2", "SLURM_EXPORT_ENV=ALL,BAR=2,FOO=9"}},
+		{"NONE", []string{"SLURM_CONF=/etc/slurm", "SLURM_EXPORT_ENV=NONE"}},
+		{"FOO,BAR=2", []string{"SLURM_CONF=/etc/slurm", "FOO=1", "BAR=2", "SLURM_EXPORT_ENV=FOO,BAR=2"}},
+		{"BAR=2", []string{"SLURM_CONF=/etc/slurm", "BAR=2", "SLURM_EXPORT_ENV=BAR=2"}},
 	}
 	for _, tt := range tests {
 		if got := exportedEnv(tt.export, environ); strings.Join(got, " ") != strings.Join(tt.want, " ") {
@@ -297,5 +300,40 @@ func TestSbatchPrintsEachWarningOnce(t *testing.T) {
 				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestSbatchForwardsWhatSlurmDoes: --mem-per-gpu and --priority become
+// their REST fields; --wrap makes sbatch's wrapper script and refuses
+// script arguments, as sbatch does.
+func TestSbatchForwardsWhatSlurmDoes(t *testing.T) {
+	opts, _, _, err := sbatch.Parse([]string{"--gpus-per-node=2", "--mem-per-gpu=20G", "--priority=7", "--wrap=hostname"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := sbatchJob(opts, "#!/bin/sh\n", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job["memory_per_tres"] != "gres/gpu=20480" {
+		t.Errorf("memory_per_tres = %v, want gres/gpu=20480", job["memory_per_tres"])
+	}
+	if p, ok := job["priority"].(client.NoVal); !ok || p.Number != 7 {
+		t.Errorf("priority = %#v", job["priority"])
+	}
+	script, err := batchScript(opts, nil)
+	if err != nil || script != "#!/bin/sh\n# This script was created by sbatch --wrap.\n\nhostname\n" {
+		t.Errorf("wrapped script %q (%v)", script, err)
+	}
+	if _, err := batchScript(opts, []string{"extra"}); err == nil {
+		t.Error("--wrap with script arguments was accepted")
+	}
+}
+
+func TestValidJobRef(t *testing.T) {
+	for ref, want := range map[string]bool{"123": true, "123_4": true, "123_": false, "_4": false, "12x": false, "123_4_5": false} {
+		if got := validJobRef(ref); got != want {
+			t.Errorf("validJobRef(%q) = %v, want %v", ref, got, want)
+		}
 	}
 }

@@ -134,11 +134,17 @@ func (c *Client) Submit(ctx context.Context, job map[string]any) (uint32, []stri
 
 // Cancel signals a job (SIGKILL cancels it, like scancel).
 func (c *Client) Cancel(ctx context.Context, id uint32, signal string) error {
+	return c.CancelRef(ctx, strconv.FormatUint(uint64(id), 10), signal)
+}
+
+// CancelRef signals a job named as scancel names it: "123", or one array
+// task "123_4" (only that task, as in Slurm).
+func (c *Client) CancelRef(ctx context.Context, ref, signal string) error {
 	q := url.Values{}
 	if signal != "" {
 		q.Set("signal", signal)
 	}
-	return c.do(ctx, "DELETE", "/slurm/"+Version+"/job/"+strconv.FormatUint(uint64(id), 10), q, nil, nil)
+	return c.do(ctx, "DELETE", "/slurm/"+Version+"/job/"+url.PathEscape(ref), q, nil, nil)
 }
 
 // Update changes a job's fields (hold, time_limit, priority, comment, name):

@@ -389,6 +389,26 @@ func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 	if u.Comment != nil {
 		s.Comment = *u.Comment
 	}
+	if u.Partition != nil || u.QOS != nil || u.Dependency != nil {
+		// The server checked that the job was pending; a job that
+		// started since has pods placed for the old values.
+		if pg.Status.Phase != "" && pg.Status.Phase != v1alpha1.PodGroupPending {
+			return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrJobNotPending, "job_id", "job %d is %s; its partition, QOS and dependency change only while it is pending", id, pg.Status.Phase)
+		}
+	}
+	if u.Partition != nil {
+		pg.Spec.Partition = *u.Partition
+		if pg.Labels == nil {
+			pg.Labels = map[string]string{}
+		}
+		pg.Labels[v1alpha1.PartitionLabel] = *u.Partition
+	}
+	if u.QOS != nil {
+		pg.Spec.QOS = *u.QOS
+	}
+	if u.Dependency != nil {
+		s.Dependency = *u.Dependency
+	}
 	return b.update(ctx, pg)
 }
 

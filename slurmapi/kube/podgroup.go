@@ -126,7 +126,7 @@ func fraction(f float64) string {
 
 func slurmJob(d *slurmapi.JobDesc) *v1alpha1.SlurmJob {
 	s := &v1alpha1.SlurmJob{
-		Name: d.Name, User: d.User, Script: d.Script,
+		Name: d.Name, User: d.User, Script: d.Script, Argv: d.Argv,
 		Nodes: int32(d.Nodes), Tasks: int32(d.Tasks), CPUsPerTask: int32(d.CPUsPerTask),
 		Array: d.Array, Dependency: d.Dependency, Requeue: d.Requeue, Hold: d.Hold,
 		StandardOutput: d.Stdout, StandardError: d.Stderr, StandardInput: d.Stdin,
@@ -210,7 +210,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 		d.User = pg.Namespace // who created a manifest is not recorded; the ledger names its namespace too
 		return d
 	}
-	d.Name, d.User, d.Script = s.Name, s.User, s.Script
+	d.Name, d.User, d.Script, d.Argv = s.Name, s.User, s.Script, s.Argv
 	d.Nodes, d.Tasks, d.CPUsPerTask = int(s.Nodes), int(s.Tasks), int(s.CPUsPerTask)
 	if s.TasksPerNode != nil {
 		d.TasksPerNode = int(*s.TasksPerNode)

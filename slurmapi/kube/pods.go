@@ -56,17 +56,21 @@ const (
 // --error), the script's output goes through tee: into the file and still
 // to the container's stdout/stderr, so the pod log has it too. The shell
 // then stays to forward SIGTERM to the script and to return its status.
+// --input (SLUICE_STDIN) is the script's standard input, /dev/null
+// without one, as slurmd opens them; fd 3 carries it past the shell's
+// rule that a background command reads /dev/null.
 const runScript = `umask 077; printf '%s' "$SLUICE_SCRIPT" > ` + scriptDir + `/script && chmod 700 ` + scriptDir +
 	`/script && unset SLUICE_SCRIPT || exit 1
-[ -z "$SLUICE_STDOUT" ] && exec ` + scriptDir + `/script "$@"
+exec 3< "${SLUICE_STDIN:-/dev/null}" || exit 1
+[ -z "$SLUICE_STDOUT" ] && exec ` + scriptDir + `/script "$@" <&3 3<&-
 mkfifo ` + scriptDir + `/out || exit 1
 tee "$SLUICE_STDOUT" < ` + scriptDir + `/out &
 if [ -n "$SLUICE_STDERR" ]; then
   mkfifo ` + scriptDir + `/err || exit 1
   tee "$SLUICE_STDERR" < ` + scriptDir + `/err >&2 &
-  ` + scriptDir + `/script "$@" > ` + scriptDir + `/out 2> ` + scriptDir + `/err &
+  ` + scriptDir + `/script "$@" <&3 3<&- > ` + scriptDir + `/out 2> ` + scriptDir + `/err &
 else
-  ` + scriptDir + `/script "$@" > ` + scriptDir + `/out 2>&1 &
+  ` + scriptDir + `/script "$@" <&3 3<&- > ` + scriptDir + `/out 2>&1 &
 fi
 job=$!
 trap 'kill -TERM $job 2>/dev/null' TERM INT
@@ -143,6 +147,9 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 		if stderr != "" {
 			c.Env = append(c.Env, corev1.EnvVar{Name: "SLUICE_STDERR", Value: stderr})
 		}
+		if stdin := inputFile(pg, binds[0].Node); stdin != "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "SLUICE_STDIN", Value: stdin})
+		}
 	}
 	return pods, nil
 }
@@ -154,12 +161,7 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 // No --error (or one equal to --output) leaves stderr with stdout.
 func outputFiles(pg *v1alpha1.PodGroup, node string) (stdout, stderr string) {
 	s := pg.Spec.Slurm
-	id, _ := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
-	f := sbatch.FilenameFields{JobID: uint32(id), Name: s.Name, User: s.User, Node: node}
-	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
-		task := int(*s.ArrayTaskID)
-		f.ArrayJobID, f.ArrayTaskID = uint32(*s.ArrayJobID), &task
-	}
+	f := filenameFields(pg, node)
 	path := func(pattern string) string { return sbatch.ExpandPath(pattern, s.WorkingDirectory, f) }
 	out := s.StandardOutput
 	if out == "" {
@@ -173,6 +175,30 @@ func outputFiles(pg *v1alpha1.PodGroup, node string) (stdout, stderr string) {
 		stderr = path(s.StandardError)
 	}
 	return stdout, stderr
+}
+
+// filenameFields are what sbatch's filename patterns expand to for the
+// job's run on node.
+func filenameFields(pg *v1alpha1.PodGroup, node string) sbatch.FilenameFields {
+	s := pg.Spec.Slurm
+	id, _ := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
+	f := sbatch.FilenameFields{JobID: uint32(id), Name: s.Name, User: s.User, Node: node}
+	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
+		task := int(*s.ArrayTaskID)
+		f.ArrayJobID, f.ArrayTaskID = uint32(*s.ArrayJobID), &task
+	}
+	return f
+}
+
+// inputFile is the batch script's --input with sbatch's patterns
+// expanded, relative to the submit directory; "" for none.
+func inputFile(pg *v1alpha1.PodGroup, node string) string {
+	s := pg.Spec.Slurm
+	if s.StandardInput == "" {
+		return ""
+	}
+	f := filenameFields(pg, node)
+	return sbatch.ExpandPath(s.StandardInput, s.WorkingDirectory, f)
 }
 
 func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index int, hosts []string, run RunAs) *corev1.Pod {
@@ -309,7 +335,7 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 	}
 	own := make([]string, 0, len(s.Environment))
 	for k := range s.Environment {
-		if !set[k] && k != "SLUICE_SCRIPT" && k != "SLUICE_STDOUT" && k != "SLUICE_STDERR" {
+		if !set[k] && k != "SLUICE_SCRIPT" && k != "SLUICE_STDOUT" && k != "SLUICE_STDERR" && k != "SLUICE_STDIN" {
 			own = append(own, k)
 		}
 	}

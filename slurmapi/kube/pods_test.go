@@ -200,7 +200,16 @@ func TestRunScriptUsesShebang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := pods[0].Spec.Containers[0]
+	if got, want := runPodCommand(t, pods[0], dir), "job 12 on bash args a b c\nclean\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+}
+
+// runPodCommand runs a pod's container command in a real shell with the
+// script directory at dir and returns its combined output.
+func runPodCommand(t *testing.T, pod *corev1.Pod, dir string) string {
+	t.Helper()
+	c := pod.Spec.Containers[0]
 	args := append([]string(nil), c.Command...)
 	args[2] = strings.ReplaceAll(args[2], scriptDir, dir)
 	cmd := exec.Command(args[0], args[1:]...)
@@ -212,7 +221,23 @@ func TestRunScriptUsesShebang(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got, want := string(out), "job 12 on bash args a b c\nclean\n"; got != want {
+	return string(out)
+}
+
+// TestRunScriptReadsInput: --input is the script's standard input, its
+// pattern expanded and relative to the submit directory (sbatch(1)).
+func TestRunScriptReadsInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/in-12.txt", []byte("from the input file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Name: "cat", Nodes: 1, Tasks: 1, CPUsPerTask: 1,
+		Stdin: "in-%j.txt", WorkDir: dir, Stdout: "/dev/null", Script: "#!/bin/sh\nread line; echo \"got: $line\" >&2\n"}, 12)
+	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{Image: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := runPodCommand(t, pods[0], t.TempDir()), "got: from the input file\n"; got != want {
 		t.Errorf("output %q, want %q", got, want)
 	}
 }

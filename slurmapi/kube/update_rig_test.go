@@ -3,7 +3,10 @@ package kube
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/slurmapi"
 )
 
 // TestUpdatePriorityAndUnlimitedOnRig: an operator's priority and
@@ -39,5 +42,65 @@ func TestUpdatePriorityAndUnlimitedOnRig(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: %s is %v, want %v", c.name, c.field, got, c.want)
 		}
+	}
+}
+
+// TestUpdatePendingJobOnRig: while a job is pending, POST job/{id}
+// changes its partition, QOS and dependency as scontrol update does,
+// checked for its owner as at submission; the account and fields no
+// update acts on are refused with Slurm's error, never answered 200 with
+// nothing changed.
+func TestUpdatePendingJobOnRig(t *testing.T) {
+	ts, _ := rigServer(t)
+	job := `{"script":"#!/bin/sh\n#SBATCH -t 30\nhostname\n","job":{"environment":["PATH=/bin"],"mail_type":["END"]}}`
+	status, doc := call(t, ts, "alice", "POST", "/slurm/v0.0.45/job/submit", job)
+	if status != http.StatusOK {
+		t.Fatalf("submit: %d %v", status, doc)
+	}
+	if ws := fmt.Sprint(doc["warnings"]); !strings.Contains(ws, "job.mail_type: ignored: no mail is sent") {
+		t.Errorf("submit warnings %s, want one for mail_type", ws)
+	}
+	path := fmt.Sprintf("/slurm/v0.0.44/job/%d", int(doc["job_id"].(float64)))
+	t.Cleanup(func() { call(t, ts, "alice", "DELETE", path, "") })
+	cases := []struct {
+		name, body string
+		status     int
+		errno      int
+		field      string
+		want       any
+	}{
+		{"another partition", `{"partition":"a100"}`, http.StatusOK, 0, "partition", "a100"},
+		{"a QOS of the association", `{"qos":"normal"}`, http.StatusOK, 0, "qos", "normal"},
+		{"a QOS outside the association", `{"qos":"high"}`, http.StatusBadRequest, slurmapi.ErrInvalidQOS, "qos", "normal"},
+		{"an unknown partition", `{"partition":"v100"}`, http.StatusBadRequest, slurmapi.ErrInvalidPartition, "partition", "a100"},
+		{"a dependency", `{"dependency":"afterok:1"}`, http.StatusOK, 0, "dependency", "afterok:1"},
+		{"a malformed dependency", `{"dependency":"sometimes:1"}`, http.StatusBadRequest, slurmapi.ErrDependency, "dependency", "afterok:1"},
+		{"the dependency cleared", `{"dependency":""}`, http.StatusOK, 0, "dependency", ""},
+		{"another account", `{"account":"vision"}`, http.StatusBadRequest, slurmapi.ErrInvalidAccount, "account", "nlp"},
+		{"a field no update acts on", `{"mail_type":["END"]}`, http.StatusBadRequest, slurmapi.ErrNotSupported, "", nil},
+	}
+	for _, c := range cases {
+		status, doc := call(t, ts, "alice", "POST", path, c.body)
+		if status != c.status {
+			t.Errorf("%s: %d %v, want %d", c.name, status, doc, c.status)
+			continue
+		}
+		if c.errno != 0 {
+			if got := doc["errors"].([]any)[0].(map[string]any)["error_number"]; got != float64(c.errno) {
+				t.Errorf("%s: error %v, want %d", c.name, got, c.errno)
+			}
+		}
+		if c.field == "" {
+			continue
+		}
+		_, doc = call(t, ts, "alice", "GET", path, "")
+		if got := doc["jobs"].([]any)[0].(map[string]any)[c.field]; got != c.want {
+			t.Errorf("%s: %s is %v, want %v", c.name, c.field, got, c.want)
+		}
+	}
+	// Slurm's JobRequeue=1: a plain batch job may be requeued.
+	_, doc = call(t, ts, "alice", "GET", path, "")
+	if got := doc["jobs"].([]any)[0].(map[string]any)["requeue"]; got != true {
+		t.Errorf("requeue %v, want true by default", got)
 	}
 }

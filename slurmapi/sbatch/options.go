@@ -23,6 +23,8 @@ type Options struct {
 	Time                               time.Duration
 	Requeue, Hold                      bool
 	Nice                               int64  // taken off the job's priority
+	Priority                           int64  // operators only; checked by the server
+	Wrap                               string // --wrap: the command line's script body
 	Begin                              string // kept as text; ParseBegin needs the submit time
 	Set                                map[string]bool
 }
@@ -87,8 +89,6 @@ var Table = []Option{
 	{"nodelist", 'w', RequiredArg, "ignored: placement is the scheduler's", nil},
 	{"exclude", 'x', RequiredArg, "ignored: placement is the scheduler's", nil},
 	{"distribution", 'm', RequiredArg, "ignored", nil},
-	{"licenses", 'L', RequiredArg, "ignored: no licenses are configured", nil},
-	{"reservation", 0, RequiredArg, "ignored: no reservations", nil},
 	{"signal", 0, RequiredArg, "ignored", nil},
 	{"open-mode", 0, RequiredArg, "ignored", nil},
 	{"wckey", 0, RequiredArg, "ignored", nil},
@@ -127,13 +127,21 @@ func Parse(args []string) (opts *Options, rest []string, warnings []string, err 
 		)
 		if long, ok := strings.CutPrefix(arg, "--"); ok {
 			name, v, eq := strings.Cut(long, "=")
-			if opt, err = lookupLong(name); err != nil {
+			var refused *RefusedOption
+			if opt, refused, err = lookupAny(name); err != nil {
 				return nil, nil, nil, err
+			}
+			if refused != nil {
+				return nil, nil, nil, refused.err()
 			}
 			value, hasValue = v, eq
 		} else {
-			if opt, err = lookupShort(arg[1]); err != nil {
+			var refused *RefusedOption
+			if opt, refused, err = lookupAnyShort(arg[1]); err != nil {
 				return nil, nil, nil, err
+			}
+			if refused != nil {
+				return nil, nil, nil, refused.err()
 			}
 			if len(arg) > 2 {
 				if opt.Arg == NoArg {
@@ -162,37 +170,6 @@ func Parse(args []string) (opts *Options, rest []string, warnings []string, err 
 		opts.Set[opt.Long] = true
 	}
 	return opts, nil, warnings, nil
-}
-
-// lookupLong finds a long option by its name or, as getopt_long does, by
-// an unambiguous prefix of it.
-func lookupLong(name string) (*Option, error) {
-	var match *Option
-	for i := range Table {
-		o := &Table[i]
-		if o.Long == name {
-			return o, nil
-		}
-		if strings.HasPrefix(o.Long, name) && name != "" {
-			if match != nil {
-				return nil, fmt.Errorf("option --%s is ambiguous (--%s, --%s, ...)", name, match.Long, o.Long)
-			}
-			match = o
-		}
-	}
-	if match == nil {
-		return nil, fmt.Errorf("unrecognized option --%s", name)
-	}
-	return match, nil
-}
-
-func lookupShort(c byte) (*Option, error) {
-	for i := range Table {
-		if Table[i].Short == c {
-			return &Table[i], nil
-		}
-	}
-	return nil, fmt.Errorf("invalid option -%c", c)
 }
 
 func str(field func(*Options) *string) func(*Options, string) error {
@@ -290,6 +267,9 @@ func ParseScript(script string) (*Options, []string, error) {
 	opts, rest, warnings, err := Parse(args)
 	if err != nil {
 		return nil, nil, err
+	}
+	if opts.Set["wrap"] {
+		return nil, nil, fmt.Errorf("--wrap is for the command line; a batch script cannot wrap another")
 	}
 	if len(rest) > 0 {
 		// sbatch would take this as the script name; in a directive it

@@ -13,7 +13,7 @@ const Unlimited time.Duration = -1
 // ParseTimeLimit reads a Slurm time limit in any of its formats:
 // "minutes", "minutes:seconds", "hours:minutes:seconds", "days-hours",
 // "days-hours:minutes", "days-hours:minutes:seconds", and "INFINITE" or
-// "UNLIMITED". Like Slurm, it counts whole minutes and rounds leftover
+// "UNLIMITED" (and zero, which asks for no limit too). Like Slurm, it counts whole minutes and rounds leftover
 // seconds up ("1:30" is two minutes).
 func ParseTimeLimit(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
@@ -66,6 +66,11 @@ func ParseTimeLimit(s string) (time.Duration, error) {
 		}
 	}
 	total := ((days*24+hours)*60+mins)*60 + secs
+	if total == 0 {
+		// sbatch(1): "A time limit of zero requests that no time limit be
+		// imposed."
+		return Unlimited, nil
+	}
 	minutes := (total + 59) / 60
 	if minutes > MaxTimeLimitMinutes {
 		return 0, fmt.Errorf("time limit %q is too long: at most %d minutes", s, MaxTimeLimitMinutes)
