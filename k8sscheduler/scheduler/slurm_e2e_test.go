@@ -62,8 +62,10 @@ func TestSlurmJobPodsCreatedBound(t *testing.T) {
 	if err := e.crs.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "job-7"}, pg); err != nil {
 		t.Fatal(err)
 	}
-	if pg.Status.Phase != v1alpha1.PodGroupRunning || pg.Status.StartTime == nil {
-		t.Errorf("PodGroup phase %q start %v, want Running with a start time", pg.Status.Phase, pg.Status.StartTime)
+	// status.running is kubectl get podgroups' Running column: both pods, not the 0 the
+	// cache counted when the group started.
+	if pg.Status.Phase != v1alpha1.PodGroupRunning || pg.Status.StartTime == nil || pg.Status.Running != 2 {
+		t.Errorf("PodGroup phase %q start %v running %d, want Running with a start time and 2 running", pg.Status.Phase, pg.Status.StartTime, pg.Status.Running)
 	}
 	// The job is placed once: the cycles after it started neither call the factory nor
 	// make pods.

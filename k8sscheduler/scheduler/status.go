@@ -122,15 +122,29 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	if pg != g.pg {
 		return s.materializeWork(g, want, prev, g.status.takeEvictAfter())
 	}
-	return s.groupStatusWork(pg, want, prev, g.bound)
+	return s.groupStatusWork(pg, want, prev, g.running())
 }
 
 func evictionMessage(e *bridge.Eviction) string {
 	return fmt.Sprintf("pod %s%s: %s", e.Task, forJob(e.ForJob), e.Reason)
 }
 
+// running is the group's running pod count for its status: a Slurm job's pods are
+// created bound, all at once, when it starts, so the write that says it runs counts them
+// before the cache has seen them (it counted none: the Running column showed 0).
+func (g *groupEntry) running() int32 {
+	if g.memberBased() && g.created {
+		return max(g.bound, g.pg.Spec.MinMember)
+	}
+	return g.bound
+}
+
 // groupStatusWork writes the status with one merge patch, and an Event when the group
-// newly waits for a different reason.
+// newly waits for a different reason. The patch carries the resourceVersion the status
+// was decided on: a merge patch replaces the whole conditions list, so one made from a
+// stale copy would drop a condition another writer (the Slurm lifecycle's Eligible, the
+// submit queue's Stored) added meanwhile. A conflict leaves the write to the next cycle,
+// which decides again on the newer copy.
 func (s *Scheduler) groupStatusWork(pg *v1alpha1.PodGroup, want, prev statusKey, bound int32) func(context.Context) {
 	return func(ctx context.Context) {
 		conds := append([]metav1.Condition(nil), pg.Status.Conditions...)
@@ -150,7 +164,7 @@ func (s *Scheduler) groupStatusWork(pg *v1alpha1.PodGroup, want, prev statusKey,
 		if want.phase == v1alpha1.PodGroupRunning && pg.Status.StartTime == nil {
 			st["startTime"] = metav1.Now()
 		}
-		body, _ := json.Marshal(map[string]any{"status": st}) // plain values: cannot fail
+		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pg.ResourceVersion}, "status": st}) // plain values: cannot fail
 		err := s.crs.Status().Patch(ctx, pg.DeepCopy(), client.RawPatch(types.MergePatchType, body))
 		if err != nil {
 			klog.InfoS("writing PodGroup status failed", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)

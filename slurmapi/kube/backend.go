@@ -521,7 +521,7 @@ func (b *Backend) cancelGroup(ctx context.Context, pg *v1alpha1.PodGroup) error 
 		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "job_id", "job %s already ended (%s)", id, pg.Status.Phase)
 	}
 	now := metav1.Now()
-	pg.Status.Phase, pg.Status.EndTime = v1alpha1.PodGroupCancelled, &now
+	pg.Status.Phase, pg.Status.EndTime, pg.Status.Running = v1alpha1.PodGroupCancelled, &now, 0
 	if err := b.updateStatus(ctx, pg); err != nil {
 		return err
 	}

@@ -283,6 +283,7 @@ func (l *Lifecycle) apply(ctx context.Context, pg *v1alpha1.PodGroup, v verdict)
 	case v.phase != "":
 		end := metav1.NewTime(v.endTime)
 		st.Phase, st.EndTime, st.ExitCode, st.EndReason = v.phase, &end, v.exitCode, v.endReason
+		st.Running = 0 // the scheduler counted its pods when it started them
 		if st.StartTime == nil {
 			st.StartTime = &end
 		}
