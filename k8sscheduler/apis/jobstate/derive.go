@@ -41,7 +41,7 @@ type facts struct {
 	run       []*corev1.Pod // the current run's live pods: bound, not being deleted
 	all       []*corev1.Pod
 	minMember int
-	ended     bool // the run holds every member and each of its pods ended
+	ended     bool // the run holds every member (or one failed) and each of its pods ended
 	failure   Failure
 	failed    bool // a pod of the run failed
 	evicted   *metav1.Condition
@@ -151,7 +151,9 @@ func gather(pg *v1alpha1.PodGroup, pods []*corev1.Pod) *facts {
 		}
 	}
 	f.failure, f.failed = FirstFailure(f.run)
-	f.ended = len(f.run) >= f.minMember
+	// A gang that lost members (a Job's controller removes the rest of a failed Job's
+	// pods) ends with the failure.
+	f.ended = len(f.run) >= f.minMember || len(f.run) > 0 && f.failed
 	for _, p := range f.run {
 		f.ended = f.ended && Ended(p)
 	}

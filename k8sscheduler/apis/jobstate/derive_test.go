@@ -111,6 +111,8 @@ func TestRuleTable(t *testing.T) {
 			Running, "None", "phase Running"},
 		{"every pod ended, one lost with its node", manifest, []*corev1.Pod{pod(manifest, 0, "a", corev1.PodSucceeded), pod(manifest, 1, "b", corev1.PodFailed, disrupted("DeletionByTaintManager"))},
 			NodeFail, "NodeDown", "every pod of the run ended"},
+		{"gang failed, the rest of it removed", manifest, []*corev1.Pod{pod(manifest, 0, "a", corev1.PodFailed, terminated(3, "Error")), pod(manifest, 1, "b", corev1.PodFailed, terminated(143, "Error"), deleting)},
+			Failed, "NonZeroExitCode", "every pod of the run ended"},
 		{"gang bound", manifest, []*corev1.Pod{pod(manifest, 0, "a", corev1.PodRunning), pod(manifest, 1, "b", corev1.PodPending)}, Running, "None", "the run's pods are bound"},
 		{"stale Pending phase, gang bound", with(group(v1alpha1.PodGroupPending, false), func(*v1alpha1.PodGroupStatus) {}),
 			[]*corev1.Pod{pod(manifest, 0, "a", corev1.PodRunning), pod(manifest, 1, "b", corev1.PodRunning)}, Running, "None", "the run's pods are bound"},
