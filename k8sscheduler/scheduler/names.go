@@ -34,6 +34,9 @@ type Assignment struct {
 	Portion float64 `json:"portion"`
 	// GPUMemoryMiB is the memory granted on each device, 0 when unstated.
 	GPUMemoryMiB int64 `json:"gpuMemoryMiB,omitempty"`
+	// MPS is set for a shared GPU on a node running an MPS control daemon
+	// (v1alpha1.MPSLabel): the portion and memory are then limits (mps.go).
+	MPS bool `json:"mps,omitempty"`
 }
 
 // AssignedGPU is one device of an Assignment.
@@ -67,11 +70,15 @@ func (a Assignment) annotations() map[string]string {
 			ids[i] = strconv.Itoa(int(g.Index))
 		}
 	}
-	return map[string]string{
+	out := map[string]string{
 		v1alpha1.GPUAssignmentAnnotation:  string(raw),
 		v1alpha1.VisibleDevicesAnnotation: strings.Join(ids, ","),
 		v1alpha1.GPUPortionAnnotation:     strconv.FormatFloat(a.Portion, 'f', -1, 64),
 	}
+	for k, v := range a.mpsLimits() {
+		out[k] = v
+	}
+	return out
 }
 
 // ParseAssignment reads v1alpha1.GPUAssignmentAnnotation back.

@@ -104,6 +104,9 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	if err != nil {
 		e.bad = err.Error()
 	}
+	if len(pod.Spec.ResourceClaims) > 0 { // the webhook refuses these; it may be off
+		e.bad = v1alpha1.ResourceClaimsRefusal
+	}
 	return e
 }
 

@@ -25,6 +25,7 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind) func(context.Context) {
 			Target:     corev1.ObjectReference{Kind: "Node", Name: b.Node},
 		}
 		if a, ok := assignmentOf(&b); ok {
+			a.MPS = s.cache.mpsNode(b.Node)
 			binding.Annotations = a.annotations()
 		}
 		err := s.kube.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
@@ -54,7 +55,7 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 		s.rekey(g, binds, pods)
 		var made []*corev1.Pod
 		for i, pod := range pods {
-			prepareSlurmPod(pod, pg, &binds[i], s.cfg.SchedulerName)
+			prepareSlurmPod(pod, pg, &binds[i], s.cfg.SchedulerName, s.cache.mpsNode(binds[i].Node))
 			created, err := s.kube.CoreV1().Pods(pg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 			if err != nil {
 				s.metrics.bindsFailed.Inc()
@@ -68,8 +69,9 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 }
 
 // prepareSlurmPod sets what makes a factory's pod ours and bound: node, scheduler name,
-// group annotations and the GPU assignment.
-func prepareSlurmPod(pod *corev1.Pod, pg *v1alpha1.PodGroup, b *bridge.Bind, schedulerName string) {
+// group annotations and the GPU assignment, and the MPS limits of a shared GPU on an MPS
+// node.
+func prepareSlurmPod(pod *corev1.Pod, pg *v1alpha1.PodGroup, b *bridge.Bind, schedulerName string, mps bool) {
 	pod.Namespace = pg.Namespace
 	pod.Spec.NodeName = b.Node
 	pod.Spec.SchedulerName = schedulerName
@@ -79,9 +81,11 @@ func prepareSlurmPod(pod *corev1.Pod, pg *v1alpha1.PodGroup, b *bridge.Bind, sch
 	pod.Annotations[v1alpha1.PodGroupAnnotation] = pg.Name
 	pod.Annotations[v1alpha1.TaskGroupAnnotation] = b.Group
 	if a, ok := assignmentOf(b); ok {
+		a.MPS = mps
 		for k, v := range a.annotations() {
 			pod.Annotations[k] = v
 		}
+		addMPSEnv(pod, a.mpsLimits())
 	}
 }
 

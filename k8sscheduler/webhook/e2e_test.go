@@ -127,8 +127,10 @@ func TestWebhookOnRig(t *testing.T) {
 	}
 	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	const (
-		devices = "metadata.annotations['sluice.dev/visible-devices']"
-		portion = "metadata.annotations['sluice.dev/gpu-portion']"
+		devices    = "metadata.annotations['sluice.dev/visible-devices']"
+		portion    = "metadata.annotations['sluice.dev/gpu-portion']"
+		mpsThreads = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE<-metadata.annotations['sluice.dev/mps-active-thread-percentage']"
+		mpsMemory  = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT<-metadata.annotations['sluice.dev/mps-pinned-device-mem-limit']"
 	)
 
 	admitted := []struct {
@@ -142,12 +144,12 @@ func TestWebhookOnRig(t *testing.T) {
 			pod:       testPod("sluice", nil, map[string]string{"gpu-fraction": "0.25"}, nil),
 			wantQueue: "default",
 			wantEnv: map[string][]string{
-				"train": {"NVIDIA_VISIBLE_DEVICES<-" + devices, "SLUICE_GPU_PORTION<-" + portion},
-				"debug": {"NVIDIA_VISIBLE_DEVICES=all", "SLUICE_GPU_PORTION<-" + portion},
+				"train": {"NVIDIA_VISIBLE_DEVICES<-" + devices, "SLUICE_GPU_PORTION<-" + portion, mpsThreads, mpsMemory},
+				"debug": {"NVIDIA_VISIBLE_DEVICES=all", "SLUICE_GPU_PORTION<-" + portion, mpsThreads, mpsMemory},
 			}},
 		{name: "whole GPU, queue from the namespace", namespace: nlp,
 			pod: testPod("sluice", nil, nil, gpu), wantQueue: "nlp",
-			wantEnv: map[string][]string{"train": {"NVIDIA_VISIBLE_DEVICES<-" + devices, "SLUICE_GPU_PORTION<-" + portion}}},
+			wantEnv: map[string][]string{"train": nil}}, // the device plugin sets its devices
 		{name: "KAI queue label, no GPUs", namespace: nlp,
 			pod: testPod("sluice", map[string]string{"kai.scheduler/queue": "vision"}, nil, nil), wantQueue: "vision",
 			wantEnv: map[string][]string{"train": nil}},
@@ -210,6 +212,8 @@ func TestWebhookOnRig(t *testing.T) {
 			want: []string{`admission webhook "pod-admission.sluice.dev" denied the request`, `gpu-fraction="1.5"`, "(0,1)"}},
 		{name: "fraction with whole GPUs", pod: testPod("sluice", nil, map[string]string{"gpu-fraction": "0.5"}, gpu),
 			want: []string{`container "train" also requests nvidia.com/gpu`}},
+		{name: "resource claims (DRA)", pod: withClaim(testPod("sluice", nil, nil, nil)),
+			want: []string{"pod claims gpu", "spec.resourceClaims (Dynamic Resource Allocation) is not supported", "leave spec.schedulerName unset"}},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,4 +261,13 @@ func TestWebhookOnRig(t *testing.T) {
 			t.Errorf("registered URL %s, want the new server's %s", got, again.srv.URL())
 		}
 	})
+}
+
+// withClaim gives a pod one Dynamic Resource Allocation claim, from a template, used by
+// its first container.
+func withClaim(pod *corev1.Pod) *corev1.Pod {
+	tmpl := "one-gpu"
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	return pod
 }

@@ -12,10 +12,10 @@ import (
 
 // checkGPURequest validates a pod's KAI-compatible GPU-sharing annotations
 // against each other and against its nvidia.com/gpu resources. It reports
-// whether the pod asks for GPUs at all (whole or shared) and, for a bad
-// request, one message naming every offending annotation and its allowed
-// range, so a user fixes the manifest in one go.
-func checkGPURequest(pod *corev1.Pod) (usesGPUs bool, problem string) {
+// whether the pod asks for a share of a GPU and, for a bad request, one
+// message naming every offending annotation and its allowed range, so a user
+// fixes the manifest in one go.
+func checkGPURequest(pod *corev1.Pod) (shared bool, problem string) {
 	ann := pod.Annotations
 	fraction, hasFraction := ann[v1alpha1.GPUFractionAnnotation]
 	memory, hasMemory := ann[v1alpha1.GPUMemoryAnnotation]
@@ -54,7 +54,7 @@ func checkGPURequest(pod *corev1.Pod) (usesGPUs bool, problem string) {
 			"annotations %s and %s both ask for a shared GPU: set one, not both",
 			v1alpha1.GPUFractionAnnotation, v1alpha1.GPUMemoryAnnotation))
 	}
-	shared := hasFraction || hasMemory
+	shared = hasFraction || hasMemory
 	if shared && wholeIn != "" {
 		name := v1alpha1.GPUFractionAnnotation
 		if !hasFraction {
@@ -64,7 +64,7 @@ func checkGPURequest(pod *corev1.Pod) (usesGPUs bool, problem string) {
 			"annotation %s asks for part of a shared GPU but container %q also requests %s (whole GPUs): use one or the other",
 			name, wholeIn, v1alpha1.GPUResource))
 	}
-	return shared || wholeIn != "", strings.Join(problems, "; ")
+	return shared, strings.Join(problems, "; ")
 }
 
 // containerRequestingWholeGPUs names the first container (init or regular)
@@ -80,4 +80,18 @@ func containerRequestingWholeGPUs(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// refuseResourceClaims is why a pod that carries Dynamic Resource Allocation claims is
+// refused ("" when it carries none): Sluice does not allocate claims, and a pod it took
+// would wait for ever.
+func refuseResourceClaims(pod *corev1.Pod) string {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return ""
+	}
+	names := make([]string, len(pod.Spec.ResourceClaims))
+	for i, c := range pod.Spec.ResourceClaims {
+		names[i] = c.Name
+	}
+	return fmt.Sprintf("pod claims %s: %s", strings.Join(names, ", "), v1alpha1.ResourceClaimsRefusal)
 }

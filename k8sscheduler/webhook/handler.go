@@ -100,7 +100,10 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if !slices.Contains(a.schedulerNames, pod.Spec.SchedulerName) {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
-	usesGPUs, problem := checkGPURequest(&pod)
+	if why := refuseResourceClaims(&pod); why != "" {
+		return deny(http.StatusUnprocessableEntity, why)
+	}
+	shared, problem := checkGPURequest(&pod)
 	if problem != "" {
 		return deny(http.StatusUnprocessableEntity, problem)
 	}
@@ -133,7 +136,7 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 		ops = append(ops, ownedPatch(&pod, keepJobID)...)
 	}
 	ops = append(ops, a.groupPatch(ctx, &named, pg, keepJobID, req.DryRun != nil && *req.DryRun)...)
-	if usesGPUs {
+	if shared {
 		ops = append(ops, envPatch(&pod)...)
 	}
 	if len(ops) == 0 {

@@ -200,6 +200,8 @@ func envOf(c corev1.Container) []string {
 const (
 	devicesRef = "NVIDIA_VISIBLE_DEVICES<-metadata.annotations['sluice.dev/visible-devices']"
 	portionRef = "SLUICE_GPU_PORTION<-metadata.annotations['sluice.dev/gpu-portion']"
+	mpsRefs    = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE<-metadata.annotations['sluice.dev/mps-active-thread-percentage'] " +
+		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT<-metadata.annotations['sluice.dev/mps-pinned-device-mem-limit']"
 )
 
 func TestAdmitMutatesSluicePods(t *testing.T) {
@@ -229,8 +231,8 @@ func TestAdmitMutatesSluicePods(t *testing.T) {
 			pod: podSpec{labels: map[string]string{"kai.scheduler/queue": "team-a"}}, wantQueue: "team-a"},
 		{name: "KAI scheduler name is handled too", namespace: "plain",
 			pod: podSpec{scheduler: "kai-scheduler", annotations: map[string]string{"gpu-fraction": "0.5"}}, wantQueue: "default",
-			wantEnv: map[string][]string{"main": {devicesRef, portionRef}}},
-		{name: "whole GPUs: every container wired, user env kept", namespace: "plain", wantQueue: "default",
+			wantEnv: map[string][]string{"main": {devicesRef, portionRef, mpsRefs}}},
+		{name: "whole GPUs: the device plugin sets the devices, no env", namespace: "plain", wantQueue: "default",
 			pod: podSpec{
 				init: []corev1.Container{{Name: "fetch", Image: "busybox"}},
 				containers: []corev1.Container{
@@ -240,23 +242,37 @@ func TestAdmitMutatesSluicePods(t *testing.T) {
 				},
 			},
 			wantEnv: map[string][]string{
-				"fetch":   {devicesRef, portionRef},
-				"train":   {"EPOCHS=3", devicesRef, portionRef},
-				"debug":   {"NVIDIA_VISIBLE_DEVICES=all", portionRef},
-				"sidecar": {devicesRef, portionRef},
+				"fetch":   nil,
+				"train":   {"EPOCHS=3"},
+				"debug":   {"NVIDIA_VISIBLE_DEVICES=all"},
+				"sidecar": nil,
+			}},
+		{name: "fraction: every container wired, user env kept", namespace: "plain", wantQueue: "default",
+			pod: podSpec{
+				annotations: map[string]string{"gpu-fraction": "0.5"},
+				init:        []corev1.Container{{Name: "fetch", Image: "busybox"}},
+				containers: []corev1.Container{
+					{Name: "train", Image: "pytorch", Env: []corev1.EnvVar{{Name: "EPOCHS", Value: "3"}}},
+					{Name: "debug", Image: "cuda", Env: []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}},
+				},
+			},
+			wantEnv: map[string][]string{
+				"fetch": {devicesRef, portionRef, mpsRefs},
+				"train": {"EPOCHS=3", devicesRef, portionRef, mpsRefs},
+				"debug": {"NVIDIA_VISIBLE_DEVICES=all", portionRef, mpsRefs},
 			}},
 		{name: "GPU request of zero is no GPU pod", namespace: "plain", wantQueue: "default",
 			pod:     podSpec{containers: []corev1.Container{{Name: "main", Image: "x", Resources: gpus(0)}}},
 			wantEnv: map[string][]string{"main": nil}},
 		{name: "fraction", namespace: "nlp-team", wantQueue: "nlp",
 			pod:     podSpec{annotations: map[string]string{"gpu-fraction": "0.25"}},
-			wantEnv: map[string][]string{"main": {devicesRef, portionRef}}},
+			wantEnv: map[string][]string{"main": {devicesRef, portionRef, mpsRefs}}},
 		{name: "fraction on two devices", namespace: "plain", wantQueue: "default",
 			pod:     podSpec{annotations: map[string]string{"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"}},
-			wantEnv: map[string][]string{"main": {devicesRef, portionRef}}},
+			wantEnv: map[string][]string{"main": {devicesRef, portionRef, mpsRefs}}},
 		{name: "GPU memory", namespace: "plain", wantQueue: "default",
 			pod:     podSpec{annotations: map[string]string{"gpu-memory": "20480"}},
-			wantEnv: map[string][]string{"main": {devicesRef, portionRef}}},
+			wantEnv: map[string][]string{"main": {devicesRef, portionRef, mpsRefs}}},
 		{name: "everything already set: no patch", namespace: "plain", wantNoOp: true, wantQueue: "q",
 			pod: podSpec{labels: map[string]string{"sluice.dev/queue": "q"}, containers: []corev1.Container{{
 				Name: "main", Image: "x", Resources: gpus(1),
@@ -347,6 +363,28 @@ func TestAdmitDeniesBadGPURequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A pod with Dynamic Resource Allocation claims is refused with why and what to do
+// instead: Sluice allocates no claims, so taking it would leave it pending for ever.
+func TestAdmitRefusesResourceClaims(t *testing.T) {
+	srv := newTestServer(t, nil)
+	pod := podSpec{}.pod("plain")
+	tmpl := "one-gpu"
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}, {Name: "nic", ResourceClaimTemplateName: &tmpl}}
+	resp, _ := admitPod(t, srv, pod)
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("response %+v, want a 422 refusal", resp)
+	}
+	for _, w := range []string{"pod claims gpu, nic", "Dynamic Resource Allocation", "nvidia.com/gpu", "kube-scheduler allocates the claims"} {
+		if !strings.Contains(resp.Result.Message, w) {
+			t.Errorf("message %q does not say %q", resp.Result.Message, w)
+		}
+	}
+	pod.Spec.SchedulerName = "default-scheduler"
+	if resp, _ := admitPod(t, srv, pod); !resp.Allowed {
+		t.Errorf("another scheduler's pod with claims refused: %+v", resp.Result)
 	}
 }
 

@@ -150,20 +150,24 @@ func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool)
 	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: strconv.FormatUint(uint64(id), 10)}}
 }
 
-// gpuEnv is the environment every container of a GPU pod gets: each
+// gpuEnv is the environment every container of a shared-GPU pod gets: each
 // variable reads, through the downward API, an annotation the scheduler
 // writes in the same request as the binding, so the kubelet resolves it when
-// the container starts, after the pod is bound.
+// the container starts, after the pod is bound. NVIDIA_VISIBLE_DEVICES names
+// the device of the GPU's reservation pod (the device plugin's choice).
 //
-// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is deliberately not set: it only acts
-// when the node runs an MPS control daemon whose pipe directory is mounted
-// into the container, it wants a percentage ("25") where the downward API
-// can only copy an annotation verbatim, and a memory-based request has no
-// thread share. Setting it would promise compute isolation that Sluice's
-// fractions (a scheduling share, as in KAI) do not give.
+// The CUDA_MPS_* limits are written only on nodes labelled sluice.dev/mps
+// (an MPS control daemon runs there); elsewhere the annotations are absent,
+// the variables resolve empty and CUDA, finding no MPS daemon, ignores them:
+// the portion and memory are then accounted, not enforced.
+//
+// Pods asking for whole GPUs get nothing: the device plugin chose their
+// devices and sets NVIDIA_VISIBLE_DEVICES itself.
 var gpuEnv = []corev1.EnvVar{
 	annotationEnv(v1alpha1.VisibleDevicesEnv, v1alpha1.VisibleDevicesAnnotation),
 	annotationEnv(v1alpha1.GPUPortionEnv, v1alpha1.GPUPortionAnnotation),
+	annotationEnv(v1alpha1.MPSThreadPercentageEnv, v1alpha1.MPSThreadPercentageAnnotation),
+	annotationEnv(v1alpha1.MPSMemoryLimitEnv, v1alpha1.MPSMemoryLimitAnnotation),
 }
 
 func annotationEnv(name, annotation string) corev1.EnvVar {

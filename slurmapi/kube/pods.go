@@ -346,10 +346,12 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 	return append(env, corev1.EnvVar{Name: "SLUICE_SCRIPT", Value: s.Script})
 }
 
-// gpuEnv hands the task the GPUs the core assigned: the NVIDIA runtime
-// exposes NVIDIA_VISIBLE_DEVICES (UUIDs, else indices), which CUDA then
-// numbers from 0, as Slurm's CUDA_VISIBLE_DEVICES does under cgroup
-// device confinement.
+// gpuEnv hands the task its GPUs, which CUDA numbers from 0, as Slurm's
+// CUDA_VISIBLE_DEVICES does under cgroup device confinement. Whole GPUs are
+// asked of the device plugin (nvidia.com/gpu), which sets
+// NVIDIA_VISIBLE_DEVICES to the devices the kubelet chose; a share of a GPU
+// names the device of its reservation pod (the scheduler put it in the
+// bind), which the NVIDIA runtime then exposes.
 func gpuEnv(b *bridge.Bind) [][2]string {
 	if len(b.GPUs) == 0 {
 		return [][2]string{{"CUDA_VISIBLE_DEVICES", ""}, {"NVIDIA_VISIBLE_DEVICES", "void"}}
@@ -365,9 +367,12 @@ func gpuEnv(b *bridge.Bind) [][2]string {
 	}
 	env := [][2]string{
 		{"CUDA_VISIBLE_DEVICES", strings.Join(ordinals, ",")},
-		{"NVIDIA_VISIBLE_DEVICES", strings.Join(devs, ",")},
 		{"SLURM_GPUS_ON_NODE", strconv.Itoa(len(b.GPUs))},
 	}
+	if shared := (b.GPUMilli > 0 && b.GPUMilli < 1000) || b.GPUMemoryMiB > 0; !shared {
+		return env // whole GPUs: the device plugin's
+	}
+	env = append(env, [2]string{"NVIDIA_VISIBLE_DEVICES", strings.Join(devs, ",")})
 	if b.GPUMilli > 0 && b.GPUMilli < 1000 {
 		env = append(env, [2]string{"SLUICE_GPU_PORTION", strconv.FormatFloat(float64(b.GPUMilli)/1000, 'f', -1, 64)})
 	}

@@ -61,14 +61,8 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 			"SLURM_NODEID": []string{"0", "1"}[i], "SLURM_PROCID": []string{"0", "8"}[i], "SLURM_NTASKS": "16",
 			"SLURM_CPUS_PER_TASK": "4", "SLURM_SUBMIT_DIR": "/home/alice", "SLURM_JOB_PARTITION": "h100",
 			"SLURM_JOB_ACCOUNT": "nlp", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "LR": "0.1",
-			"NVIDIA_VISIBLE_DEVICES": strings.Join(func() []string {
-				var ids []string
-				for g := range 8 {
-					ids = append(ids, "GPU-"+string(rune('a'+i))+string(rune('0'+g)))
-				}
-				return ids
-			}(), ","),
-			"SLUICE_SCRIPT": d.Script,
+			"NVIDIA_VISIBLE_DEVICES": "", // whole GPUs: the device plugin sets it
+			"SLUICE_SCRIPT":          d.Script,
 		}
 		for k, v := range want {
 			if env[k] != v {
