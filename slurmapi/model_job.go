@@ -48,6 +48,18 @@ type JobDesc struct {
 	Priority       int64     `json:"priority,omitempty"` // 0: computed
 	// Nice is taken off the job's priority; below 0 only for operators.
 	Nice int64 `json:"nice,omitempty"`
+
+	// Placement (docs/placement.md): Constraint is --constraint as given (node features);
+	// NodeList the nodes the job must use (--nodelist), Exclude those it may not
+	// (--exclude); Exclusive gives it whole nodes; Switches is --switches' count.
+	Constraint string   `json:"constraints,omitempty"`
+	NodeList   []string `json:"required_nodes,omitempty"`
+	Exclude    []string `json:"excluded_nodes,omitempty"`
+	Exclusive  bool     `json:"exclusive,omitempty"`
+	Switches   int      `json:"required_switches,omitempty"`
+	// NodesGiven says the node count was asked for (-N, nodes): a --gpus count may
+	// otherwise spread the job over more nodes.
+	NodesGiven bool `json:"-"`
 }
 
 // GPURequest is the job's GPU demand in the core's terms. Whole GPUs are

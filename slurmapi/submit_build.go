@@ -106,6 +106,9 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 	if e := setGPUs(d, in, opts, pol); e != nil {
 		return nil, nil, e
 	}
+	if e := setPlacement(d, in, opts); e != nil {
+		return nil, nil, e
+	}
 	if d.Dependency != "" {
 		if _, err := sbatch.ParseDependency(d.Dependency); err != nil {
 			return nil, nil, BadRequest(ErrDependency, "job.dependency", "%v", err)
@@ -204,6 +207,7 @@ func setCounts(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 	if d.CPUsPerTask, e = count(in.CPUsPerTask, opts.CPUsPerTask, "job.cpus_per_task"); e != nil {
 		return e
 	}
+	d.NodesGiven = d.Nodes > 0
 	if d.Nodes == 0 {
 		d.Nodes = 1
 	}

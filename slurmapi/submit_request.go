@@ -57,6 +57,34 @@ type jobDescIn struct {
 	Stderr         *string     `json:"standard_error"`
 	Stdin          *string     `json:"standard_input"`
 	ContainerImage *string     `json:"container_image"` // Sluice extension, like --container-image
+	// Placement: constraints (features), required_nodes, excluded_nodes,
+	// required_switches, and shared ["none"] for --exclusive.
+	Constraints      *string   `json:"constraints"`
+	RequiredNodes    csvString `json:"required_nodes"`
+	ExcludedNodes    csvString `json:"excluded_nodes"`
+	RequiredSwitches NoVal     `json:"required_switches"`
+	Shared           []string  `json:"shared"`
+}
+
+// csvString is slurmrestd's csv_string: an array of strings, or one comma-separated
+// string as older clients send it.
+type csvString []string
+
+func (c *csvString) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*c = nil
+		if s != "" {
+			*c = []string{s}
+		}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("expected an array of strings or a comma-separated string")
+	}
+	*c = list
+	return nil
 }
 
 // environment accepts the string array slurmrestd documents and, as

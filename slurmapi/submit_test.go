@@ -102,6 +102,14 @@ func TestDecodeSubmissionAccepts(t *testing.T) {
 		{"script inside job", []byte(`{"job":{"script":"#!/bin/sh\necho","account":"vision","partition":"a100","qos":"preemptible"}}`), "bob", func(d *JobDesc) bool {
 			return d.Account == "vision" && d.Partition == "a100" && d.QOS == "preemptible"
 		}},
+		{"placement directives", body(map[string]any{}, "#!/bin/sh\n#SBATCH -C ib&h100 -w n[1-2] -x n3 --exclusive --switches=1\n"), "alice", func(d *JobDesc) bool {
+			return d.Constraint == "ib&h100" && strings.Join(d.NodeList, ",") == "n1,n2" && strings.Join(d.Exclude, ",") == "n3" &&
+				d.Exclusive && d.Switches == 1 && d.Nodes == 2
+		}},
+		{"placement fields win", body(map[string]any{"constraints": "a100", "required_nodes": []string{"m1"}, "excluded_nodes": "m2,m3",
+			"shared": []string{"none"}, "required_switches": 2}, "#!/bin/sh\n#SBATCH -C ib -w n1\n"), "alice", func(d *JobDesc) bool {
+			return d.Constraint == "a100" && strings.Join(d.NodeList, ",") == "m1" && strings.Join(d.Exclude, ",") == "m2,m3" && d.Exclusive && d.Switches == 2
+		}},
 	}
 	for _, tc := range cases {
 		d, _, err := DecodeSubmission(tc.body, tc.user, testCatalog(), SubmitPolicy{ShardsPerGPU: 8}, now)
@@ -124,6 +132,11 @@ func TestDecodeSubmissionRejects(t *testing.T) {
 		want   string
 	}{
 		{"malformed JSON", `{"job":`, "alice", ErrRestFailParsing, "malformed JSON"},
+		{"matching or", `{"script":"#!/bin/sh\n#SBATCH -C [a|b]\n","job":{}}`, "alice", ErrRestInvalidJobs, "not supported"},
+		{"bad constraint field", `{"script":"#!/bin/sh\n","job":{"constraints":"a b"}}`, "alice", ErrRestInvalidJobs, "not a feature"},
+		{"required and excluded", `{"script":"#!/bin/sh\n","job":{"required_nodes":["n1"],"excluded_nodes":["n1"]}}`, "alice", ErrInvalidNodeName, "both required and excluded"},
+		{"more nodes than listed", `{"script":"#!/bin/sh\n","job":{"required_nodes":["n1"],"minimum_nodes":2}}`, "alice", ErrNotSupported, "list every node"},
+		{"shared user", `{"script":"#!/bin/sh\n","job":{"shared":["user"]}}`, "alice", ErrNotSupported, "shared \"user\""},
 		{"wrong type", `{"script":"#!/bin/sh","job":{"name":5}}`, "alice", ErrRestFailParsing, "job.name"},
 		{"no job", `{"script":"#!/bin/sh\n"}`, "alice", ErrRestInvalidJobs, "no \"job\""},
 		{"hetjob", `{"jobs":[{},{}]}`, "alice", ErrNotSupported, "heterogeneous"},

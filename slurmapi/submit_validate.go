@@ -41,6 +41,8 @@ func (c *Catalog) resolve(d *JobDesc) *Error {
 	if part.MaxNodesPerJob > 0 && d.Nodes > part.MaxNodesPerJob {
 		return BadRequest(ErrInvalidNodeCount, "job.minimum_nodes", "partition %q allows at most %d nodes per job, the job asks for %d", part.Name, part.MaxNodesPerJob, d.Nodes)
 	}
+	part.spreadJobGPUs(d)
+	d.NodesGiven = false // read by spreadJobGPUs only; a stored job does not keep it
 	if e := part.checkNodes(d); e != nil {
 		return e
 	}

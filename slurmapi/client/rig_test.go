@@ -171,7 +171,7 @@ func TestSubmitReturnsTheServersWarnings(t *testing.T) {
 	}{
 		{"no ignored directives", "#!/bin/sh\n#SBATCH --time=5\ntrue\n", nil},
 		{"mail-type", "#!/bin/sh\n#SBATCH --mail-type=END\ntrue\n", []string{"--mail-type"}},
-		{"exclusive and constraint", "#!/bin/sh\n#SBATCH --exclusive\n#SBATCH -C a100\ntrue\n", []string{"--exclusive", "--constraint"}},
+		{"wckey and signal", "#!/bin/sh\n#SBATCH --wckey=x\n#SBATCH --signal=USR1\ntrue\n", []string{"--wckey", "--signal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, warnings, err := alice.Submit(context.Background(), map[string]any{"script": tc.script, "environment": []string{"PATH=/bin"}, "hold": true})

@@ -122,6 +122,7 @@ func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node
 			out.Address = a.Address
 		}
 	}
+	out.Features = nodeFeatures(n.Labels)
 	if total := gpus.Value(); total > 0 {
 		model := strings.ToLower(n.Labels[v1alpha1.GPUProductLabel])
 		if model == "" {

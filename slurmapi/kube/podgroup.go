@@ -64,6 +64,7 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 	if d.Nice != 0 {
 		ann[v1alpha1.NiceAnnotation] = strconv.FormatInt(d.Nice, 10)
 	}
+	placementAnnotations(d, ann)
 	return ann
 }
 
@@ -205,6 +206,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 	}
 	d.GPUs.Type = pg.Annotations[GPUTypeAnnotation]
 	d.Nice, _ = strconv.ParseInt(pg.Annotations[v1alpha1.NiceAnnotation], 10, 64)
+	readPlacement(pg.Annotations, &d)
 	s := pg.Spec.Slurm
 	if s == nil {
 		d.User = pg.Namespace // who created a manifest is not recorded; the ledger names its namespace too

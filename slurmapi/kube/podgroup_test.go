@@ -143,7 +143,7 @@ func TestPodGroupForGPUVariants(t *testing.T) {
 
 func TestJobFromPodGroupRoundTrip(t *testing.T) {
 	cat := siteCatalog(t)
-	d, err := submit(t, cat, "alice", `{"script":"#!/bin/bash\n#SBATCH -J train -N2 --gres=gpu:h100:8 --array=0-3%2 -d afterok:7\n","job":{"environment":["B=2","A=1"]}}`)
+	d, err := submit(t, cat, "alice", `{"script":"#!/bin/bash\n#SBATCH -J train -N2 --gres=gpu:h100:8 --array=0-3%2 -d afterok:7\n#SBATCH -C ib|h100 -w n[1-2] -x n3 --exclusive --switches=1\n","job":{"environment":["B=2","A=1"]}}`)
 	if err != nil {
 		t.Fatal(err)
 	}

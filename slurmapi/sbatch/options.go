@@ -26,7 +26,12 @@ type Options struct {
 	Priority                           int64  // operators only; checked by the server
 	Wrap                               string // --wrap: the command line's script body
 	Begin                              string // kept as text; ParseBegin needs the submit time
-	Set                                map[string]bool
+	// Placement: --constraint, --nodelist and --exclude as given (checked when parsed),
+	// --exclusive, and --switches' count.
+	Constraint, NodeList, Exclude string
+	Exclusive                     bool
+	Switches                      int
+	Set                           map[string]bool
 }
 
 // ArgKind says whether an option takes a value.
@@ -84,10 +89,11 @@ var Table = []Option{
 	// Accepted so that existing scripts run, but without effect here.
 	{"mail-type", 0, RequiredArg, "ignored: no mail is sent", nil},
 	{"mail-user", 0, RequiredArg, "ignored: no mail is sent", nil},
-	{"exclusive", 0, NoArg, "ignored: placement is the scheduler's", nil},
-	{"constraint", 'C', RequiredArg, "ignored: use a partition", nil},
-	{"nodelist", 'w', RequiredArg, "ignored: placement is the scheduler's", nil},
-	{"exclude", 'x', RequiredArg, "ignored: placement is the scheduler's", nil},
+	{"exclusive", 0, NoArg, "allocate nodes in exclusive mode", func(o *Options, _ string) error { o.Exclusive = true; return nil }},
+	{"constraint", 'C', RequiredArg, "specify a list of constraints (node features, & and |)", checked(ParseConstraint, func(o *Options) *string { return &o.Constraint })},
+	{"nodelist", 'w', RequiredArg, "request a specific list of hosts", checked(ParseNodeList, func(o *Options) *string { return &o.NodeList })},
+	{"exclude", 'x', RequiredArg, "exclude a specific list of hosts", checked(ParseNodeList, func(o *Options) *string { return &o.Exclude })},
+	{"switches", 0, RequiredArg, "optimum switches and max time to wait for optimum (COUNT[@TIME])", setSwitches},
 	{"distribution", 'm', RequiredArg, "ignored", nil},
 	{"signal", 0, RequiredArg, "ignored", nil},
 	{"open-mode", 0, RequiredArg, "ignored", nil},
@@ -174,6 +180,23 @@ func Parse(args []string) (opts *Options, rest []string, warnings []string, err 
 
 func str(field func(*Options) *string) func(*Options, string) error {
 	return func(o *Options, v string) error { *field(o) = v; return nil }
+}
+
+// checked stores a value that parse accepts.
+func checked[T any](parse func(string) (T, error), field func(*Options) *string) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		if _, err := parse(v); err != nil {
+			return err
+		}
+		*field(o) = v
+		return nil
+	}
+}
+
+func setSwitches(o *Options, v string) error {
+	n, err := ParseSwitches(v)
+	o.Switches = n
+	return err
 }
 
 func setNice(o *Options, v string) error {

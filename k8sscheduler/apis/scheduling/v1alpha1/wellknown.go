@@ -81,6 +81,9 @@ const (
 	// NodeConstraintAnnotation is what the user wrote for NodeAffinityAnnotation (e.g.
 	// "--constraint=h100&ib --exclude=n3"), quoted when the job waits for it.
 	NodeConstraintAnnotation = "sluice.dev/node-constraint"
+	// FeatureLabelPrefix starts the node labels that are Slurm node features: a node
+	// labelled sluice.dev/feature.ib has feature ib (sbatch --constraint=ib, sinfo).
+	FeatureLabelPrefix = "sluice.dev/feature."
 	// SwitchesAnnotation on a Slurm job's PodGroup is sbatch --switches=N: "1" keeps the
 	// job inside one domain of its partition's innermost topology level (one leaf
 	// switch); a larger N prefers that. Written by the Slurm API only.

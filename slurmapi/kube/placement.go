@@ -1,0 +1,125 @@
+package kube
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+// placementAnnotations records what the job asks of its nodes on its PodGroup, for the
+// scheduler (docs/placement.md): --constraint, --nodelist and --exclude as one required
+// node affinity, --exclusive and --switches.
+func placementAnnotations(d *slurmapi.JobDesc, ann map[string]string) {
+	if ns := nodeAffinity(d); ns != nil {
+		raw, _ := json.Marshal(ns)
+		ann[v1alpha1.NodeAffinityAnnotation] = string(raw)
+		ann[v1alpha1.NodeConstraintAnnotation] = constraintText(d)
+	}
+	if d.Exclusive {
+		ann[v1alpha1.ExclusiveAnnotation] = "true"
+	}
+	if d.Switches > 0 {
+		ann[v1alpha1.SwitchesAnnotation] = strconv.Itoa(d.Switches)
+	}
+}
+
+// nodeAffinity is the required node affinity of a job's pods, nil when it asks for no
+// particular nodes. Each alternative of --constraint is a term; with --nodelist, each is
+// crossed with each listed node (a field selector takes one name per requirement); every
+// term leaves out the --exclude nodes.
+func nodeAffinity(d *slurmapi.JobDesc) *corev1.NodeSelector {
+	if d.Constraint == "" && len(d.NodeList) == 0 && len(d.Exclude) == 0 {
+		return nil
+	}
+	alts := [][]string{nil}
+	if d.Constraint != "" {
+		alts, _ = sbatch.ParseConstraint(d.Constraint) // checked at submission
+	}
+	var exclude []corev1.NodeSelectorRequirement
+	for _, n := range d.Exclude {
+		exclude = append(exclude, corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{n}})
+	}
+	nodes := []string{""}
+	if len(d.NodeList) > 0 {
+		nodes = d.NodeList
+	}
+	ns := &corev1.NodeSelector{}
+	for _, alt := range alts {
+		var exprs []corev1.NodeSelectorRequirement
+		for _, f := range alt {
+			exprs = append(exprs, featureRequirement(f))
+		}
+		for _, n := range nodes {
+			t := corev1.NodeSelectorTerm{MatchExpressions: exprs, MatchFields: slices.Clone(exclude)}
+			if n != "" {
+				t.MatchFields = append(t.MatchFields, corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}})
+			}
+			ns.NodeSelectorTerms = append(ns.NodeSelectorTerms, t)
+		}
+	}
+	return ns
+}
+
+// featureRequirement is what a node must carry to have a feature: KEY=VALUE is that
+// label; a name with a slash is a label key that must exist; a plain name is the label
+// sluice.dev/feature.NAME.
+func featureRequirement(f string) corev1.NodeSelectorRequirement {
+	if k, v, ok := strings.Cut(f, "="); ok {
+		return corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{v}}
+	}
+	if strings.Contains(f, "/") {
+		return corev1.NodeSelectorRequirement{Key: f, Operator: corev1.NodeSelectorOpExists}
+	}
+	return corev1.NodeSelectorRequirement{Key: v1alpha1.FeatureLabelPrefix + f, Operator: corev1.NodeSelectorOpExists}
+}
+
+// constraintText is the job's node options as a user wrote them, for why-pending.
+func constraintText(d *slurmapi.JobDesc) string {
+	var parts []string
+	if d.Constraint != "" {
+		parts = append(parts, "--constraint="+d.Constraint)
+	}
+	if len(d.NodeList) > 0 {
+		parts = append(parts, "--nodelist="+slurmapi.HostList(d.NodeList))
+	}
+	if len(d.Exclude) > 0 {
+		parts = append(parts, "--exclude="+slurmapi.HostList(d.Exclude))
+	}
+	return strings.Join(parts, " ")
+}
+
+// nodeFeatures are a node's Slurm features: its sluice.dev/feature.NAME labels.
+func nodeFeatures(labels map[string]string) []string {
+	var out []string
+	for k := range labels {
+		if f, ok := strings.CutPrefix(k, v1alpha1.FeatureLabelPrefix); ok && f != "" {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readPlacement reads back what placementAnnotations wrote.
+func readPlacement(ann map[string]string, d *slurmapi.JobDesc) {
+	d.Exclusive = ann[v1alpha1.ExclusiveAnnotation] == "true"
+	d.Switches, _ = strconv.Atoi(ann[v1alpha1.SwitchesAnnotation])
+	for _, opt := range strings.Fields(ann[v1alpha1.NodeConstraintAnnotation]) {
+		name, v, _ := strings.Cut(opt, "=")
+		switch name {
+		case "--constraint":
+			d.Constraint = v
+		case "--nodelist":
+			d.NodeList, _ = sbatch.ParseNodeList(v)
+		case "--exclude":
+			d.Exclude, _ = sbatch.ParseNodeList(v)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package kube
+
+import (
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+)
+
+// The node affinity written for --constraint, --nodelist and --exclude admits exactly the
+// nodes Slurm would, as kube-scheduler's own matcher reads it.
+func TestNodeAffinityOfSlurmOptions(t *testing.T) {
+	node := func(name string, labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	nodes := []*corev1.Node{
+		node("n1", map[string]string{v1alpha1.FeatureLabelPrefix + "ib": "", "gpu": "h100"}),
+		node("n2", map[string]string{v1alpha1.FeatureLabelPrefix + "ib": "true", "gpu": "a100"}),
+		node("n3", map[string]string{"gpu": "h100"}),
+		node("n4", nil),
+	}
+	for _, tc := range []struct {
+		name string
+		d    slurmapi.JobDesc
+		want string
+	}{
+		{"feature", slurmapi.JobDesc{Constraint: "ib"}, "n1 n2"},
+		{"and", slurmapi.JobDesc{Constraint: "ib&gpu=h100"}, "n1"},
+		{"or", slurmapi.JobDesc{Constraint: "gpu=a100|gpu=h100"}, "n1 n2 n3"},
+		{"label key", slurmapi.JobDesc{Constraint: "sluice.dev/feature.ib"}, "n1 n2"},
+		{"nodelist", slurmapi.JobDesc{NodeList: []string{"n2", "n4"}}, "n2 n4"},
+		{"exclude", slurmapi.JobDesc{Exclude: []string{"n1", "n3"}}, "n2 n4"},
+		{"all three", slurmapi.JobDesc{Constraint: "ib|gpu=h100", NodeList: []string{"n1", "n3", "n4"}, Exclude: []string{"n1"}}, "n3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ann := map[string]string{}
+			placementAnnotations(&tc.d, ann)
+			var ns corev1.NodeSelector
+			if err := unmarshal(ann[v1alpha1.NodeAffinityAnnotation], &ns); err != nil {
+				t.Fatal(err)
+			}
+			req := nodeaffinity.NewRequiredNodeAffinity(nil, &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &ns}})
+			got := ""
+			for _, n := range nodes {
+				ok, err := req.Match(n)
+				if err != nil {
+					t.Fatalf("%s: %v", n.Name, err)
+				}
+				if ok {
+					if got != "" {
+						got += " "
+					}
+					got += n.Name
+				}
+			}
+			if got != tc.want {
+				t.Errorf("matches %q, want %q (affinity %s)", got, tc.want, ann[v1alpha1.NodeAffinityAnnotation])
+			}
+		})
+	}
+	ann := map[string]string{}
+	placementAnnotations(&slurmapi.JobDesc{Exclusive: true, Switches: 1}, ann)
+	if ann[v1alpha1.ExclusiveAnnotation] != "true" || ann[v1alpha1.SwitchesAnnotation] != "1" || ann[v1alpha1.NodeAffinityAnnotation] != "" {
+		t.Errorf("annotations %v", ann)
+	}
+}
+
+func unmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

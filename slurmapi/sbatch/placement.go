@@ -1,0 +1,144 @@
+package sbatch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ParseConstraint reads --constraint: features joined by & (and) and | (or), & binding
+// tighter, as Slurm reads them; a comma is an and too (slurmrestd's constraints field). It returns the alternatives, each a list of features that
+// must all hold. A feature is a name (a node with label sluice.dev/feature.NAME has it) or
+// KEY=VALUE (a node with that label). Slurm's matching or ([a|b]), counts (a*2) and
+// parentheses are refused: Sluice cannot keep them.
+func ParseConstraint(s string) ([][]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty constraint")
+	}
+	if i := strings.IndexAny(s, "[]()*"); i >= 0 {
+		return nil, fmt.Errorf("constraint %q: %q is not supported (Sluice honours features joined by & and |)", s, s[i])
+	}
+	var out [][]string
+	for _, alt := range strings.Split(s, "|") {
+		var all []string
+		for _, f := range strings.FieldsFunc(alt, func(r rune) bool { return r == '&' || r == ',' }) {
+			f = strings.TrimSpace(f)
+			if !validFeature(f) {
+				return nil, fmt.Errorf("constraint %q: %q is not a feature (letters, digits and ._-/ , or KEY=VALUE)", s, f)
+			}
+			all = append(all, f)
+		}
+		if len(all) == 0 {
+			return nil, fmt.Errorf("constraint %q: an alternative has no feature", s)
+		}
+		out = append(out, all)
+	}
+	return out, nil
+}
+
+func validFeature(f string) bool {
+	if f == "" || strings.Count(f, "=") > 1 || strings.HasPrefix(f, "=") {
+		return false
+	}
+	for _, c := range f {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-/=", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// maxNodeList bounds a node list's expansion.
+const maxNodeList = 4096
+
+// ParseNodeList expands a Slurm node list (--nodelist, --exclude): names separated by
+// commas, each with optional bracketed ranges, e.g. "gpu-[01-04,07],login1".
+func ParseNodeList(s string) ([]string, error) {
+	var out []string
+	for _, item := range splitOutsideBrackets(s) {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		names, err := expandHost(item)
+		if err != nil {
+			return nil, fmt.Errorf("node list %q: %w", s, err)
+		}
+		out = append(out, names...)
+		if len(out) > maxNodeList {
+			return nil, fmt.Errorf("node list %q names more than %d nodes", s, maxNodeList)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty node list")
+	}
+	return out, nil
+}
+
+func splitOutsideBrackets(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+// expandHost expands one name with at most one bracketed range list.
+func expandHost(item string) ([]string, error) {
+	open := strings.IndexByte(item, '[')
+	if open < 0 {
+		if strings.ContainsAny(item, "]/ ") {
+			return nil, fmt.Errorf("%q is not a node name", item)
+		}
+		return []string{item}, nil
+	}
+	end := strings.IndexByte(item, ']')
+	if end < open || strings.ContainsAny(item[end+1:], "[]") {
+		return nil, fmt.Errorf("%q: unbalanced or nested brackets", item)
+	}
+	prefix, suffix := item[:open], item[end+1:]
+	var out []string
+	for _, r := range strings.Split(item[open+1:end], ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 0 || b < a || b-a > maxNodeList {
+			return nil, fmt.Errorf("%q: bad range %q", item, r)
+		}
+		for n := a; n <= b; n++ {
+			num := strconv.Itoa(n)
+			if len(num) < len(lo) { // keep zero padding: gpu-[01-04]
+				num = strings.Repeat("0", len(lo)-len(num)) + num
+			}
+			out = append(out, prefix+num+suffix)
+		}
+	}
+	return out, nil
+}
+
+// ParseSwitches reads --switches=COUNT[@MAX_TIME]: the most leaf switches (domains of the
+// partition's innermost topology level) the job may span. The wait limit is accepted and
+// not applied: the job waits until it fits.
+func ParseSwitches(s string) (int, error) {
+	count, _, _ := strings.Cut(s, "@")
+	n, err := strconv.Atoi(strings.TrimSpace(count))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q: want COUNT[@MAX_TIME] with COUNT >= 1", s)
+	}
+	return n, nil
+}

@@ -1,0 +1,70 @@
+package sbatch
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseConstraint(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    [][]string
+		wantErr string
+	}{
+		{in: "ib", want: [][]string{{"ib"}}},
+		{in: "h100&ib|a100", want: [][]string{{"h100", "ib"}, {"a100"}}},
+		{in: "h100,ib", want: [][]string{{"h100", "ib"}}},
+		{in: "nvidia.com/gpu.product=H100", want: [][]string{{"nvidia.com/gpu.product=H100"}}},
+		{in: "[rack1|rack2]", wantErr: "not supported"},
+		{in: "ib*2", wantErr: "not supported"},
+		{in: "a||b", wantErr: "no feature"},
+		{in: "a b", wantErr: "not a feature"},
+		{in: "", wantErr: "empty"},
+	} {
+		got, err := ParseConstraint(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseNodeList(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "n1", want: []string{"n1"}},
+		{in: "gpu-[01-03,07],login", want: []string{"gpu-01", "gpu-02", "gpu-03", "gpu-07", "login"}},
+		{in: "rack[1-2]-n", want: []string{"rack1-n", "rack2-n"}},
+		{in: "gpu-[3-1]", wantErr: true},
+		{in: "gpu-[1-2", wantErr: true},
+		{in: "/etc/hosts", wantErr: true},
+		{in: ",", wantErr: true},
+	} {
+		got, err := ParseNodeList(tc.in)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && !reflect.DeepEqual(got, tc.want)) {
+			t.Errorf("%q = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestPlacementOptions(t *testing.T) {
+	opts, _, warnings, err := Parse([]string{"-C", "ib", "-w", "n[1-2]", "-x", "n3", "--exclusive", "--switches=1@10:00"})
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("err %v warnings %v", err, warnings)
+	}
+	if opts.Constraint != "ib" || opts.NodeList != "n[1-2]" || opts.Exclude != "n3" || !opts.Exclusive || opts.Switches != 1 {
+		t.Errorf("options %+v", opts)
+	}
+	if _, _, _, err := Parse([]string{"--switches=0"}); err == nil {
+		t.Errorf("--switches=0 accepted")
+	}
+}

@@ -1,0 +1,109 @@
+package slurmapi
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+// setPlacement reads what the job asks of its nodes: features (constraints,
+// --constraint), the nodes it must use (required_nodes, --nodelist) or avoid
+// (excluded_nodes, --exclude), whole nodes (shared ["none"], --exclusive) and at most
+// one leaf switch (required_switches, --switches). Explicit REST fields win.
+func setPlacement(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
+	d.Constraint = opts.Constraint
+	if in.Constraints != nil && *in.Constraints != "" {
+		d.Constraint = *in.Constraints
+	}
+	if d.Constraint != "" {
+		if _, err := sbatch.ParseConstraint(d.Constraint); err != nil {
+			return BadRequest(ErrRestInvalidJobs, "job.constraints", "%v", err)
+		}
+	}
+	var e *Error
+	if d.NodeList, e = nodeList(in.RequiredNodes, opts.NodeList, "job.required_nodes"); e != nil {
+		return e
+	}
+	if d.Exclude, e = nodeList(in.ExcludedNodes, opts.Exclude, "job.excluded_nodes"); e != nil {
+		return e
+	}
+	for _, n := range d.NodeList {
+		if slices.Contains(d.Exclude, n) {
+			return BadRequest(ErrInvalidNodeName, "job.excluded_nodes", "node %s is both required and excluded", n)
+		}
+	}
+	// Slurm grows the node count to cover the required nodes; it would add other nodes
+	// to reach a larger count, which Sluice cannot (the job may use only listed nodes).
+	switch {
+	case len(d.NodeList) > d.Nodes:
+		d.Nodes = len(d.NodeList)
+	case len(d.NodeList) > 0 && d.Nodes > len(d.NodeList):
+		return BadRequest(ErrNotSupported, "job.required_nodes", "the job asks for %d nodes and lists %d: list every node it should use (Sluice does not add unlisted nodes to a node list)",
+			d.Nodes, len(d.NodeList))
+	}
+	d.Exclusive = opts.Exclusive
+	if in.Shared != nil {
+		d.Exclusive = false
+		for _, s := range in.Shared {
+			switch s {
+			case "none":
+				d.Exclusive = true
+			case "oversubscribe":
+			default:
+				return BadRequest(ErrNotSupported, "job.shared", "shared %q is not supported: use [\"none\"] for whole nodes (--exclusive)", s)
+			}
+		}
+	}
+	d.Switches = opts.Switches
+	if n, ok := in.RequiredSwitches.Value(); ok {
+		if n < 1 || n > maxCount {
+			return BadRequest(ErrRestInvalidJobs, "job.required_switches", "required_switches must be between 1 and %d, got %d", maxCount, n)
+		}
+		d.Switches = int(n)
+	}
+	return nil
+}
+
+// nodeList expands the REST list when given, else the directive's.
+func nodeList(rest csvString, directive, source string) ([]string, *Error) {
+	raw := directive
+	if len(rest) > 0 {
+		raw = strings.Join(rest, ",")
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	names, err := sbatch.ParseNodeList(raw)
+	if err != nil {
+		return nil, BadRequest(ErrInvalidNodeName, source, "%v", err)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// spreadJobGPUs gives a job that asks for more GPUs in all (--gpus, tres_per_job) than the
+// partition's largest node has, and states no node count, as many nodes as it needs, as
+// Slurm spreads such a job. Every node gets the same share, so the count grows until the
+// GPUs divide evenly. Without knowledge of the partition's nodes nothing changes.
+func (p *Partition) spreadJobGPUs(d *JobDesc) {
+	if d.GPUs.PerJob == 0 || d.NodesGiven || len(d.NodeList) > 0 || !p.NodesKnown {
+		return
+	}
+	largest := int64(0)
+	for _, s := range p.NodeSizes {
+		largest = max(largest, s.GPUs)
+	}
+	total := int64(d.GPUs.PerJob)
+	if largest == 0 || total <= largest {
+		return
+	}
+	n := (total + largest - 1) / largest
+	for total%n != 0 {
+		n++
+	}
+	d.Nodes = int(n)
+	if d.Tasks < d.Nodes {
+		d.Tasks = d.Nodes
+	}
+}
