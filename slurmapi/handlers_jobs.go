@@ -82,7 +82,28 @@ func visibleJobs(s *Server, c *call, f JobFilter) ([]Job, error) {
 			out = append(out, j)
 		}
 	}
+	s.effectiveQOS(c, out)
 	return out, nil
+}
+
+// effectiveQOS names the QOS a job without one runs under, as Slurm
+// shows a job's QOS: its account's default, else "normal" where the site
+// has it (a manifest workload names none). Without the catalogue the
+// jobs stay as they are.
+func (s *Server) effectiveQOS(c *call, jobs []Job) {
+	var cat *Catalog
+	for i := range jobs {
+		if jobs[i].Desc.QOS != "" {
+			continue
+		}
+		if cat == nil {
+			var err error
+			if cat, err = s.backend.Catalog(c.ctx); err != nil || cat == nil {
+				return
+			}
+		}
+		jobs[i].Desc.QOS = cat.defaultQOS(jobs[i].Desc.Account)
+	}
 }
 
 func handleJobs(s *Server, c *call) (map[string]any, error) {
@@ -175,6 +196,7 @@ func handleJob(s *Server, c *call) (map[string]any, error) {
 			return nil, err
 		}
 	}
+	s.effectiveQOS(c, jobs)
 	return renderJobs(jobs, s.cfg.ClusterName, c.now), nil
 }
 

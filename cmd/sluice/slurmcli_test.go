@@ -40,6 +40,9 @@ func TestSqueueDefaultLayout(t *testing.T) {
 			StateReason: "Resources", NodeCount: client.Set(1)},
 		{JobID: 44, ArrayJobID: client.Set(44), ArrayTaskID: client.Set(3), Name: "sweep", UserName: "bob",
 			Partition: "a100", JobState: []string{"PENDING"}, StateReason: "Priority", NodeCount: client.Set(1)},
+		// An array's record with tasks 4-15 not started, three at a time.
+		{JobID: 45, ArrayJobID: client.Set(45), ArrayTaskString: "4-15", ArrayMaxTasks: client.Set(3), Name: "sweep", UserName: "bob",
+			Partition: "a100", JobState: []string{"PENDING"}, StateReason: "JobArrayTaskLimit", NodeCount: client.Set(1)},
 	}
 	var b strings.Builder
 	if err := writeTable(&b, squeueDefaultFormat, squeueHeaders, false, len(jobs), func(r int, l byte) string {
@@ -51,6 +54,7 @@ func TestSqueueDefaultLayout(t *testing.T) {
                 42      h100 train-ll    alice  R       1:40      2 h100-[0-1]
                 43      a100     eval      bob PD       0:00      1 (Resources)
               44_3      a100    sweep      bob PD       0:00      1 (Priority)
+       45_[4-15%3]      a100    sweep      bob PD       0:00      1 (JobArrayTaskLimit)
 `
 	if b.String() != want {
 		t.Errorf("squeue layout:\n%s\nwant:\n%s", b.String(), want)

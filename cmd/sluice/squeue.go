@@ -93,11 +93,21 @@ func elapsed(j client.Job, now time.Time) time.Duration {
 	return max(end.Sub(time.Unix(start, 0)), 0)
 }
 
+// jobIDString is the job id as squeue shows it: 123, an array task
+// 123_4, or an array's record with the tasks not started yet 123_[4-15%3]
+// (%3: at most three run at once).
 func jobIDString(j client.Job) string {
-	if task, ok := j.ArrayTaskID.Value(); ok {
-		if arr, ok := j.ArrayJobID.Value(); ok && arr != 0 {
-			return fmt.Sprintf("%d_%d", arr, task)
+	arr, isArray := j.ArrayJobID.Value()
+	isArray = isArray && arr != 0
+	if task, ok := j.ArrayTaskID.Value(); ok && isArray {
+		return fmt.Sprintf("%d_%d", arr, task)
+	}
+	if isArray && j.ArrayTaskString != "" {
+		tasks := j.ArrayTaskString
+		if limit, ok := j.ArrayMaxTasks.Value(); ok && limit > 0 && !strings.Contains(tasks, "%") {
+			tasks += fmt.Sprintf("%%%d", limit)
 		}
+		return fmt.Sprintf("%d_[%s]", arr, tasks)
 	}
 	return strconv.FormatUint(uint64(j.JobID), 10)
 }

@@ -44,6 +44,9 @@ const (
 	// BeginTimeAnnotation (RFC 3339) is --begin: the job may not start
 	// before it (reason BeginTime).
 	BeginTimeAnnotation = "sluice.dev/begin-time"
+	// ShardsAnnotation is the count of gres/shard:N, kept so the job
+	// shows what was asked for (gres/shard:2, not the GPU fraction).
+	ShardsAnnotation = "sluice.dev/gpu-shards"
 	// PriorityAnnotation is a priority an operator set (--priority,
 	// scontrol update priority=N); the scheduler orders by it.
 	PriorityAnnotation = v1alpha1.PriorityAnnotation
@@ -57,6 +60,9 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 	}
 	if !d.BeginTime.IsZero() {
 		ann[BeginTimeAnnotation] = d.BeginTime.UTC().Format(time.RFC3339)
+	}
+	if d.GPUs.Shards > 0 {
+		ann[ShardsAnnotation] = strconv.Itoa(d.GPUs.Shards)
 	}
 	if d.Priority > 0 {
 		ann[PriorityAnnotation] = strconv.FormatInt(d.Priority, 10)
@@ -205,6 +211,9 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 		}
 	}
 	d.GPUs.Type = pg.Annotations[GPUTypeAnnotation]
+	if d.GPUs.Fraction > 0 {
+		d.GPUs.Shards, _ = strconv.Atoi(pg.Annotations[ShardsAnnotation])
+	}
 	d.Nice, _ = strconv.ParseInt(pg.Annotations[v1alpha1.NiceAnnotation], 10, 64)
 	readPlacement(pg.Annotations, &d)
 	s := pg.Spec.Slurm
@@ -261,8 +270,13 @@ func pendingReason(pg *v1alpha1.PodGroup) string {
 func tres(pg *v1alpha1.PodGroup) (int, string) {
 	nodes := int64(pg.Spec.MinMember)
 	var cpus, memMiB, gpus int64
+	var share float64 // GPU fractions, summed over the nodes
 	for _, m := range taskMembers(pg) {
 		n := int64(m.Count)
+		if g := m.GPUSharing; g != nil && g.Fraction != "" {
+			f, _ := strconv.ParseFloat(g.Fraction, 64)
+			share += float64(n) * f
+		}
 		if c, ok := m.Resources[corev1.ResourceCPU]; ok {
 			cpus += n * c.Value()
 		}
@@ -282,6 +296,13 @@ func tres(pg *v1alpha1.PodGroup) (int, string) {
 		s += fmt.Sprintf(",gres/gpu=%d", gpus)
 		if typ := pg.Annotations[GPUTypeAnnotation]; typ != "" {
 			s += fmt.Sprintf(",gres/gpu:%s=%d", typ, gpus)
+		}
+	}
+	if share > 0 {
+		// A share of a GPU, as Sluice counts it; gres/shard as asked.
+		s += ",gres/gpu=" + strconv.FormatFloat(math.Round(share*1e4)/1e4, 'f', -1, 64)
+		if shards, err := strconv.Atoi(pg.Annotations[ShardsAnnotation]); err == nil && shards > 0 {
+			s += fmt.Sprintf(",gres/shard=%d", int64(shards)*nodes)
 		}
 	}
 	return int(cpus), s

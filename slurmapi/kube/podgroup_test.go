@@ -316,3 +316,24 @@ func TestFailedJobIsAlwaysStorable(t *testing.T) {
 		}
 	}
 }
+
+// TestShardJobShownAsAsked: --gres=shard:2 reads back as two shards (shown
+// gres/shard:2, as Slurm shows it) and the TRES strings carry the share
+// of a GPU and the shards.
+func TestShardJobShownAsAsked(t *testing.T) {
+	cat := siteCatalog(t)
+	d, err := submit(t, cat, "alice", `{"script":"#!/bin/sh\n#SBATCH --gres=shard:2\n","job":{}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, jerr := JobFromPodGroup(PodGroupFor(d, 7))
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if j.Desc.GPUs.Shards != 2 || j.Desc.GPUs.Fraction != 0.25 {
+		t.Errorf("GPU request read back as %+v, want 2 shards (0.25 GPU)", j.Desc.GPUs)
+	}
+	if want := "cpu=1,node=1,billing=1,gres/gpu=0.25,gres/shard=2"; j.TRESReq != want {
+		t.Errorf("TRES %q, want %q", j.TRESReq, want)
+	}
+}
