@@ -42,6 +42,9 @@ type ClusterBackend interface {
 	Partitions(ctx context.Context) ([]Partition, error)
 	Shares(ctx context.Context, accounts, users []string) ([]Share, error)
 	Diag(ctx context.Context) (Diag, error)
+	// UpdateNode drains or resumes a node; the warning, if any, says
+	// what still keeps it from work (a remediation quarantine).
+	UpdateNode(ctx context.Context, name string, u NodeUpdate) (warning string, err error)
 }
 
 // AccountsBackend is the sacctmgr side: reads from the ledger, writes that

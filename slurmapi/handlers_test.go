@@ -132,3 +132,29 @@ func TestKillJobsUnsupportedFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeUpdateStates: as slurmctld, DRAIN needs a reason, RESUME and
+// UNDRAIN end a drain, and other states are refused.
+func TestNodeUpdateStates(t *testing.T) {
+	cases := []struct {
+		in    nodeUpdateIn
+		drain bool
+		errno int
+	}{
+		{nodeUpdateIn{State: []string{"DRAIN"}, Reason: "maint"}, true, 0},
+		{nodeUpdateIn{State: []string{"drain"}}, false, ErrInvalidNodeState},
+		{nodeUpdateIn{State: []string{"RESUME"}}, false, 0},
+		{nodeUpdateIn{State: []string{"UNDRAIN"}}, false, 0},
+		{nodeUpdateIn{State: []string{"DOWN"}, Reason: "x"}, false, ErrInvalidNodeState},
+		{nodeUpdateIn{}, false, ErrInvalidNodeState},
+	}
+	for _, tc := range cases {
+		u, err := nodeUpdate(tc.in, "root")
+		switch {
+		case tc.errno != 0 && (err == nil || err.Number != tc.errno):
+			t.Errorf("%+v: %v, want error %d", tc.in, err, tc.errno)
+		case tc.errno == 0 && (err != nil || u.Drain != tc.drain):
+			t.Errorf("%+v: %+v %v", tc.in, u, err)
+		}
+	}
+}

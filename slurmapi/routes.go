@@ -19,6 +19,7 @@ var routes = []route{
 	{"slurm", "/job/{job_id}/requeue", http.MethodGet, handleRequeueJob, true},
 	{"slurm", "/nodes", http.MethodGet, handleNodes, true},
 	{"slurm", "/node/{node_name}", http.MethodGet, handleNode, true},
+	{"slurm", "/node/{node_name}", http.MethodPost, handleUpdateNode, true},
 	{"slurm", "/partitions", http.MethodGet, handlePartitions, true},
 	{"slurm", "/partition/{partition_name}", http.MethodGet, handlePartition, true},
 	{"slurm", "/shares", http.MethodGet, handleShares, true},

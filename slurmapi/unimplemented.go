@@ -18,7 +18,7 @@ var notImplementedWhy = map[string]string{
 	"slurm/resources/{job_id}":             "per-core resource layouts do not exist on Kubernetes",
 	"slurm/conf":                           "there is no slurm.conf; see the Partition, Queue and QOS objects",
 	"slurm/nodes":                          "nodes are changed through Kubernetes (cordon, taints) and the remediation controller",
-	"slurm/node/{node_name}":               "nodes are changed or removed through Kubernetes (cordon, taints, delete)",
+	"slurm/node/{node_name}":               "nodes are removed through Kubernetes (kubectl delete node); POST drains or resumes one",
 	"slurm/partitions":                     "partitions are Partition objects; change them with kubectl or the Helm chart",
 	"slurm/partition/{partition_name}":     "partitions are Partition objects; delete them with kubectl",
 	"slurmdb/job/{job_id}":                 "accounting records are written by the recorder, not changed over REST",

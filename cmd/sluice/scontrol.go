@@ -30,7 +30,11 @@ Commands:
   release JOBID...              let held jobs start
   requeue JOBID...              return jobs to PENDING (run again later)
   requeuehold JOBID...          requeue and hold
-  update JobId=N KEY=VALUE...   change a job: TimeLimit, Priority, Comment, JobName
+  update JobId=N KEY=VALUE...   change a job: TimeLimit, Priority, Nice, Comment, JobName,
+                                and while pending Partition, QOS, Dependency
+  update NodeName=N State=DRAIN Reason=WHY
+  update NodeName=N State=RESUME
+                                drain a node (no new work; its jobs run on) or resume it
 
 Flags:
 `
@@ -77,6 +81,13 @@ func runScontrol(args []string) error {
 		}
 		act = func(ctx context.Context, c *client.Client) error { return scontrolJobAction(ctx, c, verb, ids) }
 	case "update":
+		if nodes, fields, isNode, err := parseNodeUpdate(rest); isNode {
+			if err != nil {
+				return err
+			}
+			act = func(ctx context.Context, c *client.Client) error { return scontrolUpdateNodes(ctx, c, nodes, fields) }
+			break
+		}
 		id, fields, err := parseJobUpdate(rest)
 		if err != nil {
 			return err
@@ -280,19 +291,143 @@ func parseJobUpdate(args []string) (uint32, map[string]any, error) {
 				return 0, nil, usageError{fmt.Sprintf("update: invalid Priority %q", v)}
 			}
 			fields["priority"] = client.Set(n)
+		case "nice":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, nil, usageError{fmt.Sprintf("update: invalid Nice %q", v)}
+			}
+			fields["nice"] = n
 		case "comment":
 			fields["comment"] = v
 		case "jobname", "name":
 			fields["name"] = v
+		case "partition":
+			fields["partition"] = v
+		case "qos":
+			fields["qos"] = v
+		case "account":
+			fields["account"] = v
+		case "dependency":
+			fields["dependency"] = v
 		default:
-			return 0, nil, usageError{fmt.Sprintf("update: %s cannot be changed here (TimeLimit, Priority, Comment, JobName can)", k)}
+			return 0, nil, usageError{fmt.Sprintf("update: %s cannot be changed here (TimeLimit, Priority, Nice, Comment, JobName, Partition, QOS, Account, Dependency can)", k)}
 		}
 	}
 	if id == 0 {
 		return 0, nil, usageError{"update: name the job with JobId=N"}
 	}
 	if len(fields) == 0 {
-		return 0, nil, usageError{"update: nothing to change (TimeLimit=, Priority=, Comment=, JobName=)"}
+		return 0, nil, usageError{"update: nothing to change (TimeLimit=, Priority=, Nice=, Comment=, JobName=, Partition=, QOS=, Dependency=)"}
 	}
 	return id, fields, nil
+}
+
+// parseNodeUpdate reads `update NodeName=N State=DRAIN Reason=WHY` (or
+// State=RESUME) into an update_node_msg; isNode is false when the update
+// names no node (a job update).
+func parseNodeUpdate(args []string) (nodes []string, fields map[string]any, isNode bool, err error) {
+	fields = map[string]any{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		switch strings.ToLower(k) {
+		case "nodename", "node":
+			isNode = true
+			nodes = append(nodes, expandHostList(v)...)
+		case "state":
+			fields["state"] = []string{strings.ToUpper(v)}
+		case "reason":
+			fields["reason"] = v
+		default:
+			err = usageError{fmt.Sprintf("update: %s cannot be changed on a node here (State=DRAIN|RESUME and Reason= can)", k)}
+		}
+	}
+	if !isNode {
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, true, err
+	}
+	if len(nodes) == 0 || fields["state"] == nil {
+		return nil, nil, true, usageError{"update: give NodeName=NAME and State=DRAIN (with Reason=) or State=RESUME"}
+	}
+	if st := fields["state"].([]string)[0]; st == "DRAIN" && fields["reason"] == nil {
+		// scontrol's own check, before anything is sent.
+		return nil, nil, true, errors.New("You must specify a reason when DOWNING or DRAINING a node. Request denied")
+	}
+	return nodes, fields, true, nil
+}
+
+// scontrolUpdateNodes sends the update to each node, printing the
+// server's warnings and failing if any node failed.
+func scontrolUpdateNodes(ctx context.Context, c *client.Client, nodes []string, fields map[string]any) error {
+	failed := 0
+	for _, n := range nodes {
+		warnings, err := c.UpdateNode(ctx, n, fields)
+		for _, w := range warnings {
+			fmt.Fprintln(os.Stderr, "scontrol: warning:", w)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scontrol: error: node %s: %v\n", n, err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("update failed for %d of %d nodes", failed, len(nodes))
+	}
+	return nil
+}
+
+// expandHostList expands a Slurm host list ("h100-[0-2,5]",
+// "a,b") into names; a malformed range is kept as written.
+func expandHostList(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			switch s[i] {
+			case '[':
+				depth++
+				continue
+			case ']':
+				depth--
+				continue
+			case ',':
+				if depth > 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		if part := s[start:i]; part != "" {
+			out = append(out, expandOne(part)...)
+		}
+		start = i + 1
+	}
+	return out
+}
+
+// expandOne expands one "prefix[ranges]suffix" name.
+func expandOne(name string) []string {
+	open, close := strings.IndexByte(name, '['), strings.IndexByte(name, ']')
+	if open < 0 || close < open {
+		return []string{name}
+	}
+	prefix, ranges, suffix := name[:open], name[open+1:close], name[close+1:]
+	var out []string
+	for _, r := range strings.Split(ranges, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || b < a || b-a > 1<<16 {
+			return []string{name}
+		}
+		for n := a; n <= b; n++ {
+			out = append(out, fmt.Sprintf("%s%0*d%s", prefix, len(lo), n, suffix))
+		}
+	}
+	return out
 }

@@ -163,3 +163,26 @@ func TestFirstHost(t *testing.T) {
 		}
 	}
 }
+
+func TestParseNodeUpdate(t *testing.T) {
+	nodes, fields, isNode, err := parseNodeUpdate([]string{"NodeName=h100-[0-1],a100-3", "State=drain", "Reason=maint window"})
+	if !isNode || err != nil {
+		t.Fatalf("isNode %v err %v", isNode, err)
+	}
+	if strings.Join(nodes, " ") != "h100-0 h100-1 a100-3" || fields["reason"] != "maint window" || fields["state"].([]string)[0] != "DRAIN" {
+		t.Errorf("nodes %q fields %v", nodes, fields)
+	}
+	// scontrol refuses a drain without a reason before sending anything.
+	if _, _, _, err := parseNodeUpdate([]string{"NodeName=h100-0", "State=DRAIN"}); err == nil || !strings.Contains(err.Error(), "must specify a reason") {
+		t.Errorf("drain without reason: %v", err)
+	}
+	if _, _, isNode, _ := parseNodeUpdate([]string{"JobId=5", "TimeLimit=10"}); isNode {
+		t.Error("a job update was read as a node update")
+	}
+	if _, _, _, err := parseNodeUpdate([]string{"NodeName=h100-0", "Weight=5"}); err == nil {
+		t.Error("Weight= was accepted")
+	}
+	if got := strings.Join(expandHostList("n[01-03,7]x,m"), " "); got != "n01x n02x n03x n7x m" {
+		t.Errorf("expandHostList = %q", got)
+	}
+}

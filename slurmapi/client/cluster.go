@@ -119,3 +119,22 @@ func (c *Client) Partition(ctx context.Context, name string) (Partition, error) 
 	}
 	return out.Partitions[0], nil
 }
+
+// UpdateNode changes a node as scontrol update NodeName= does (POST
+// node/{node_name} with an update_node_msg: state DRAIN or RESUME and a
+// reason) and returns the server's warnings.
+func (c *Client) UpdateNode(ctx context.Context, name string, fields map[string]any) ([]string, error) {
+	var out struct {
+		Warnings []struct {
+			Description string `json:"description"`
+		} `json:"warnings"`
+	}
+	if err := c.do(ctx, "POST", "/slurm/"+Version+"/node/"+url.PathEscape(name), nil, fields, &out); err != nil {
+		return nil, err
+	}
+	var warnings []string
+	for _, w := range out.Warnings {
+		warnings = append(warnings, w.Description)
+	}
+	return warnings, nil
+}

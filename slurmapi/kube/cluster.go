@@ -156,6 +156,9 @@ func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node
 		out.State = append(out.State, "DRAIN")
 		if out.Reason == "" {
 			out.Reason = "cordoned"
+			if reason, user, at := drainRecord(n); reason != "" { // scontrol update State=DRAIN
+				out.Reason, out.ReasonUser, out.ReasonTime = reason, user, at
+			}
 		}
 	}
 	for i := range parts {

@@ -1,0 +1,49 @@
+package kube
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+)
+
+// TestDrainAndResumeNodeOnRig: scontrol update NodeName=a100-1
+// State=DRAIN Reason=maint cordons the node and shows it DRAIN with the
+// reason and who set it; RESUME brings it back; a plain user may do
+// neither, and a drain without a reason is refused, as in Slurm.
+func TestDrainAndResumeNodeOnRig(t *testing.T) {
+	ts, _ := rigServer(t)
+	const path = "/slurm/v0.0.44/node/a100-1"
+	t.Cleanup(func() { call(t, ts, "slurm", "POST", path, `{"state":["RESUME"]}`) })
+	node := func() map[string]any {
+		status, doc := call(t, ts, "alice", "GET", path, "")
+		if status != http.StatusOK {
+			t.Fatalf("GET node: %d %v", status, doc)
+		}
+		return doc["nodes"].([]any)[0].(map[string]any)
+	}
+	drained := func(n map[string]any) bool {
+		return slices.Contains(n["state"].([]any), any("DRAIN"))
+	}
+	if status, doc := call(t, ts, "alice", "POST", path, `{"state":["DRAIN"],"reason":"maint"}`); status != http.StatusForbidden {
+		t.Errorf("a user drained a node: %d %v", status, doc)
+	}
+	if status, doc := call(t, ts, "slurm", "POST", path, `{"state":["DRAIN"]}`); status != http.StatusBadRequest {
+		t.Errorf("drain without a reason: %d %v", status, doc)
+	}
+	if status, doc := call(t, ts, "slurm", "POST", path, `{"state":["DRAIN"],"reason":"maint"}`); status != http.StatusOK {
+		t.Fatalf("drain: %d %v", status, doc)
+	}
+	n := node()
+	if !drained(n) || n["reason"] != "maint" || n["reason_set_by_user"] != "slurm" {
+		t.Errorf("drained node shows state %v reason %v by %v", n["state"], n["reason"], n["reason_set_by_user"])
+	}
+	if status, doc := call(t, ts, "slurm", "POST", path, `{"state":["RESUME"]}`); status != http.StatusOK {
+		t.Fatalf("resume: %d %v", status, doc)
+	}
+	if n := node(); drained(n) || n["reason"] != "" {
+		t.Errorf("resumed node shows state %v reason %v", n["state"], n["reason"])
+	}
+	if status, _ := call(t, ts, "slurm", "POST", "/slurm/v0.0.44/node/nosuch", `{"state":["RESUME"]}`); status != http.StatusNotFound {
+		t.Errorf("unknown node: %d, want 404", status)
+	}
+}
