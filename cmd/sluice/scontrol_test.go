@@ -121,7 +121,9 @@ func TestParseJobUpdate(t *testing.T) {
 		{[]string{"JobId=3"}, 0, nil, "nothing to change"},
 		{[]string{"JobId=x", "Priority=1"}, 0, nil, "invalid JobId"},
 		{[]string{"JobId=3", "TimeLimit=soon"}, 0, nil, "invalid time limit"},
-		{[]string{"JobId=3", "Partition=a100"}, 0, nil, "cannot be changed"},
+		{[]string{"JobId=3", "Partition=a100", "QOS=high", "Dependency=afterok:2", "Nice=10"}, 3,
+			map[string]any{"partition": "a100", "qos": "high", "dependency": "afterok:2", "nice": int64(10)}, ""},
+		{[]string{"JobId=3", "Features=x"}, 0, nil, "cannot be changed"},
 		{[]string{"JobId=3", "Priority"}, 0, nil, "not KEY=VALUE"},
 	}
 	for _, tt := range tests {
