@@ -146,7 +146,7 @@ func (e *rigEnv) slurmJob(t *testing.T, id string, node string, d time.Duration,
 		t.Fatal(err)
 	}
 	p := simPod("job-"+id+"-0", 2, d, exit)
-	p.Labels[v1alpha1.JobIDLabel] = id
+	p.Labels[v1alpha1.JobIDLabel], p.Labels[v1alpha1.NodeIndexLabel] = id, "0"
 	p.Annotations[v1alpha1.PodGroupAnnotation] = pg.Name
 	if _, err := e.c.Client().CoreV1().Pods(e.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
