@@ -25,7 +25,8 @@ import (
 // leader. Slurm jobs get their pods from the Slurm API's pod factory.
 func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
-	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: s.cfg.Slurm.UserMap(), DefaultImage: s.cfg.Slurm.DefaultImage})
+	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: s.cfg.Slurm.UserMap(),
+		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage()})
 	if err != nil {
 		return err
 	}

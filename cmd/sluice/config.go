@@ -76,6 +76,9 @@ type SlurmConfig struct {
 	// DefaultImage runs jobs that name no --container-image in a partition
 	// without a default image; empty refuses such jobs.
 	DefaultImage string `yaml:"defaultImage"`
+	// LauncherImage is the sluice image every job pod's init container
+	// copies the launcher and srun from (default: this release's image).
+	LauncherImage string `yaml:"launcherImage"`
 	// Users maps Slurm users to the uid/gid their pods run as (as sites map
 	// LDAP users). Only a user mapped to uid 0 runs as root.
 	Users map[string]SlurmUser `yaml:"users"`
@@ -430,4 +433,16 @@ func (r RESTConfig) submitLimits() slurmapi.SubmitLimits {
 		}
 	}
 	return out
+}
+
+// launcherImage is the configured launcher image, else this release's
+// sluice image (a development build names :latest).
+func (s SlurmConfig) launcherImage() string {
+	if s.LauncherImage != "" {
+		return s.LauncherImage
+	}
+	if version == "dev" || version == "" {
+		return "ghcr.io/sluicehq/sluice:latest"
+	}
+	return "ghcr.io/sluicehq/sluice:" + version
 }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -25,6 +27,9 @@ type PodOptions struct {
 	// DefaultImage runs jobs that name no image in a partition that names
 	// none; empty refuses such jobs.
 	DefaultImage string
+	// LauncherImage is the sluice image whose binary every job pod's init
+	// container copies in (the launcher and srun).
+	LauncherImage string
 	// Timeout bounds the reads and the Service create of one call; default 10s.
 	Timeout time.Duration
 }
@@ -68,7 +73,7 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
-	run := RunAs{Image: s.Image, IDs: &ids}
+	run := RunAs{Image: s.Image, IDs: &ids, LauncherImage: f.opts.LauncherImage}
 	if run.StrictGroups, err = f.strictGroups(ctx, binds); err != nil {
 		return nil, err
 	}
@@ -102,6 +107,9 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	}
 	if len(binds) > 1 {
 		if err := f.ensureService(ctx, pg.Namespace); err != nil {
+			return nil, err
+		}
+		if err := f.ensureLaunchKey(ctx, pg); err != nil {
 			return nil, err
 		}
 	}
@@ -152,5 +160,27 @@ func (f *PodFactory) ensureService(ctx context.Context, ns string) error {
 	f.mu.Lock()
 	f.services[ns] = true
 	f.mu.Unlock()
+	return nil
+}
+
+// ensureLaunchKey creates the job's launch key Secret, once for all its
+// runs; the PodGroup owns it, so it goes with the job. Only the job's pods
+// mount it: srun and the launchers of other jobs cannot sign for this one.
+func (f *PodFactory) ensureLaunchKey(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(pg), Namespace: pg.Namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice", v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel]}},
+		Data: map[string][]byte{LaunchKeyField: []byte(hex.EncodeToString(key))},
+	}
+	if pg.UID != "" {
+		sec.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID}}
+	}
+	if err := f.c.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the launch key Secret %s/%s: %w", pg.Namespace, sec.Name, err)
+	}
 	return nil
 }

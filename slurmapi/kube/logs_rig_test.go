@@ -174,7 +174,7 @@ func startRun(t *testing.T, b *Backend, pg *v1alpha1.PodGroup, node string) {
 	for i := range binds {
 		binds[i].Node = node
 	}
-	pods, err := BuildPods(pg, binds, RunAs{Image: "busybox"})
+	pods, err := BuildPods(pg, binds, RunAs{LauncherImage: testLauncherImage, Image: "busybox"})
 	if err != nil {
 		t.Fatal(err)
 	}

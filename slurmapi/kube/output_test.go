@@ -1,10 +1,7 @@
 package kube
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
 )
 
 func TestOutputFiles(t *testing.T) {
@@ -57,7 +55,7 @@ func TestRunScriptWritesOutputFiles(t *testing.T) {
 		wantStdout    string
 		wantStderr    string
 	}{
-		{"stderr with stdout, like sbatch without --error", "", map[string]string{"slurm-12.out": "out 12\nerr\n"}, "out 12\nerr\n", ""},
+		{"stderr with stdout, like sbatch without --error", "", map[string]string{"slurm-12.out": "out 12\nerr\n"}, "out 12\n", "err\n"},
 		{"separate --error", "%x.err", map[string]string{"slurm-12.out": "out 12\n", "echo.err": "err\n"}, "out 12\n", "err\n"},
 	}
 	for _, c := range cases {
@@ -65,19 +63,17 @@ func TestRunScriptWritesOutputFiles(t *testing.T) {
 			dir := t.TempDir()
 			pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Name: "echo", Nodes: 1, Tasks: 1, CPUsPerTask: 1,
 				WorkDir: dir, Stderr: c.stderrPattern, Script: script}, 12)
-			pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{Image: "img"})
+			pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{LauncherImage: testLauncherImage, Image: "img"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stdout, stderr bytes.Buffer
-			cmd := shellOf(t, pods[0].Spec.Containers[0], t.TempDir())
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			var exit *exec.ExitError
-			if err := cmd.Run(); !errors.As(err, &exit) || exit.ExitCode() != 3 {
-				t.Fatalf("exit %v, want status 3 (stderr %q)", err, stderr.String())
+			node := launchtest.Start(t, pods, "")[0]
+			if rc := node.Wait(); rc != 3 {
+				t.Fatalf("exit %d, want status 3 (stderr %q)", rc, node.Stderr().All())
 			}
-			if stdout.String() != c.wantStdout || stderr.String() != c.wantStderr {
-				t.Errorf("pod log: stdout %q stderr %q, want %q %q", stdout.String(), stderr.String(), c.wantStdout, c.wantStderr)
+			stdout, stderr := lines(node.Stdout()), lines(node.Stderr())
+			if stdout != c.wantStdout || stderr != c.wantStderr {
+				t.Errorf("pod log: stdout %q stderr %q, want %q %q", stdout, stderr, c.wantStdout, c.wantStderr)
 			}
 			for name, want := range c.wantFiles {
 				got, err := os.ReadFile(filepath.Join(dir, name))
@@ -89,24 +85,19 @@ func TestRunScriptWritesOutputFiles(t *testing.T) {
 	}
 }
 
-// shellOf is the container's command as a local process, its script
-// directory moved to scripts.
-func shellOf(t *testing.T, c corev1.Container, scripts string) *exec.Cmd {
-	t.Helper()
-	args := append([]string(nil), c.Command...)
-	args[2] = strings.ReplaceAll(args[2], scriptDir, scripts)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for _, e := range c.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+// lines is a stream's text, each line ended.
+func lines(l *launchtest.Lines) string {
+	var b strings.Builder
+	for _, line := range l.All() {
+		b.WriteString(line + "\n")
 	}
-	return cmd
+	return b.String()
 }
 
 func TestSharedVolumeIsMounted(t *testing.T) {
 	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Nodes: 1, Tasks: 1, CPUsPerTask: 1, Script: "#!/bin/sh\n"}, 5)
 	shared := &SharedVolume{MountPath: "/home", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/export/home"}}}
-	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{Image: "img", SharedVolume: shared})
+	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{LauncherImage: testLauncherImage, Image: "img", SharedVolume: shared})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/launch"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
@@ -34,9 +35,24 @@ const (
 	containerName = "job"
 	// scriptDir is an emptyDir the script is written to before it is run:
 	// the script travels in the pod spec, so starting a job writes nothing
-	// but its pods.
+	// but its pods. It also holds the step counter and log.
 	scriptDir = "/var/run/sluice"
+	// launcherDir holds the sluice binary and srun, copied there by the
+	// init container from the launcher image; the job's image needs
+	// nothing of Sluice.
+	launcherDir = "/sluice"
+	// launcherInstallDir is where the init container sees that volume
+	// (the sluice image has its binary at /sluice).
+	launcherInstallDir = "/launcher"
+	// launchKeyDir is where a multi-node job's launch key is mounted.
+	launchKeyDir = "/var/run/sluice-launch"
+	// LaunchKeyField is the launch key's field in the job's Secret.
+	LaunchKeyField = "key"
 )
+
+// LaunchSecretName names a multi-node job's Secret holding its launch key
+// (srun signs step launches with it); only the job's pods mount it.
+func LaunchSecretName(pg *v1alpha1.PodGroup) string { return pg.Name + "-launch" }
 
 // Simulation knobs: a job whose environment sets SLUICE_SIM_DURATION (and
 // optionally SLUICE_SIM_EXIT_CODE) gets the pod annotations the rig's kwok
@@ -48,36 +64,6 @@ const (
 	SimDurationAnnotation = v1alpha1.SimDurationAnnotation
 	SimExitCodeAnnotation = v1alpha1.SimExitCodeAnnotation
 )
-
-// runScript writes the script from the environment into the emptyDir and
-// executes it, so the kernel runs it with its shebang interpreter as
-// slurmd does; "$@" passes the job's arguments. When the batch host has
-// an output file (SLUICE_STDOUT, and SLUICE_STDERR for a separate
-// --error), the script's output goes through tee: into the file and still
-// to the container's stdout/stderr, so the pod log has it too. The shell
-// then stays to forward SIGTERM to the script and to return its status.
-// --input (SLUICE_STDIN) is the script's standard input, /dev/null
-// without one, as slurmd opens them; fd 3 carries it past the shell's
-// rule that a background command reads /dev/null.
-const runScript = `umask 077; printf '%s' "$SLUICE_SCRIPT" > ` + scriptDir + `/script && chmod 700 ` + scriptDir +
-	`/script && unset SLUICE_SCRIPT || exit 1
-exec 3< "${SLUICE_STDIN:-/dev/null}" || exit 1
-[ -z "$SLUICE_STDOUT" ] && exec ` + scriptDir + `/script "$@" <&3 3<&-
-mkfifo ` + scriptDir + `/out || exit 1
-tee "$SLUICE_STDOUT" < ` + scriptDir + `/out &
-if [ -n "$SLUICE_STDERR" ]; then
-  mkfifo ` + scriptDir + `/err || exit 1
-  tee "$SLUICE_STDERR" < ` + scriptDir + `/err >&2 &
-  ` + scriptDir + `/script "$@" <&3 3<&- > ` + scriptDir + `/out 2> ` + scriptDir + `/err &
-else
-  ` + scriptDir + `/script "$@" <&3 3<&- > ` + scriptDir + `/out 2>&1 &
-fi
-job=$!
-trap 'kill -TERM $job 2>/dev/null' TERM INT
-wait $job; rc=$?
-while kill -0 $job 2>/dev/null; do wait $job; rc=$?; done
-wait
-exit $rc`
 
 // PodName names pod index of a job's run: requeued runs get new names, so a
 // new run never collides with the old one's pods still terminating.
@@ -99,6 +85,9 @@ type RunAs struct {
 	TimeLimit time.Duration
 	// SharedVolume is the partition's shared filesystem, nil if none.
 	SharedVolume *SharedVolume
+	// LauncherImage is the sluice image the init container copies the
+	// launcher (and srun) from.
+	LauncherImage string
 }
 
 // SharedVolume is a filesystem all of a partition's nodes share, as /home
@@ -128,6 +117,9 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 	if run.Image == "" {
 		return nil, fmt.Errorf("job %s names no container image and its partition %q has no defaultImage", pg.Labels[v1alpha1.JobIDLabel], pg.Spec.Partition)
 	}
+	if run.LauncherImage == "" {
+		return nil, fmt.Errorf("job %s: no launcher image configured (slurm.launcherImage)", pg.Labels[v1alpha1.JobIDLabel])
+	}
 	hosts := make([]string, len(binds))
 	for i := range binds {
 		hosts[i] = PodName(pg, i)
@@ -138,17 +130,19 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 		pods[i] = buildPod(pg, member, &binds[i], i, hosts, run)
 	}
 	if len(pods) > 0 {
-		// Only the batch host writes the output files, as in Slurm.
+		// Only the batch host runs the script and writes the output
+		// files, as in Slurm; the other pods run the launcher only.
 		c := &pods[0].Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvScript, Value: s.Script})
 		stdout, stderr := outputFiles(pg, binds[0].Node)
 		if stdout != "" {
-			c.Env = append(c.Env, corev1.EnvVar{Name: "SLUICE_STDOUT", Value: stdout})
+			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStdout, Value: stdout})
 		}
 		if stderr != "" {
-			c.Env = append(c.Env, corev1.EnvVar{Name: "SLUICE_STDERR", Value: stderr})
+			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStderr, Value: stderr})
 		}
 		if stdin := inputFile(pg, binds[0].Node); stdin != "" {
-			c.Env = append(c.Env, corev1.EnvVar{Name: "SLUICE_STDIN", Value: stdin})
+			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStdin, Value: stdin})
 		}
 	}
 	return pods, nil
@@ -221,20 +215,46 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		ann[v1alpha1.GPUFractionAnnotation] = g.Fraction
 	}
 	never, no := corev1.RestartPolicyNever, false
+	secure := &corev1.SecurityContext{
+		Privileged: &no, AllowPrivilegeEscalation: &no,
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
 	c := corev1.Container{
 		Name: containerName, Image: run.Image,
-		Command:      append([]string{"/bin/sh", "-c", runScript, "slurm_script"}, s.Argv...),
-		Env:          jobEnv(pg, b, index, hosts),
-		Resources:    corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
-		WorkingDir:   s.WorkingDirectory,
-		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-script", MountPath: scriptDir}},
-		SecurityContext: &corev1.SecurityContext{
-			Privileged: &no, AllowPrivilegeEscalation: &no,
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		// The launcher runs the batch script on node 0 and serves step
+		// launches on every node (slurmapi/launch).
+		Command:    append([]string{launcherDir + "/sluice", "launch"}, s.Argv...),
+		Env:        append(jobEnv(pg, b, index, hosts), launcherEnv(pg, hosts)...),
+		Resources:  corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
+		WorkingDir: s.WorkingDirectory,
+		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-script", MountPath: scriptDir},
+			{Name: "sluice-launcher", MountPath: launcherDir, ReadOnly: true}},
+		SecurityContext:          secure,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile, // the batch host's step report
+	}
+	install := corev1.Container{
+		Name: "sluice-launcher", Image: run.LauncherImage,
+		Command:      []string{"/sluice", "install-launcher", launcherInstallDir},
+		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-launcher", MountPath: launcherInstallDir}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 		},
+		SecurityContext: secure.DeepCopy(),
 	}
 	volumes := []corev1.Volume{{Name: "sluice-script", VolumeSource: corev1.VolumeSource{
-		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}}}
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}},
+		{Name: "sluice-launcher", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(512<<20, resource.BinarySI)}}}}
+	if len(hosts) > 1 {
+		// Step launches come in on the launcher's port, signed with the
+		// job's key, which only the job's pods mount.
+		c.Ports = []corev1.ContainerPort{{Name: "sluice-launch", ContainerPort: launch.Port, Protocol: corev1.ProtocolTCP}}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "sluice-launch-key", MountPath: launchKeyDir, ReadOnly: true})
+		mode := int32(0o444) // the container runs as the job's user, not the Secret's owner
+		volumes = append(volumes, corev1.Volume{Name: "sluice-launch-key", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: LaunchSecretName(pg), DefaultMode: &mode}}})
+	}
 	if v := run.SharedVolume; v != nil {
 		volumes = append(volumes, corev1.Volume{Name: "sluice-shared", VolumeSource: *v.VolumeSource.DeepCopy()})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "sluice-shared", MountPath: v.MountPath})
@@ -245,6 +265,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		Spec: corev1.PodSpec{
 			RestartPolicy: never, Hostname: hosts[index], Subdomain: JobsService,
 			SecurityContext:              podSecurity(run),
+			InitContainers:               []corev1.Container{install},
 			Containers:                   []corev1.Container{c},
 			Volumes:                      volumes,
 			AutomountServiceAccountToken: &no,
@@ -335,7 +356,7 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 	}
 	own := make([]string, 0, len(s.Environment))
 	for k := range s.Environment {
-		if !set[k] && k != "SLUICE_SCRIPT" && k != "SLUICE_STDOUT" && k != "SLUICE_STDERR" && k != "SLUICE_STDIN" {
+		if !set[k] && !launcherOwned[k] {
 			own = append(own, k)
 		}
 	}
@@ -343,7 +364,28 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 	for _, k := range own {
 		env = append(env, corev1.EnvVar{Name: k, Value: s.Environment[k]})
 	}
-	return append(env, corev1.EnvVar{Name: "SLUICE_SCRIPT", Value: s.Script})
+	return env
+}
+
+// launcherOwned are the variables the pod factory sets for the launcher;
+// a job's own environment cannot redirect it.
+var launcherOwned = map[string]bool{launch.EnvScript: true, launch.EnvStdout: true, launch.EnvStderr: true, launch.EnvStdin: true,
+	launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
+	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true}
+
+// launcherEnv tells the launcher and srun where they are (launch.JobFromEnv).
+func launcherEnv(pg *v1alpha1.PodGroup, hosts []string) []corev1.EnvVar {
+	env := []corev1.EnvVar{{Name: launch.EnvDir, Value: launcherDir}, {Name: launch.EnvRunDir, Value: scriptDir},
+		{Name: launch.EnvHosts, Value: strings.Join(hosts, ",")}}
+	if len(hosts) < 2 {
+		return env
+	}
+	peers := make([]string, len(hosts))
+	for i, h := range hosts {
+		peers[i] = h + "." + JobsService + ":" + strconv.Itoa(launch.Port)
+	}
+	return append(env, corev1.EnvVar{Name: launch.EnvPeers, Value: strings.Join(peers, ",")},
+		corev1.EnvVar{Name: launch.EnvKeyFile, Value: launchKeyDir + "/" + LaunchKeyField})
 }
 
 // gpuEnv hands the task its GPUs, which CUDA numbers from 0, as Slurm's

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
@@ -43,7 +44,7 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 	}
 	pg := PodGroupFor(d, 7)
 	pg.UID = "uid-7"
-	pods, err := BuildPods(pg, eightGPUBinds(2), RunAs{Image: "pytorch:25", IDs: &UserIDs{UID: 1001, GID: 100}, TimeLimit: 90 * time.Second})
+	pods, err := BuildPods(pg, eightGPUBinds(2), RunAs{LauncherImage: testLauncherImage, Image: "pytorch:25", IDs: &UserIDs{UID: 1001, GID: 100}, TimeLimit: 90 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +62,11 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 			"SLURM_NODEID": []string{"0", "1"}[i], "SLURM_PROCID": []string{"0", "8"}[i], "SLURM_NTASKS": "16",
 			"SLURM_CPUS_PER_TASK": "4", "SLURM_SUBMIT_DIR": "/home/alice", "SLURM_JOB_PARTITION": "h100",
 			"SLURM_JOB_ACCOUNT": "nlp", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "LR": "0.1",
-			"NVIDIA_VISIBLE_DEVICES": "", // whole GPUs: the device plugin sets it
-			"SLUICE_SCRIPT":          d.Script,
+			"NVIDIA_VISIBLE_DEVICES": "",                        // whole GPUs: the device plugin sets it
+			"SLUICE_SCRIPT":          []string{d.Script, ""}[i], // only the batch host runs the script
+			"SLUICE_LAUNCH_DIR":      "/sluice", "SLUICE_RUN_DIR": "/var/run/sluice", "SLUICE_LAUNCH_HOSTS": "job-7-0,job-7-1",
+			"SLUICE_LAUNCH_PEERS":    "job-7-0.slurm-jobs:6818,job-7-1.slurm-jobs:6818",
+			"SLUICE_LAUNCH_KEY_FILE": "/var/run/sluice-launch/key",
 		}
 		for k, v := range want {
 			if env[k] != v {
@@ -70,6 +74,7 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 			}
 		}
 		c := pod.Spec.Containers[0]
+		checkLauncher(t, pod, "job-7-launch")
 		if c.Image != "pytorch:25" || c.WorkingDir != "/home/alice" {
 			t.Errorf("pod %d: image %q workdir %q", i, c.Image, c.WorkingDir)
 		}
@@ -119,7 +124,7 @@ func TestBuildPodsVariants(t *testing.T) {
 		wantErr: "names no container image",
 	}, {
 		name: "GPU share gets the KAI fraction annotation and its portion", binds: []bridge.Bind{{Node: "n", GPUs: []bridge.BoundGPU{{Index: 3}}, GPUMilli: 250}},
-		desc: func() *slurmapi.JobDesc { d := base(); d.GPUs.Fraction = 0.25; return d }, run: RunAs{Image: "img"},
+		desc: func() *slurmapi.JobDesc { d := base(); d.GPUs.Fraction = 0.25; return d }, run: RunAs{LauncherImage: testLauncherImage, Image: "img"},
 		check: func(t *testing.T, pod *corev1.Pod) {
 			env := envOf(pod)
 			if pod.Annotations[v1alpha1.GPUFractionAnnotation] != "0.25" || env["SLUICE_GPU_PORTION"] != "0.25" || env["NVIDIA_VISIBLE_DEVICES"] != "3" {
@@ -130,7 +135,7 @@ func TestBuildPodsVariants(t *testing.T) {
 			}
 		},
 	}, {
-		name: "CPU job sees no GPU, no deadline, no simulation", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{Image: "img"},
+		name: "CPU job sees no GPU, no deadline, no simulation", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{LauncherImage: testLauncherImage, Image: "img"},
 		check: func(t *testing.T, pod *corev1.Pod) {
 			env := envOf(pod)
 			if env["NVIDIA_VISIBLE_DEVICES"] != "void" || env["CUDA_VISIBLE_DEVICES"] != "" ||
@@ -139,7 +144,7 @@ func TestBuildPodsVariants(t *testing.T) {
 			}
 		},
 	}, {
-		name: "array task carries its array ids", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{Image: "img"},
+		name: "array task carries its array ids", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{LauncherImage: testLauncherImage, Image: "img"},
 		check: func(t *testing.T, pod *corev1.Pod) {
 			if env := envOf(pod); env["SLURM_ARRAY_JOB_ID"] != "40" || env["SLURM_ARRAY_TASK_ID"] != "2" {
 				t.Errorf("env %v", env)
@@ -179,6 +184,47 @@ func TestPodNameChangesWithRequeue(t *testing.T) {
 	}
 }
 
+// testLauncherImage is the sluice image the tests' pods install from.
+const testLauncherImage = "sluice:test"
+
+// checkLauncher checks that pod runs the launcher without touching the
+// job's image: an init container of the sluice image installs it into a
+// volume the job container runs it from; a multi-node job's pods (and only
+// they) mount the job's launch key Secret and declare the launcher port.
+func checkLauncher(t *testing.T, pod *corev1.Pod, secret string) {
+	t.Helper()
+	spec := pod.Spec
+	if len(spec.InitContainers) != 1 {
+		t.Fatalf("pod %s: %d init containers, want the launcher's", pod.Name, len(spec.InitContainers))
+	}
+	ic, c := spec.InitContainers[0], spec.Containers[0]
+	if ic.Image != testLauncherImage || strings.Join(ic.Command, " ") != "/sluice install-launcher /launcher" {
+		t.Errorf("pod %s: init container %s %v", pod.Name, ic.Image, ic.Command)
+	}
+	if len(c.Command) < 2 || c.Command[0] != "/sluice/sluice" || c.Command[1] != "launch" {
+		t.Errorf("pod %s: command %v, want /sluice/sluice launch ...", pod.Name, c.Command)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	if mounts["sluice-launcher"] != "/sluice" || ic.VolumeMounts[0].Name != "sluice-launcher" {
+		t.Errorf("pod %s: launcher volume not shared: init %v, job %v", pod.Name, ic.VolumeMounts, c.VolumeMounts)
+	}
+	var secretVol string
+	for _, v := range spec.Volumes {
+		if v.Secret != nil {
+			secretVol = v.Secret.SecretName
+		}
+	}
+	if secretVol != secret || (secret != "") != (mounts["sluice-launch-key"] == "/var/run/sluice-launch") {
+		t.Errorf("pod %s: launch key Secret %q mounted at %q, want %q", pod.Name, secretVol, mounts["sluice-launch-key"], secret)
+	}
+	if (secret != "") != (len(c.Ports) == 1 && c.Ports[0].ContainerPort == 6818) {
+		t.Errorf("pod %s: ports %v", pod.Name, c.Ports)
+	}
+}
+
 // TestRunScriptUsesShebang runs the pod's command in a real shell: the
 // script is run by its own interpreter, with the job's arguments, and its
 // output is the container's stdout (the pod log).
@@ -186,36 +232,32 @@ func TestRunScriptUsesShebang(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}
-	dir := t.TempDir()
 	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Name: "echo", Nodes: 1, Tasks: 1, CPUsPerTask: 1,
 		Script: "#!/bin/bash\necho \"job $SLURM_JOB_ID on ${BASH_VERSION:+bash} args $*\"\n[ -z \"$SLUICE_SCRIPT\" ] && echo clean\n"}, 12)
 	pg.Spec.Slurm.Argv = []string{"a b", "c"}
-	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{Image: "img"})
+	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{LauncherImage: testLauncherImage, Image: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := runPodCommand(t, pods[0], dir), "job 12 on bash args a b c\nclean\n"; got != want {
+	checkLauncher(t, pods[0], "")
+	if got, want := runPodCommand(t, pods[0]), "job 12 on bash args a b c\nclean\n"; got != want {
 		t.Errorf("output %q, want %q", got, want)
 	}
 }
 
-// runPodCommand runs a pod's container command in a real shell with the
-// script directory at dir and returns its combined output.
-func runPodCommand(t *testing.T, pod *corev1.Pod, dir string) string {
+// runPodCommand runs a pod as a local process (launchtest) and returns
+// what it wrote, stdout then stderr.
+func runPodCommand(t *testing.T, pod *corev1.Pod) string {
 	t.Helper()
-	c := pod.Spec.Containers[0]
-	args := append([]string(nil), c.Command...)
-	args[2] = strings.ReplaceAll(args[2], scriptDir, dir)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for _, e := range c.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	node := launchtest.Start(t, []*corev1.Pod{pod}, "")[0]
+	if rc := node.Wait(); rc != 0 {
+		t.Fatalf("exit %d: %q", rc, node.Stderr().All())
 	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
+	var b strings.Builder
+	for _, l := range append(node.Stdout().All(), node.Stderr().All()...) {
+		b.WriteString(l + "\n")
 	}
-	return string(out)
+	return b.String()
 }
 
 // TestRunScriptReadsInput: --input is the script's standard input, its
@@ -227,11 +269,11 @@ func TestRunScriptReadsInput(t *testing.T) {
 	}
 	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Name: "cat", Nodes: 1, Tasks: 1, CPUsPerTask: 1,
 		Stdin: "in-%j.txt", WorkDir: dir, Stdout: "/dev/null", Script: "#!/bin/sh\nread line; echo \"got: $line\" >&2\n"}, 12)
-	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{Image: "img"})
+	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{LauncherImage: testLauncherImage, Image: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := runPodCommand(t, pods[0], t.TempDir()), "got: from the input file\n"; got != want {
+	if got, want := runPodCommand(t, pods[0]), "got: from the input file\n"; got != want {
 		t.Errorf("output %q, want %q", got, want)
 	}
 }
@@ -243,7 +285,7 @@ func BenchmarkBuildPods(b *testing.B) {
 		Script: "#!/bin/bash\ntorchrun train.py\n", Nodes: 2, Tasks: 16, CPUsPerTask: 4,
 		GPUs: slurmapi.GPURequest{PerNode: 8}, Environment: []string{"PATH=/bin", "LR=0.1"}}, 7)
 	binds := eightGPUBinds(2)
-	run := RunAs{Image: "img", TimeLimit: time.Hour}
+	run := RunAs{LauncherImage: testLauncherImage, Image: "img", TimeLimit: time.Hour}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := BuildPods(pg, binds, run); err != nil {
@@ -263,11 +305,11 @@ func TestBuildPodsNeverRootByOmission(t *testing.T) {
 		nonRoot  bool
 		strict   bool
 	}{
-		{"mapped user", RunAs{IDs: &UserIDs{UID: 1001, GID: 100}}, 1001, 100, true, false},
-		{"no identity given runs as nobody", RunAs{}, 65534, 65534, true, false},
-		{"a user the site maps to root", RunAs{IDs: &UserIDs{UID: 0, GID: 0}}, 0, 0, false, false},
-		{"root group alone is not root", RunAs{IDs: &UserIDs{UID: 1001, GID: 0}}, 1001, 0, true, false},
-		{"nodes that support it get Strict groups", RunAs{IDs: &UserIDs{UID: 1001, GID: 100}, StrictGroups: true}, 1001, 100, true, true},
+		{"mapped user", RunAs{LauncherImage: testLauncherImage, IDs: &UserIDs{UID: 1001, GID: 100}}, 1001, 100, true, false},
+		{"no identity given runs as nobody", RunAs{LauncherImage: testLauncherImage}, 65534, 65534, true, false},
+		{"a user the site maps to root", RunAs{LauncherImage: testLauncherImage, IDs: &UserIDs{UID: 0, GID: 0}}, 0, 0, false, false},
+		{"root group alone is not root", RunAs{LauncherImage: testLauncherImage, IDs: &UserIDs{UID: 1001, GID: 0}}, 1001, 0, true, false},
+		{"nodes that support it get Strict groups", RunAs{LauncherImage: testLauncherImage, IDs: &UserIDs{UID: 1001, GID: 100}, StrictGroups: true}, 1001, 100, true, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,11 @@ type FilenameFields struct {
 	ArrayJobID  uint32 // %A; 0 outside an array, where %A is the job id
 	ArrayTaskID *int   // %a; nil outside an array
 	Node        string // %N: the node the batch script runs on; "" while pending
+	// Step, Task and NodeIndex are an srun task's %s, %t and %n; the zero
+	// values are the batch step's ("batch", task 0 on node 0).
+	Step      string
+	Task      int
+	NodeIndex int
 }
 
 // ExpandPath is ExpandFilename made absolute against the job's working
@@ -38,8 +43,8 @@ func DefaultOutput(array bool) string {
 	return "slurm-%j.out"
 }
 
-// ExpandFilename replaces sbatch's filename patterns (sbatch(1),
-// "filename pattern") for the batch step: %j %J (the job id: the batch
+// ExpandFilename replaces sbatch's and srun's filename patterns
+// (sbatch(1), "filename pattern"); for the batch step: %j %J (the job id: the batch
 // step has no numeric step id), %x %u %A %a %b (task id modulo 10) %N,
 // %n and %t (0: the batch script is task 0 on node 0), %s ("batch") and
 // %% (a literal %), the numeric ones optionally zero-padded to a width
@@ -82,10 +87,15 @@ func fieldValue(c byte, f FilenameFields) (string, bool) {
 		return "%", true
 	case 'j', 'J':
 		return strconv.FormatUint(uint64(f.JobID), 10), true
-	case 'n', 't':
-		return "0", true
+	case 'n':
+		return strconv.Itoa(f.NodeIndex), true
+	case 't':
+		return strconv.Itoa(f.Task), true
 	case 's':
-		return "batch", true
+		if f.Step == "" {
+			return "batch", true
+		}
+		return f.Step, true
 	case 'b':
 		if f.ArrayTaskID == nil {
 			return strconv.Itoa(noArrayTask % 10), true

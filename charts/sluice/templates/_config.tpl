@@ -28,6 +28,9 @@ accounting:
   {{- end }}
   {{- toYaml $c.accounting | nindent 2 }}
 slurm:
+  {{- if not $c.slurm.launcherImage }}
+  launcherImage: {{ include "sluice.image" . | quote }}
+  {{- end }}
   {{- toYaml $c.slurm | nindent 2 }}
 webhook:
   enabled: {{ .Values.webhook.enabled }}

@@ -1,0 +1,192 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/accounting"
+)
+
+// Main is `sluice launch [ARGS...]`, the command of every pod of a Slurm
+// job. On the batch host (node 0) it runs the batch script with ARGS and
+// exits with its status; on the other nodes it serves step launches until
+// the batch host says the job is over. getenv is the pod's environment.
+func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	job, err := JobFromEnv(getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	var done <-chan struct{}
+	stop := func() {}
+	if len(job.Peers) > 0 {
+		if done, stop, err = serve(ctx, job, getenv); err != nil {
+			fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+			return 1
+		}
+	}
+	defer stop()
+	if job.Node != 0 {
+		select {
+		case <-done: // the batch script ended
+			return 0
+		case s := <-sigs: // the pod is deleted: the job was cancelled or timed out
+			return 128 + int(s.(syscall.Signal))
+		}
+	}
+	rc := runBatch(job, args, getenv, stdout, stderr, sigs)
+	if len(job.Peers) > 0 {
+		shutdownPeers(job, stderr)
+	}
+	return rc
+}
+
+// runBatch writes the script from the environment into the run directory
+// and runs it, so the kernel starts it with its shebang interpreter as
+// slurmd does. Its output goes to the output files (SLUICE_STDOUT,
+// SLUICE_STDERR) and to the container's streams, so the pod log has it
+// too. SIGTERM and SIGINT are passed to the script's process group.
+func runBatch(job *Job, args []string, getenv func(string) string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	script := filepath.Join(job.RunDir, "script")
+	if err := os.WriteFile(script, []byte(getenv(EnvScript)), 0o700); err != nil {
+		fmt.Fprintf(stderr, "sluice launch: write the batch script: %v\n", err)
+		return 1
+	}
+	cmd := exec.Command(script, args...)
+	cmd.Env = batchEnv(job, os.Environ())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if p := getenv(EnvStdout); p != "" {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice launch: open the output file: %v\n", err)
+			return 1
+		}
+		files = append(files, f)
+		// Without --error both streams go to the file, each still to its
+		// own container stream.
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(f, stdout), io.MultiWriter(f, stderr)
+	}
+	if p := getenv(EnvStderr); p != "" {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice launch: open the error file: %v\n", err)
+			return 1
+		}
+		files = append(files, f)
+		cmd.Stderr = io.MultiWriter(f, stderr)
+	}
+	if p := getenv(EnvStdin); p != "" {
+		f, err := os.Open(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice launch: open the input file: %v\n", err)
+			return 1
+		}
+		files = append(files, f)
+		cmd.Stdin = f
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "sluice launch: start the batch script: %v\n", err)
+		return 1
+	}
+	exited := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				_ = syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
+			case <-exited:
+				return
+			}
+		}
+	}()
+	_ = cmd.Wait() // the status is read from ProcessState
+	close(exited)
+	end := time.Now()
+	x := exitOf(cmd)
+	batch := accounting.Step{StepID: accounting.BatchStep, Name: "batch", State: stepState(*x, false),
+		ExitCode: x.Code, Signal: x.Signal, Start: start, End: end, Tasks: 1, NodeList: job.Hosts[0],
+		TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}}
+	batch.JobID, _ = strconv.ParseInt(job.ID, 10, 64)
+	if err := reportSteps(job, batch); err != nil {
+		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+	}
+	return x.rc()
+}
+
+// batchEnv is the pod's environment for the script, less the script
+// itself, with srun on PATH.
+func batchEnv(job *Job, environ []string) []string {
+	out := make([]string, 0, len(environ))
+	path := ""
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case EnvScript:
+		case "PATH":
+			path = v
+		default:
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PATH="+job.pathWithDir(path))
+}
+
+// stepState is the Slurm state of a step that ended with x.
+func stepState(x taskExit, cancelled bool) accounting.JobState {
+	switch {
+	case cancelled:
+		return accounting.StateCancelled
+	case x.Signal == int(syscall.SIGKILL) || x.Signal == int(syscall.SIGTERM):
+		return accounting.StateCancelled
+	case x.rc() != 0:
+		return accounting.StateFailed
+	}
+	return accounting.StateCompleted
+}
+
+// shutdownPeers ends the other nodes' launchers: the job is over.
+func shutdownPeers(job *Job, stderr io.Writer) {
+	p, err := newPeers(job)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), launchWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 1; i < len(job.Peers); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A launcher still starting is waited for; one that never
+			// comes up goes with the job's pods when the job ends.
+			if resp, err := p.postWhenUp(ctx, i, pathShutdown, struct{}{}, launchWait); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}

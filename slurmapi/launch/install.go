@@ -1,0 +1,45 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Install copies the running binary into dir as "sluice" and links
+// "srun" to it: the init container runs it from the sluice image, so the
+// job's own image needs nothing of Sluice.
+func Install(dir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the sluice binary: %w", err)
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	dst := filepath.Join(dir, "sluice")
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return fmt.Errorf("install into %s: %w", dir, err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", self, err)
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	link := filepath.Join(dir, "srun")
+	_ = os.Remove(link)
+	if err := os.Symlink("sluice", link); err != nil {
+		return fmt.Errorf("link srun: %w", err)
+	}
+	return nil
+}

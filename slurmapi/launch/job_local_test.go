@@ -1,0 +1,225 @@
+package launch_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/kube"
+	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
+)
+
+const testKey = "0123456789abcdef0123456789abcdef"
+
+// startJob builds the pods of a job of nodes nodes (gpus GPUs each)
+// running script with the pod factory's own code and starts them as
+// local processes; workDir is the job's submit directory.
+func startJob(t *testing.T, nodes, gpus int, script, workDir string) []*launchtest.Node {
+	t.Helper()
+	d := &slurmapi.JobDesc{Name: "train", User: "alice", Account: "nlp", Script: script,
+		Nodes: nodes, Tasks: nodes, CPUsPerTask: 1, WorkDir: workDir, Stdout: "/dev/null"}
+	pg := kube.PodGroupFor(d, 42)
+	binds := make([]bridge.Bind, nodes)
+	for i := range binds {
+		binds[i].Node = fmt.Sprintf("node-%d", i)
+		for g := range gpus {
+			binds[i].GPUs = append(binds[i].GPUs, bridge.BoundGPU{Index: int32(g), UUID: fmt.Sprintf("GPU-%d-%d", i, g)})
+		}
+	}
+	pods, err := kube.BuildPods(pg, binds, kube.RunAs{Image: "img", LauncherImage: "sluice:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return launchtest.Start(t, pods, testKey)
+}
+
+// finish waits for every node; it returns the batch host's status and
+// fails the test if another node did not end cleanly when told to.
+func finish(t *testing.T, nodes []*launchtest.Node) int {
+	t.Helper()
+	rc := nodes[0].Wait()
+	for i, n := range nodes[1:] {
+		if got := n.Wait(); got != 0 {
+			t.Errorf("node %d's launcher exited %d, want 0 after the batch host ended (stderr %q)", i+1, got, n.Stderr().All())
+		}
+	}
+	return rc
+}
+
+func steps(t *testing.T, n *launchtest.Node) []accounting.Step {
+	t.Helper()
+	s, err := accounting.DecodeSteps(42, n.TerminationMessage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestTrainScriptRunsOnceAndSrunOncePerNode is examples/train.sh on a
+// two-node allocation: the lines outside srun run once, on the batch
+// host; srun starts exactly one task per node with the step's SLURM_*
+// values and each node's own GPUs.
+func TestTrainScriptRunsOnceAndSrunOncePerNode(t *testing.T) {
+	script := `#!/bin/sh
+echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST ($SLURM_NNODES nodes)"
+echo "GPUs: $CUDA_VISIBLE_DEVICES"
+srun sh -c 'echo "task $SLURM_PROCID local $SLURM_LOCALID node $SLURM_NODEID of $SLURM_NTASKS on $SLURMD_NODENAME step $SLURM_STEP_ID nodes $SLURM_STEP_NODELIST gpus $CUDA_VISIBLE_DEVICES"'
+`
+	nodes := startJob(t, 2, 2, script, t.TempDir())
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
+	}
+	got := nodes[0].Stdout().All()
+	slices.Sort(got)
+	want := []string{
+		"GPUs: 0,1",
+		"job 42 on job-42-[0-1] (2 nodes)",
+		"task 0 local 0 node 0 of 2 on job-42-0 step 0 nodes job-42-[0-1] gpus 0,1",
+		"task 1 local 0 node 1 of 2 on job-42-1 step 0 nodes job-42-[0-1] gpus 0,1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("batch host's output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if out := nodes[1].Stdout().All(); len(out) != 0 {
+		t.Errorf("node 1 printed %q itself; its task's output belongs to srun", out)
+	}
+	st := steps(t, nodes[0])
+	if len(st) != 2 || st[0].StepID != "batch" || st[0].State != accounting.StateCompleted ||
+		st[1].StepID != "0" || st[1].State != accounting.StateCompleted || st[1].Tasks != 2 || st[1].NodeList != "job-42-[0-1]" {
+		t.Errorf("step report %+v", st)
+	}
+}
+
+// TestSrunLayouts: tasks, nodes and per-node counts place task ids in
+// blocks as srun does, each with its local id and, with --gpus-per-task,
+// its own GPUs; -l labels every line with its task.
+func TestSrunLayouts(t *testing.T) {
+	cases := []struct {
+		args string
+		want []string // sorted lines
+	}{
+		{"-l -n 4", []string{"0: 0 0 0 4 0,1,2,3", "1: 1 1 0 4 0,1,2,3", "2: 2 0 1 4 0,1,2,3", "3: 3 1 1 4 0,1,2,3"}},
+		{"-l --ntasks-per-node=2 --gpus-per-task=2", []string{"0: 0 0 0 4 0,1", "1: 1 1 0 4 2,3", "2: 2 0 1 4 0,1", "3: 3 1 1 4 2,3"}},
+		{"-N1 -l", []string{"0: 0 0 0 1 0,1,2,3"}},
+		{"-n3 -l", []string{"0: 0 0 0 3 0,1,2,3", "1: 1 1 0 3 0,1,2,3", "2: 2 0 1 3 0,1,2,3"}},
+		{"--ntasks=1", []string{"0 0 0 1 0,1,2,3"}},
+	}
+	for _, c := range cases {
+		t.Run(c.args, func(t *testing.T) {
+			script := "#!/bin/sh\nsrun " + c.args + ` sh -c 'echo $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURM_NTASKS $CUDA_VISIBLE_DEVICES'` + "\n"
+			nodes := startJob(t, 2, 4, script, t.TempDir())
+			if rc := finish(t, nodes); rc != 0 {
+				t.Fatalf("exit %d: %q", rc, nodes[0].Stderr().All())
+			}
+			got := nodes[0].Stdout().All()
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("srun %s:\n%s\nwant:\n%s", c.args, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestFailingTaskFailsItsStep: srun exits with the highest task status,
+// names the failed tasks, and the script goes on; the step is FAILED in
+// the report and the batch step has the script's own status.
+func TestFailingTaskFailsItsStep(t *testing.T) {
+	script := "#!/bin/sh\nsrun sh -c 'exit $((SLURM_PROCID + 2))'\necho srun=$?\nexit 5\n"
+	nodes := startJob(t, 2, 0, script, t.TempDir())
+	if rc := finish(t, nodes); rc != 5 {
+		t.Fatalf("batch host exited %d, want the script's 5", rc)
+	}
+	if got := nodes[0].Stdout().All(); !slices.Equal(got, []string{"srun=3"}) {
+		t.Errorf("script output %q, want srun=3", got)
+	}
+	if !nodes[0].Stderr().WaitFor("srun: error: job-42-0: task 0: Exited with exit code 2", "srun: error: job-42-1: task 1: Exited with exit code 3") {
+		t.Errorf("srun's errors: %q", nodes[0].Stderr().All())
+	}
+	st := steps(t, nodes[0])
+	if len(st) != 2 || st[0].ExitCode != 5 || st[0].State != accounting.StateFailed || st[1].ExitCode != 3 || st[1].State != accounting.StateFailed {
+		t.Errorf("step report %+v", st)
+	}
+}
+
+// TestKillOnBadExit: with -K a failing task ends the step's other tasks
+// (which would otherwise never end) and srun reports the failure.
+func TestKillOnBadExit(t *testing.T) {
+	script := "#!/bin/sh\nsrun -K sh -c '[ $SLURM_PROCID = 1 ] && exit 3; exec sleep 100000'\necho srun=$?\n"
+	nodes := startJob(t, 2, 0, script, t.TempDir())
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
+	}
+	if got := nodes[0].Stdout().All(); !slices.Equal(got, []string{"srun=137"}) {
+		t.Errorf("script output %q, want srun=137 (task 0 killed)", got)
+	}
+	if !nodes[0].Stderr().WaitFor("srun: error: job-42-0: task 0: Killed", "srun: error: job-42-1: task 1: Exited with exit code 3") {
+		t.Errorf("srun's errors: %q", nodes[0].Stderr().All())
+	}
+	if st := steps(t, nodes[0]); len(st) != 2 || st[1].State != accounting.StateFailed {
+		t.Errorf("step report %+v", st)
+	}
+}
+
+// TestSrunOutputFiles: -o with %t writes one file per task on its node;
+// without a per-task pattern srun writes every task into one file.
+func TestSrunOutputFiles(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\nsrun -o out-%j-%s-%t.txt sh -c 'echo hello $SLURM_PROCID'\nsrun -o all-%j.%s.txt -l sh -c 'echo hi'\n"
+	nodes := startJob(t, 2, 0, script, dir)
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("exit %d: %q", rc, nodes[0].Stderr().All())
+	}
+	for name, want := range map[string][]string{
+		"out-42-0-0.txt": {"hello 0"}, "out-42-0-1.txt": {"hello 1"}, "all-42.1.txt": {"0: hi", "1: hi"},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		got := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(got)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %q (%v), want %q", name, b, err, want)
+		}
+	}
+}
+
+// TestSignalReachesEveryTask: SIGTERM to the batch host (the pod being
+// deleted by scancel or the time limit) reaches srun, which passes it to
+// every task on every node; the step is CANCELLED.
+func TestSignalReachesEveryTask(t *testing.T) {
+	script := "#!/bin/sh\nsrun sh -c 'trap \"echo term $SLURM_PROCID; exit 0\" TERM; echo ready $SLURM_PROCID; while :; do sleep 1; done'\necho srun=$?\n"
+	nodes := startJob(t, 2, 0, script, t.TempDir())
+	if !nodes[0].Stdout().WaitFor("ready 0", "ready 1") {
+		t.Fatalf("tasks did not start: %q %q", nodes[0].Stdout().All(), nodes[0].Stderr().All())
+	}
+	if err := nodes[0].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, nodes)
+	if !nodes[0].Stdout().WaitFor("term 0", "term 1") {
+		t.Errorf("not every task got SIGTERM: %q", nodes[0].Stdout().All())
+	}
+	st := steps(t, nodes[0])
+	if len(st) < 2 || st[1].State != accounting.StateCancelled {
+		t.Errorf("step report %+v, want step 0 CANCELLED", st)
+	}
+}
+
+// TestOneNodeJobNeedsNoKey: a one-node job runs srun's tasks locally,
+// with no launch key and no listening launcher.
+func TestOneNodeJobNeedsNoKey(t *testing.T) {
+	nodes := startJob(t, 1, 0, "#!/bin/sh\nsrun -n2 -l sh -c 'echo $SLURM_PROCID'\n", t.TempDir())
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("exit %d: %q", rc, nodes[0].Stderr().All())
+	}
+	got := nodes[0].Stdout().All()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"0: 0", "1: 1"}) {
+		t.Errorf("output %q", got)
+	}
+}

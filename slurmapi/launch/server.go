@@ -1,0 +1,179 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Paths of the launcher's HTTP API.
+const (
+	pathLaunch   = "/v1/launch"
+	pathSignal   = "/v1/signal"
+	pathShutdown = "/v1/shutdown"
+)
+
+// signalRequest asks a node to signal a step's tasks.
+type signalRequest struct {
+	Step   int `json:"step"`
+	Signal int `json:"signal"`
+}
+
+// server runs steps on this node for srun on other nodes.
+type server struct {
+	job    *Job
+	verify *verifier
+	getenv func(string) string
+
+	mu    sync.Mutex
+	steps map[int]*nodeStep
+	done  chan struct{} // closed by a shutdown request
+	once  sync.Once
+}
+
+// serve listens on the job's launcher address until ctx ends or the batch
+// host asks it to shut down (then done is closed).
+func serve(ctx context.Context, job *Job, getenv func(string) string) (done <-chan struct{}, stop func(), err error) {
+	key, err := job.key()
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", job.Addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("launcher: %w", err)
+	}
+	s := &server{job: job, verify: newVerifier(key), getenv: getenv, steps: map[int]*nodeStep{}, done: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+pathLaunch, s.launch)
+	mux.HandleFunc("POST "+pathSignal, s.signal)
+	mux.HandleFunc("POST "+pathShutdown, s.shutdown)
+	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() { _ = srv.Serve(ln) }()
+	stop = func() {
+		s.killAll(syscall.SIGKILL)
+		// Answers in flight (the shutdown request's) are finished first.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			_ = srv.Close()
+		}
+	}
+	return s.done, stop, nil
+}
+
+// body reads and authenticates a request's body.
+func (s *server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err == nil {
+		err = s.verify.verify(r, b)
+	}
+	if err != nil {
+		http.Error(w, "launcher: "+err.Error(), http.StatusUnauthorized)
+		return nil, false
+	}
+	return b, true
+}
+
+func (s *server) launch(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.body(w, r)
+	if !ok {
+		return
+	}
+	var spec StepSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		http.Error(w, "launcher: bad step: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if spec.JobID != s.job.ID {
+		http.Error(w, fmt.Sprintf("launcher: step is for job %s, this is job %s", spec.JobID, s.job.ID), http.StatusBadRequest)
+		return
+	}
+	var mu sync.Mutex
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	emit := func(e event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if enc.Encode(e) == nil && flusher != nil {
+			flusher.Flush()
+		}
+	}
+	s.mu.Lock()
+	if _, dup := s.steps[spec.Step]; dup {
+		s.mu.Unlock()
+		http.Error(w, fmt.Sprintf("launcher: step %d already runs here", spec.Step), http.StatusConflict)
+		return
+	}
+	s.steps[spec.Step] = nil // reserved while starting
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	st, err := startNodeStep(s.job, spec, s.getenv, emit)
+	if err != nil {
+		emit(event{Task: -1, Err: err.Error()})
+		s.forget(spec.Step)
+		return
+	}
+	s.mu.Lock()
+	s.steps[spec.Step] = st
+	s.mu.Unlock()
+	finished := make(chan struct{})
+	go func() { st.wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-r.Context().Done():
+		// srun is gone: nobody would see the tasks' output or end.
+		st.signal(syscall.SIGKILL)
+		<-finished
+	}
+	s.forget(spec.Step)
+}
+
+func (s *server) forget(step int) {
+	s.mu.Lock()
+	delete(s.steps, step)
+	s.mu.Unlock()
+}
+
+func (s *server) signal(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.body(w, r)
+	if !ok {
+		return
+	}
+	var req signalRequest
+	if err := json.Unmarshal(b, &req); err != nil || req.Signal <= 0 || req.Signal > 64 {
+		http.Error(w, "launcher: bad signal request", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	st := s.steps[req.Step]
+	s.mu.Unlock()
+	st.signal(syscall.Signal(req.Signal))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) shutdown(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.body(w, r); !ok {
+		return
+	}
+	s.killAll(syscall.SIGKILL)
+	w.WriteHeader(http.StatusNoContent)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	s.once.Do(func() { close(s.done) })
+}
+
+func (s *server) killAll(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.steps {
+		st.signal(sig)
+	}
+}

@@ -1,0 +1,327 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+// StepSpec is what srun sends each node of a step: the command and the
+// tasks that node runs.
+type StepSpec struct {
+	JobID       string     `json:"job_id"`
+	Step        int        `json:"step"`
+	Argv        []string   `json:"argv"`
+	Cwd         string     `json:"cwd"`
+	Env         []string   `json:"env"` // what --export passes, before the node's own variables
+	Nodes       []string   `json:"nodes"`
+	NodeIndex   int        `json:"node_index"` // this node's index within the step
+	NTasks      int        `json:"ntasks"`
+	Tasks       []TaskSlot `json:"tasks"`
+	GPUsPerTask int        `json:"gpus_per_task,omitempty"`
+	CPUsPerTask int        `json:"cpus_per_task,omitempty"`
+	// Output and Error are per-task file patterns (%t, %n or %N in
+	// them) the node writes itself; empty streams back to srun.
+	Output string `json:"output,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// TaskSlot is one task of a node.
+type TaskSlot struct {
+	ProcID  int `json:"procid"`
+	LocalID int `json:"localid"`
+}
+
+// event is one frame of a node's answer: output of a task, its exit, or
+// a failure to start.
+type event struct {
+	Task   int       `json:"task"`
+	Stream int       `json:"stream,omitempty"` // 1 stdout, 2 stderr
+	Data   []byte    `json:"data,omitempty"`
+	Exit   *taskExit `json:"exit,omitempty"`
+	Err    string    `json:"error,omitempty"`
+}
+
+type taskExit struct {
+	Code   int `json:"code"`
+	Signal int `json:"signal,omitempty"`
+}
+
+// rc is the exit status srun reports for a task: its exit code, or 128
+// plus the signal that ended it.
+func (e taskExit) rc() int {
+	if e.Signal != 0 {
+		return 128 + e.Signal
+	}
+	return e.Code
+}
+
+// nodeLocal are the variables a task takes from its own node's pod, not
+// from the environment srun exported: the GPUs and identity of the node.
+var nodeLocal = []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE",
+	"SLUICE_GPU_PORTION", "HOSTNAME"}
+
+// nodeStep is a step's tasks on this node.
+type nodeStep struct {
+	mu    sync.Mutex
+	procs []*exec.Cmd
+	wg    sync.WaitGroup
+}
+
+// startNodeStep starts this node's tasks of spec; emit gets their output
+// and exits (from several goroutines; it must be safe for that).
+// getenv is the node's own environment.
+func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit func(event)) (*nodeStep, error) {
+	if len(spec.Argv) == 0 {
+		return nil, fmt.Errorf("no command to run")
+	}
+	s := &nodeStep{}
+	for _, t := range spec.Tasks {
+		env, err := taskEnv(job, spec, t, getenv)
+		if err != nil {
+			s.signal(syscall.SIGKILL)
+			return nil, err
+		}
+		stdout, stderr, closeFiles, err := taskOutput(job, spec, t, emit)
+		if err != nil {
+			s.signal(syscall.SIGKILL)
+			return nil, err
+		}
+		cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+		cmd.Path = lookPath(spec.Argv[0], envValue(env, "PATH"), spec.Cwd)
+		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, spec.Cwd, stdout, stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// A task's background children may hold its output open; the
+		// task's end does not wait for them longer than this.
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			closeFiles()
+			// As slurmstepd: the task "ran" and failed with status 2.
+			emit(event{Task: t.ProcID, Stream: 2, Data: fmt.Appendf(nil, "slurmstepd: error: execve(): %s: %v\n", spec.Argv[0], unwrapExec(err))})
+			emit(event{Task: t.ProcID, Exit: &taskExit{Code: 2}})
+			continue
+		}
+		s.mu.Lock()
+		s.procs = append(s.procs, cmd)
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = cmd.Wait() // the exit status is read from ProcessState
+			closeFiles()
+			emit(event{Task: t.ProcID, Exit: exitOf(cmd)})
+		}()
+	}
+	return s, nil
+}
+
+func unwrapExec(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func exitOf(cmd *exec.Cmd) *taskExit {
+	if cmd.ProcessState == nil {
+		return &taskExit{Code: 1}
+	}
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		if st.Signaled() {
+			return &taskExit{Signal: int(st.Signal())}
+		}
+		return &taskExit{Code: st.ExitStatus()}
+	}
+	return &taskExit{Code: cmd.ProcessState.ExitCode()}
+}
+
+// signal sends sig to every task's process group.
+func (s *nodeStep) signal(sig syscall.Signal) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.procs {
+		if c.Process != nil && c.ProcessState == nil {
+			_ = syscall.Kill(-c.Process.Pid, sig)
+		}
+	}
+}
+
+// wait returns once every task has exited and its exit was emitted.
+func (s *nodeStep) wait() { s.wg.Wait() }
+
+// taskEnv is a task's environment: what srun exported, the node's own
+// variables, then the step's SLURM_* variables.
+func taskEnv(job *Job, spec StepSpec, t TaskSlot, getenv func(string) string) ([]string, error) {
+	vars := map[string]string{}
+	for _, kv := range spec.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	for _, k := range nodeLocal {
+		if v := getenv(k); v != "" || k == "CUDA_VISIBLE_DEVICES" {
+			vars[k] = v
+		}
+	}
+	step := strconv.Itoa(spec.Step)
+	host := job.Hosts[job.Node]
+	set := [][2]string{
+		{"SLURM_STEP_ID", step}, {"SLURM_STEPID", step},
+		{"SLURM_PROCID", strconv.Itoa(t.ProcID)}, {"SLURM_LOCALID", strconv.Itoa(t.LocalID)},
+		{"SLURM_NODEID", strconv.Itoa(spec.NodeIndex)}, {"SLURMD_NODENAME", host},
+		{"SLURM_NTASKS", strconv.Itoa(spec.NTasks)}, {"SLURM_NPROCS", strconv.Itoa(spec.NTasks)},
+		{"SLURM_STEP_NUM_TASKS", strconv.Itoa(spec.NTasks)},
+		{"SLURM_STEP_NUM_NODES", strconv.Itoa(len(spec.Nodes))}, {"SLURM_NNODES", strconv.Itoa(len(spec.Nodes))},
+		{"SLURM_STEP_NODELIST", slurmapi.HostList(spec.Nodes)},
+		{"PATH", job.pathWithDir(vars["PATH"])},
+	}
+	if spec.CPUsPerTask > 0 {
+		set = append(set, [2]string{"SLURM_CPUS_PER_TASK", strconv.Itoa(spec.CPUsPerTask)})
+	}
+	if g := spec.GPUsPerTask; g > 0 {
+		var gpus []string
+		if v := vars["CUDA_VISIBLE_DEVICES"]; v != "" {
+			gpus = strings.Split(v, ",")
+		}
+		if (t.LocalID+1)*g > len(gpus) {
+			return nil, fmt.Errorf("task %d needs GPUs %d-%d of node %s, which has %d", t.ProcID, t.LocalID*g, (t.LocalID+1)*g-1, host, len(gpus))
+		}
+		set = append(set, [2]string{"CUDA_VISIBLE_DEVICES", strings.Join(gpus[t.LocalID*g:(t.LocalID+1)*g], ",")},
+			[2]string{"SLURM_GPUS_PER_TASK", strconv.Itoa(g)})
+	}
+	for _, kv := range set {
+		vars[kv[0]] = kv[1]
+	}
+	env := make([]string, 0, len(vars))
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	return env, nil
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds name on the task's PATH (not the launcher's): an
+// unfound name is left as it is and fails at start with ENOENT.
+func lookPath(name, path, dir string) string {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) && dir != "" {
+			return filepath.Join(dir, name)
+		}
+		return name
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return name
+}
+
+// taskOutput is where a task's stdout and stderr go: per-task files the
+// node writes when the pattern names the task or node, else frames back
+// to srun.
+func taskOutput(job *Job, spec StepSpec, t TaskSlot, emit func(event)) (stdout, stderr io.Writer, closeFiles func(), err error) {
+	var files []*os.File
+	closeFiles = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	open := func(pattern string) (*os.File, error) {
+		f, err := os.OpenFile(expandTaskPath(pattern, job, spec, t), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err == nil {
+			files = append(files, f)
+		}
+		return f, err
+	}
+	stdout, stderr = &frameWriter{task: t.ProcID, stream: 1, emit: emit}, &frameWriter{task: t.ProcID, stream: 2, emit: emit}
+	if spec.Output != "" {
+		f, err := open(spec.Output)
+		if err != nil {
+			return nil, nil, closeFiles, fmt.Errorf("task %d output: %w", t.ProcID, err)
+		}
+		stdout, stderr = f, f
+	}
+	if spec.Error != "" {
+		f, err := open(spec.Error)
+		if err != nil {
+			closeFiles()
+			return nil, nil, closeFiles, fmt.Errorf("task %d error file: %w", t.ProcID, err)
+		}
+		stderr = f
+	}
+	return stdout, stderr, closeFiles, nil
+}
+
+// expandTaskPath expands srun's filename pattern for task t.
+func expandTaskPath(pattern string, job *Job, spec StepSpec, t TaskSlot) string {
+	id, _ := strconv.ParseUint(job.ID, 10, 32)
+	node := ""
+	if spec.NodeIndex < len(spec.Nodes) {
+		node = spec.Nodes[spec.NodeIndex]
+	}
+	return sbatch.ExpandPath(pattern, spec.Cwd, sbatch.FilenameFields{JobID: uint32(id), Node: node,
+		Step: strconv.Itoa(spec.Step), Task: t.ProcID, NodeIndex: spec.NodeIndex})
+}
+
+// perTask reports whether a filename pattern differs between tasks or
+// nodes, so each node writes its tasks' files itself.
+func perTask(pattern string) bool {
+	for i := 0; i+1 < len(pattern); i++ {
+		if pattern[i] != '%' {
+			continue
+		}
+		j := i + 1
+		for j < len(pattern) && pattern[j] >= '0' && pattern[j] <= '9' {
+			j++
+		}
+		if j < len(pattern) && strings.IndexByte("tnN", pattern[j]) >= 0 {
+			return true
+		}
+		if j < len(pattern) && pattern[j] == '%' {
+			i = j
+		}
+	}
+	return false
+}
+
+// frameWriter turns a task's output into frames.
+type frameWriter struct {
+	task, stream int
+	emit         func(event)
+}
+
+func (w *frameWriter) Write(p []byte) (int, error) {
+	w.emit(event{Task: w.task, Stream: w.stream, Data: slices.Clone(p)})
+	return len(p), nil
+}
