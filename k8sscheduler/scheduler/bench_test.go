@@ -16,7 +16,11 @@ import (
 // benchCache is 500 nodes of 8 GPUs and 4000 single-GPU pods, each its own PodGroup,
 // the first `pending` of them unbound and the rest bound: the benchmark scenario of the
 // design brief.
-func benchCache(b *testing.B, pending int) *cache {
+func benchCache(b *testing.B, pending int) *cache { return benchCacheOf(b, pending, false) }
+
+// benchCacheOf is benchCache; with constrained, every pod carries a required node affinity
+// (zone a, which every node is in) and a toleration, as the scale benchmark's pods do.
+func benchCacheOf(b *testing.B, pending int, constrained bool) *cache {
 	c := newCache()
 	c.slurmPods = true
 	for i := range 500 {
@@ -24,6 +28,7 @@ func benchCache(b *testing.B, pending int) *cache {
 			Labels: map[string]string{v1alpha1.PartitionLabel: "h100", v1alpha1.GPUMemoryLabel: "81920"}},
 			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("128"),
 				corev1.ResourceMemory: resource.MustParse("1Ti"), v1alpha1.GPUResource: resource.MustParse("8")}}}
+		n.Labels[corev1.LabelTopologyZone] = "a"
 		bn, err := convertNode(n)
 		if err != nil {
 			b.Fatal(err)
@@ -39,6 +44,9 @@ func benchCache(b *testing.B, pending int) *cache {
 			node = fmt.Sprintf("n%03d", i/8)
 		}
 		p := testPod(name, "1", map[string]string{v1alpha1.PodGroupAnnotation: name}, node)
+		if constrained {
+			p.Spec.Affinity, p.Spec.Tolerations = zoneAffinity("a"), tolerateML
+		}
 		c.setPod(podKey("ns", name), convertPod(p, "sluice"))
 	}
 	return c
@@ -61,19 +69,22 @@ func BenchmarkSnapshot(b *testing.B) {
 }
 
 // BenchmarkCycle is a cycle over the cache as the backlog starts (4000 pods, 4000
-// pending) and in a stream's steady state (a handful pending, the rest bound).
+// pending) and in a stream's steady state (a handful pending, the rest bound); with
+// constrained=true every pod has a node affinity and a toleration (benchCacheOf).
 func BenchmarkCycle(b *testing.B) {
-	for _, pending := range []int{4000, 2000, 10} {
-		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
-			c := benchCache(b, pending)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				s, _ := c.snapshot(time.Now())
-				d := bridge.Schedule(s)
-				if len(d.Binds) != pending {
-					b.Fatalf("%d binds, want %d", len(d.Binds), pending)
+	for _, constrained := range []bool{false, true} {
+		for _, pending := range []int{4000, 2000, 10} {
+			b.Run(fmt.Sprintf("constrained=%v/pending=%d", constrained, pending), func(b *testing.B) {
+				c := benchCacheOf(b, pending, constrained)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					s, _ := c.snapshot(time.Now())
+					d := bridge.Schedule(s)
+					if len(d.Binds) != pending {
+						b.Fatalf("%d binds, want %d", len(d.Binds), pending)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -257,3 +257,20 @@ func TestSlurmJobPlacement(t *testing.T) {
 		t.Fatalf("binds %+v pending %+v, want 3 nodes refused (only 2 allowed)", d.Binds, d.Pending)
 	}
 }
+
+// A pod's constraints are read again only when its tolerations grew (the one change the
+// API server allows them); another version of the pod reuses them.
+func TestConstraintsReusedAcrossPodVersions(t *testing.T) {
+	p := testPod("a", "1", nil, "")
+	p.UID = "u1"
+	p.Spec.Affinity = zoneAffinity("b")
+	first := convertPod(p, "sluice")
+	p.Spec.NodeName = "n-b1"
+	if again := convertPodAfter(p, "sluice", first); again.cons != first.cons {
+		t.Errorf("a bound version of the pod read its constraints again")
+	}
+	p.Spec.Tolerations = tolerateML
+	if grown := convertPodAfter(p, "sluice", first); grown.cons == first.cons || grown.consKey() == first.consKey() {
+		t.Errorf("a toleration added to the pod did not change its constraints")
+	}
+}

@@ -32,12 +32,13 @@ type podEntry struct {
 	selector        map[string]string
 	// cons is what the pod asks of its node by itself; placement what its gang asks of
 	// nodes together, as far as the pod says it.
-	cons      *nodeConstraints
-	placement bridge.Placement
-	priority  int32
-	queue     string
-	partition string
-	start     time.Time
+	cons        *nodeConstraints
+	tolerations int // how many cons was read with
+	placement   bridge.Placement
+	priority    int32
+	queue       string
+	partition   string
+	start       time.Time
 	// implied is the PodGroup a group of one stands for (v1alpha1.ImpliedPodGroup); nil
 	// for every other pod.
 	implied *v1alpha1.PodGroup
@@ -85,7 +86,14 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	}
 	e.taskGroup = pod.Annotations[v1alpha1.TaskGroupAnnotation]
 	e.selector = pod.Spec.NodeSelector
-	e.cons = podConstraints(&pod.Spec)
+	// A pod's node selector and affinity never change and its tolerations may only be
+	// added to: a later version of the same pod with as many tolerations asks the same.
+	if prev != nil && prev.cons != nil && prev.uid == pod.UID && prev.tolerations == len(pod.Spec.Tolerations) {
+		e.cons = prev.cons
+	} else {
+		e.cons = podConstraints(&pod.Spec)
+	}
+	e.tolerations = len(pod.Spec.Tolerations)
 	e.placement = placementOf(pod.Annotations)
 	e.placement.OnePerNode = onePerNode(pod)
 	if pod.Spec.Priority != nil {
