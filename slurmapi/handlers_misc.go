@@ -40,6 +40,10 @@ func handleDiag(s *Server, c *call) (map[string]any, error) {
 			return nil, err
 		}
 	}
+	if s.cfg.SchedulerStats != nil {
+		st := s.cfg.SchedulerStats()
+		d.LastCycle, d.MaxCycle, d.MeanCycle, d.Cycles = st.Last, st.Max, st.Mean, st.Cycles
+	}
 	types, users := s.stats.snapshot()
 	byType := make([]any, 0, len(types))
 	for i, t := range types {
@@ -62,7 +66,8 @@ func handleDiag(s *Server, c *call) (map[string]any, error) {
 		"jobs_completed": d.JobsCompleted, "jobs_canceled": d.JobsCanceled, "jobs_failed": d.JobsFailed,
 		"jobs_pending": d.JobsPending, "jobs_running": d.JobsRunning,
 		"schedule_cycle_last": d.LastCycle.Microseconds(), "schedule_cycle_mean": d.MeanCycle.Microseconds(),
-		"schedule_cycle_total": d.Cycles,
+		"schedule_cycle_total": d.Cycles, "schedule_cycle_max": d.MaxCycle.Microseconds(),
+		"schedule_cycle_sum":   (d.MeanCycle * time.Duration(d.Cycles)).Microseconds(),
 		"rpcs_by_message_type": byType, "rpcs_by_user": byUser,
 	}}, nil
 }

@@ -76,6 +76,14 @@ type Diag struct {
 	JobsPending   int64
 	JobsRunning   int64
 	LastCycle     time.Duration
+	MaxCycle      time.Duration
 	MeanCycle     time.Duration
 	Cycles        int64
+}
+
+// SchedulerStats are the scheduler's cycle figures sdiag shows; the
+// server that runs the scheduler provides them (Config.SchedulerStats).
+type SchedulerStats struct {
+	Cycles          int64
+	Last, Max, Mean time.Duration
 }

@@ -32,6 +32,8 @@ type Config struct {
 	// SubmitLimits are the per-user submission rate limits; the zero
 	// value limits nobody.
 	SubmitLimits SubmitLimits
+	// SchedulerStats, when set, gives diag's scheduling-cycle figures.
+	SchedulerStats func() SchedulerStats
 }
 
 // Server serves the slurmrestd-compatible API for every version.

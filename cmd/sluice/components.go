@@ -135,7 +135,8 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 		MaxBodyBytes: r.MaxBodyBytes,
 		Submit: slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU, MaxArraySize: r.MaxArraySize,
 			MayRun: s.cfg.Slurm.UserMap().MayRun},
-		SubmitLimits: r.submitLimits(),
+		SubmitLimits:   r.submitLimits(),
+		SchedulerStats: schedulerStats(s.registry),
 	}, slurmapi.WithLedger(backend, ledger))
 	if err != nil {
 		return fmt.Errorf("REST API: %w", err)

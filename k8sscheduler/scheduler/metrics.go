@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/bridge"
@@ -9,6 +11,9 @@ import (
 // metrics are the scheduler's Prometheus series.
 type metrics struct {
 	cycle       prometheus.Histogram
+	lastCycle   prometheus.Gauge // sdiag's schedule_cycle_last
+	maxCycle    prometheus.Gauge // sdiag's schedule_cycle_max
+	maxSeconds  float64
 	podsBound   prometheus.Counter
 	bindsFailed prometheus.Counter
 	evictions   *prometheus.CounterVec
@@ -24,6 +29,10 @@ func newMetrics() *metrics {
 		cycle: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sluice_scheduler_cycle_duration_seconds",
 			Help:    "Time of one scheduling cycle: snapshot, core and planning the writes.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_scheduler_last_cycle_duration_seconds",
+			Help: "Time of the last scheduling cycle (sdiag's Last cycle)."}),
+		maxCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_scheduler_max_cycle_duration_seconds",
+			Help: "Longest scheduling cycle since the scheduler started (sdiag's Max cycle)."}),
 		podsBound: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_scheduler_pods_bound_total",
 			Help: "Pods bound (or created bound for Slurm jobs)."}),
 		bindsFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_scheduler_binds_failed_total",
@@ -41,12 +50,24 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.cycle, m.podsBound, m.bindsFailed, m.evictions, m.pending, m.allocated, m.fairShare} {
+	for _, c := range []prometheus.Collector{m.cycle, m.lastCycle, m.maxCycle, m.podsBound, m.bindsFailed, m.evictions, m.pending, m.allocated, m.fairShare} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// observeCycle records one scheduling cycle's time. Only the scheduler's
+// loop calls it, so the maximum needs no lock.
+func (m *metrics) observeCycle(took time.Duration) {
+	secs := took.Seconds()
+	m.cycle.Observe(secs)
+	m.lastCycle.Set(secs)
+	if secs > m.maxSeconds {
+		m.maxSeconds = secs
+		m.maxCycle.Set(secs)
+	}
 }
 
 // observePending sets the pending gauge; reasons seen before and gone now drop to 0.

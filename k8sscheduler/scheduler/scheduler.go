@@ -219,7 +219,7 @@ func (s *Scheduler) cycle(ctx context.Context) time.Duration {
 	snap, blocked := s.snapshot(began)
 	d := s.core.Schedule(snap)
 	took := time.Since(began)
-	s.metrics.cycle.Observe(took.Seconds())
+	s.metrics.observeCycle(took)
 	s.apply(ctx, d, blocked, began)
 	return took
 }
