@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -19,13 +20,20 @@ func init() {
 	register(command{name: "squeue", summary: "list pending and running jobs (like Slurm's squeue)", run: runSqueue})
 }
 
-// squeueDefaultFormat is Slurm's default squeue layout.
-const squeueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+// Slurm's squeue layouts: the default, -l (--long) and --start, and its
+// default sort (partition, state, then priority, highest first).
+const (
+	squeueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+	squeueLongFormat    = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+	squeueStartFormat   = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+	squeueDefaultSort   = "P,t,-p"
+)
 
 var squeueHeaders = map[byte]string{
 	'i': "JOBID", 'A': "JOBID", 'P': "PARTITION", 'j': "NAME", 'u': "USER", 't': "ST", 'T': "STATE",
 	'M': "TIME", 'l': "TIME_LIMIT", 'D': "NODES", 'R': "NODELIST(REASON)", 'N': "NODELIST",
 	'r': "REASON", 'a': "ACCOUNT", 'q': "QOS", 'V': "SUBMIT_TIME", 'S': "START_TIME", 'Q': "PRIORITY",
+	'p': "PRIORITY", 'Y': "SCHEDNODES",
 }
 
 // squeueValue is one job's value for one format letter at time now.
@@ -47,6 +55,9 @@ func squeueValue(j client.Job, letter byte, now time.Time) string {
 		return slurmDuration(elapsed(j, now))
 	case 'l':
 		v, ok := j.TimeLimit.Value()
+		if !ok {
+			return "UNLIMITED" // squeue's word; sinfo says infinite
+		}
 		return slurmTimeLimit(v, ok)
 	case 'D':
 		v, _ := j.NodeCount.Value()
@@ -75,8 +86,77 @@ func squeueValue(j client.Job, letter byte, now time.Time) string {
 	case 'Q':
 		v, _ := j.Priority.Value()
 		return strconv.FormatInt(v, 10)
+	case 'p':
+		// Slurm prints the priority normalized to [0, 1]; Sluice's
+		// priority has no fixed maximum, so it is scaled by 2^32.
+		v, _ := j.Priority.Value()
+		return strconv.FormatFloat(float64(v)/(1<<32), 'f', 8, 64)
+	case 'Y':
+		return "(null)" // nodes are chosen when the job starts
 	}
 	return ""
+}
+
+// sortJobs orders jobs as squeue -S does: comma-separated format letters,
+// each ascending or, with '-', descending; "+" is ascending too.
+func sortJobs(jobs []client.Job, spec string, now time.Time) error {
+	type key struct {
+		letter byte
+		desc   bool
+	}
+	var keys []key
+	for _, k := range strings.Split(spec, ",") {
+		k = strings.TrimSpace(k)
+		desc := strings.HasPrefix(k, "-")
+		k = strings.TrimLeft(k, "+-")
+		if len(k) != 1 || squeueHeaders[k[0]] == "" {
+			return usageError{fmt.Sprintf("invalid sort field %q (use format letters such as i, P, t, p, u, V)", k)}
+		}
+		keys = append(keys, key{k[0], desc})
+	}
+	numeric := func(j client.Job, letter byte) (int64, bool) {
+		switch letter {
+		case 'i', 'A':
+			return int64(j.JobID), true
+		case 'p', 'Q':
+			v, _ := j.Priority.Value()
+			return v, true
+		case 'D':
+			v, _ := j.NodeCount.Value()
+			return v, true
+		case 'V':
+			v, _ := j.SubmitTime.Value()
+			return v, true
+		case 'S':
+			v, _ := j.StartTime.Value()
+			return v, true
+		case 'M':
+			return int64(elapsed(j, now)), true
+		case 'l':
+			v, _ := j.TimeLimit.Value()
+			return v, true
+		}
+		return 0, false
+	}
+	slices.SortStableFunc(jobs, func(a, b client.Job) int {
+		for _, k := range keys {
+			var c int
+			if x, ok := numeric(a, k.letter); ok {
+				y, _ := numeric(b, k.letter)
+				c = cmp.Compare(x, y)
+			} else {
+				c = strings.Compare(squeueValue(a, k.letter, now), squeueValue(b, k.letter, now))
+			}
+			if k.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return nil
 }
 
 // elapsed is how long the job has run at now (until its end once it
@@ -162,6 +242,12 @@ func runSqueue(args []string) error {
 	noHeader := fs.Bool("h", false, "no header; also --noheader")
 	fs.BoolVar(noHeader, "noheader", false, "no header")
 	asJSON := fs.Bool("json", false, "print the jobs as JSON (the REST API's v0.0.44 shape)")
+	me := fs.Bool("me", false, "only the token's user's jobs")
+	long := fs.Bool("l", false, "long layout (state in words, time limit) under the date; also --long")
+	fs.BoolVar(long, "long", false, "long layout")
+	sortSpec := fs.String("S", squeueDefaultSort, "sort by format letters, '-' for descending; also --sort")
+	fs.StringVar(sortSpec, "sort", squeueDefaultSort, "sort by format letters")
+	start := fs.Bool("start", false, "pending jobs with their expected start (N/A: Sluice does not estimate)")
 	all := fs.Bool("all", false, "include finished jobs still known to the cluster")
 	fs.Usage = func() {
 		out := fs.Output()
@@ -182,15 +268,37 @@ func runSqueue(args []string) error {
 	if err != nil {
 		return err
 	}
-	list = filterJobs(list, jobFilter{users: splitList(*users), accounts: splitList(*accounts),
-		partitions: splitList(*parts), states: splitList(*states), ids: splitList(*jobs), all: *all})
+	userList := splitList(*users)
+	if *me {
+		userList = append(userList, c.TokenUser())
+	}
+	stateList := splitList(*states)
+	if *start && len(stateList) == 0 {
+		stateList = []string{"PENDING"}
+	}
+	list = filterJobs(list, jobFilter{users: userList, accounts: splitList(*accounts),
+		partitions: splitList(*parts), states: stateList, ids: splitList(*jobs), all: *all})
+	now := time.Now()
+	if err := sortJobs(list, *sortSpec, now); err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"jobs": list})
 	}
-	now := time.Now()
-	return writeTable(os.Stdout, *format, squeueHeaders, *noHeader, len(list), func(r int, l byte) string {
+	layout := *format
+	switch {
+	case *format != squeueDefaultFormat:
+	case *start:
+		layout = squeueStartFormat
+	case *long:
+		layout = squeueLongFormat
+	}
+	if *long && !*noHeader {
+		fmt.Println(now.Format("Mon Jan 02 15:04:05 2006")) // squeue -l dates its listing
+	}
+	return writeTable(os.Stdout, layout, squeueHeaders, *noHeader, len(list), func(r int, l byte) string {
 		return squeueValue(list[r], l, now)
 	})
 }
