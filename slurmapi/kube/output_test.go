@@ -55,7 +55,7 @@ func TestRunScriptWritesOutputFiles(t *testing.T) {
 		wantStdout    string
 		wantStderr    string
 	}{
-		{"stderr with stdout, like sbatch without --error", "", map[string]string{"slurm-12.out": "out 12\nerr\n"}, "out 12\n", "err\n"},
+		{"stderr with stdout, like sbatch without --error", "", map[string]string{"slurm-12.out": "out 12\nerr\n"}, "out 12\nerr\n", ""},
 		{"separate --error", "%x.err", map[string]string{"slurm-12.out": "out 12\n", "echo.err": "err\n"}, "out 12\n", "err\n"},
 	}
 	for _, c := range cases {

@@ -77,25 +77,39 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 			f.Close()
 		}
 	}()
-	if p := getenv(EnvStdout); p != "" {
+	var tees []*tee
+	defer func() {
+		for _, t := range tees {
+			t.w.Close()
+		}
+	}()
+	// Without --error both streams go through one pipe, so the file keeps
+	// their order as a shared descriptor would (and the pod log has both
+	// on stdout, as before the launcher).
+	for _, o := range []struct {
+		env    string
+		stream io.Writer
+		to     []*io.Writer
+	}{{EnvStdout, stdout, []*io.Writer{&cmd.Stdout, &cmd.Stderr}}, {EnvStderr, stderr, []*io.Writer{&cmd.Stderr}}} {
+		p := getenv(o.env)
+		if p == "" {
+			continue
+		}
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice launch: open the output file: %v\n", err)
+			fmt.Fprintf(stderr, "sluice launch: open %s: %v\n", p, err)
 			return 1
 		}
 		files = append(files, f)
-		// Without --error both streams go to the file, each still to its
-		// own container stream.
-		cmd.Stdout, cmd.Stderr = io.MultiWriter(f, stdout), io.MultiWriter(f, stderr)
-	}
-	if p := getenv(EnvStderr); p != "" {
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		t, err := newTee(io.MultiWriter(f, o.stream))
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice launch: open the error file: %v\n", err)
+			fmt.Fprintf(stderr, "sluice launch: %v\n", err)
 			return 1
 		}
-		files = append(files, f)
-		cmd.Stderr = io.MultiWriter(f, stderr)
+		tees = append(tees, t)
+		for _, w := range o.to {
+			*w = t.w
+		}
 	}
 	if p := getenv(EnvStdin); p != "" {
 		f, err := os.Open(p)
@@ -111,6 +125,9 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 		fmt.Fprintf(stderr, "sluice launch: start the batch script: %v\n", err)
 		return 1
 	}
+	for _, t := range tees {
+		t.w.Close() // the script holds its own copy
+	}
 	exited := make(chan struct{})
 	go func() {
 		for {
@@ -124,6 +141,9 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 	}()
 	_ = cmd.Wait() // the status is read from ProcessState
 	close(exited)
+	for _, t := range tees {
+		<-t.done // the script's last output is written
+	}
 	end := time.Now()
 	x := exitOf(cmd)
 	batch := accounting.Step{StepID: accounting.BatchStep, Name: "batch", State: stepState(*x, false),
@@ -189,4 +209,24 @@ func shutdownPeers(job *Job, stderr io.Writer) {
 		}()
 	}
 	wg.Wait()
+}
+
+// tee copies what the script writes into w's pipe to a writer.
+type tee struct {
+	w    *os.File
+	done chan struct{}
+}
+
+func newTee(dst io.Writer) (*tee, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	t := &tee{w: w, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		defer r.Close()
+		_, _ = io.Copy(dst, r)
+	}()
+	return t, nil
 }

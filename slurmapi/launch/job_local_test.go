@@ -24,7 +24,7 @@ const testKey = "0123456789abcdef0123456789abcdef"
 func startJob(t *testing.T, nodes, gpus int, script, workDir string) []*launchtest.Node {
 	t.Helper()
 	d := &slurmapi.JobDesc{Name: "train", User: "alice", Account: "nlp", Script: script,
-		Nodes: nodes, Tasks: nodes, CPUsPerTask: 1, WorkDir: workDir, Stdout: "/dev/null"}
+		Nodes: nodes, Tasks: nodes, CPUsPerTask: 1, WorkDir: workDir, Stdout: "%x-%j.out", Stderr: "%x-%j.err"}
 	pg := kube.PodGroupFor(d, 42)
 	binds := make([]bridge.Bind, nodes)
 	for i := range binds {
