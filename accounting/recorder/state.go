@@ -74,8 +74,8 @@ func (s *state) deleteGroup(pg *v1alpha1.PodGroup) {
 	delete(s.groups, k)
 	s.dirty[k] = true
 	// A group of one whose pod lives on is not over: its implied group stands for
-	// the written one again, under the same job id.
-	if p := s.groupOfOnePodLocked(k); p != nil && p.DeletionTimestamp == nil && int64(v1alpha1.JobIDOf(p.Labels)) == JobID(pg) {
+	// the written one again (group names are never shared: it is the same job).
+	if p := s.groupOfOnePodLocked(k); p != nil && p.DeletionTimestamp == nil {
 		return
 	}
 	s.deleted[k] = pg
@@ -230,10 +230,9 @@ func (s *state) takeDirty() []groupWork {
 		if gone != nil {
 			add(k, gone, true)
 		}
-		// A group of one has no PodGroup until one has to be written (or a new pod
-		// took the name of one just closed); pods of other groups not seen (yet)
-		// wait for theirs.
-		if ig := s.impliedLocked(k); ig != nil && (gone == nil || JobID(gone) != JobID(ig)) {
+		// A group of one has no PodGroup until one has to be written; pods of other
+		// groups not seen (yet) wait for theirs.
+		if ig := s.impliedLocked(k); ig != nil && gone == nil {
 			add(k, ig, false)
 		}
 	}

@@ -2,7 +2,6 @@ package podgrouper_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -134,8 +133,7 @@ func testAnnotatesJobPods(t *testing.T, feed string) {
 }
 
 // A pod whose group the webhook named at admission gets that group created, owned by
-// the pod, and is itself left untouched (no patch); a namesake group left by an
-// earlier pod of the same name is replaced, not joined.
+// the pod, and is itself left untouched (no patch).
 func TestControllerCreatesGroupsNamedAtAdmission(t *testing.T) {
 	for _, feed := range feeds {
 		t.Run(feed, func(t *testing.T) { testCreatesGroupsNamedAtAdmission(t, feed) })
@@ -174,23 +172,4 @@ func testCreatesGroupsNamedAtAdmission(t *testing.T, feed string) {
 	if now.ResourceVersion != solo.ResourceVersion {
 		t.Errorf("the pod was written (resourceVersion %s -> %s): it needed no patch", solo.ResourceVersion, now.ResourceVersion)
 	}
-
-	// An earlier "again" left its group behind; the new "again" must not join it.
-	stale := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: ns,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "again", UID: "00000000-dead-pod"}}},
-		Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "nlp"}}
-	if err := c.Create(ctx, stale); err != nil {
-		t.Fatal(err)
-	}
-	again := admitted("again")
-	if err := c.Create(ctx, again); err != nil {
-		t.Fatal(err)
-	}
-	e2e.WaitFor(t, "PodGroup again owned by the new pod", time.Minute, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "again"}, &pg); err != nil {
-			return false, err
-		}
-		return len(pg.OwnerReferences) == 1 && pg.OwnerReferences[0].UID == again.UID && pg.Spec.Queue == "vision",
-			fmt.Errorf("owned by %v, queue %s", pg.OwnerReferences, pg.Spec.Queue)
-	})
 }

@@ -18,9 +18,9 @@ import (
 
 // AtAdmission is the group the webhook names on pod when it is created: the group
 // EnsurePodGroup would derive, read with c (owners; the namespace is given). A bare pod's
-// group is named after the pod alone, since its UID is not assigned yet. nil when the
-// pod cannot be named yet (a bare pod with only generateName), so the grouper names it
-// later as before.
+// group comes back unnamed, since the pod has no UID yet: the webhook names it by the job
+// id it gives the pod (GroupOfOneName). nil when the pod cannot be named yet (a bare pod
+// with only generateName), so the grouper names it later as before.
 func AtAdmission(ctx context.Context, c client.Reader, pod *corev1.Pod, nsLabels map[string]string) (*v1alpha1.PodGroup, error) {
 	if pod.Annotations[v1alpha1.PodGroupAnnotation] != "" {
 		return nil, nil // the user named it
@@ -40,9 +40,7 @@ func derived(pod *corev1.Pod) bool {
 
 // ensureDerived creates the group the webhook named on pod, deriving its spec from the
 // owners as EnsurePodGroup does. The create comes first (a pod of a new group finds
-// none); a group already there is the pod's, except a bare pod's namesake left by an
-// earlier pod of the same name that garbage collection has not removed yet: that one is
-// replaced.
+// none); a group already there is the pod's: derived names are never shared (groupName).
 //
 // A group of one gets exactly the PodGroup it implies, under the job id it already has.
 func ensureDerived(ctx context.Context, c client.Client, pod *corev1.Pod, ids JobIDSource) (*v1alpha1.PodGroup, error) {
@@ -72,25 +70,9 @@ func ensureDerived(ctx context.Context, c client.Client, pod *corev1.Pod, ids Jo
 		} else if err != nil {
 			return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
 		}
-		if !stalePodGroupOf(have, pod) {
-			return have, nil
-		}
-		uid := have.UID
-		err = c.Delete(ctx, have, client.Preconditions{UID: &uid})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return nil, fmt.Errorf("replacing PodGroup %s left by an earlier pod %s: %w", key, pod.Name, err)
-		}
+		return have, nil
 	}
 	return nil, fmt.Errorf("PodGroup %s keeps changing while it is created", key)
-}
-
-// stalePodGroupOf: pg is a bare pod's group owned by another pod of the same name.
-func stalePodGroupOf(pg *v1alpha1.PodGroup, pod *corev1.Pod) bool {
-	if len(pod.OwnerReferences) > 0 {
-		return false
-	}
-	o := v1alpha1.OwningPod(pg)
-	return o != nil && o.Name == pod.Name && o.UID != pod.UID
 }
 
 // derivedGroup is the PodGroup the webhook named on pod, as it is to be created.

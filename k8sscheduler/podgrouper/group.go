@@ -8,6 +8,7 @@ package podgrouper
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,13 +93,18 @@ func partitionOf(pod *corev1.Pod, owners []*unstructured.Unstructured) string {
 	return pod.Spec.NodeSelector[v1alpha1.PartitionLabel]
 }
 
-// groupName derives a PodGroup name from the owning object: its name, the
-// start of its UID, and a suffix when one owner holds several groups.
-func groupName(ownerName string, uid types.UID, suffix string) string {
-	tail := ""
-	if uid != "" {
-		tail = "-" + string(uid)[:min(uidChars, len(uid))]
+// groupName is the one rule that names a derived PodGroup: the workload's name, then what
+// is unique to that workload, so no two workloads ever share a group name and no reader
+// has to tell a group from a namesake left by an earlier workload of the same name
+// (garbage collection may not have removed it yet): the start of the workload's UID, or,
+// for a bare pod named at admission before the API server gives it a UID, the job id the
+// webhook gives it (GroupOfOneName). A suffix tells apart the groups of one owner. ""
+// when there is nothing unique to name it by.
+func groupName(ownerName, unique, suffix string) string {
+	if unique == "" {
+		return ""
 	}
+	tail := "-" + unique
 	if suffix != "" {
 		tail += "-" + suffix
 	}
@@ -107,6 +113,15 @@ func groupName(ownerName string, uid types.UID, suffix string) string {
 		ownerName = strings.TrimRight(ownerName[:maxName-len(tail)], ".-")
 	}
 	return ownerName + tail
+}
+
+// uidPart is the unique part a UID gives a group name ("" for no UID yet).
+func uidPart(uid types.UID) string { return string(uid)[:min(uidChars, len(uid))] }
+
+// GroupOfOneName names the group of a bare pod the webhook numbered with jobID: the
+// pod's name and "job" with the id, which no UID's hex start can equal.
+func GroupOfOneName(podName string, jobID uint32) string {
+	return groupName(podName, "job"+strconv.FormatUint(uint64(jobID), 10), "")
 }
 
 func ownerRef(apiVersion, kind, name string, uid types.UID) metav1.OwnerReference {

@@ -163,7 +163,7 @@ func TestForPod(t *testing.T) {
 			name:     "argo workflow: each pod on its own",
 			pod:      pod("wf-step-123", nil),
 			owners:   []*unstructured.Unstructured{obj("argoproj.io/v1alpha1", "Workflow", "wf", "55555555", map[string]string{v1alpha1.QueueLabel: "nlp"}, map[string]any{})},
-			wantName: "wf-step-123-feedface", wantOwner: "Pod/wf-step-123", wantMin: 1, wantQueue: "nlp",
+			wantName: "wf-step-123-55555555", wantOwner: "Pod/wf-step-123", wantMin: 1, wantQueue: "nlp",
 		},
 		{
 			name: "deployment: top owner, gang of one",
@@ -276,11 +276,26 @@ func TestForPodRejectsMalformedOwners(t *testing.T) {
 
 func TestGroupNameStaysAValidLength(t *testing.T) {
 	long := strings.Repeat("a", 250) + ".b"
-	name := groupName(long, "0123456789", "12")
+	name := groupName(long, uidPart("0123456789"), "12")
 	if len(name) > 253 {
 		t.Fatalf("name has %d characters", len(name))
 	}
 	if !strings.HasSuffix(name, "a-01234567-12") {
 		t.Fatalf("name %q lost its UID and suffix or kept a trailing dot", name[len(name)-20:])
+	}
+}
+
+// One naming rule: a workload's name and what is unique to it, never a bare name that a
+// later workload of the same name could share.
+func TestGroupNamesNeverRepeat(t *testing.T) {
+	if got := GroupOfOneName("train", 42); got != "train-job42" {
+		t.Errorf("group of one named %q, want train-job42", got)
+	}
+	if got := groupName("train", uidPart(""), ""); got != "" {
+		t.Errorf("a pod without UID or job id named %q, want none", got)
+	}
+	first, second := groupName("train", uidPart("0f1e2d3c-aaaa"), ""), groupName("train", uidPart("9a8b7c6d-bbbb"), "")
+	if first == second || first != "train-0f1e2d3c" {
+		t.Errorf("two workloads named train got %q and %q", first, second)
 	}
 }

@@ -48,8 +48,11 @@ func groupKey(pod *corev1.Pod, owners []*unstructured.Unstructured) (group, erro
 	case apiGroup == "leaderworkerset.x-k8s.io" && kind == "LeaderWorkerSet":
 		return lwsGroup(pod, top)
 	case apiGroup == "argoproj.io" && kind == "Workflow":
-		// Each step of a workflow is its own pod, scheduled on its own.
-		return podGroupOf(pod), nil
+		// Each step of a workflow is its own pod, scheduled on its own; the workflow's
+		// UID keeps its steps' names apart from a recreated workflow's.
+		g := podGroupOf(pod)
+		g.name = groupName(pod.Name, uidPart(top.GetUID()), "")
+		return g, nil
 	default:
 		n = 1
 	}
@@ -57,16 +60,17 @@ func groupKey(pod *corev1.Pod, owners []*unstructured.Unstructured) (group, erro
 		return group{}, fieldError(top, err)
 	}
 	return group{
-		name:      groupName(top.GetName(), top.GetUID(), ""),
+		name:      groupName(top.GetName(), uidPart(top.GetUID()), ""),
 		owner:     ownerRef(top.GetAPIVersion(), kind, top.GetName(), top.GetUID()),
 		minMember: int32(max(1, min(n, 1<<30))),
 	}, nil
 }
 
-// podGroupOf is a group of one: the pod itself.
+// podGroupOf is a group of one: the pod itself. At admission a bare pod has no UID yet:
+// its group is unnamed until the webhook numbers it (GroupOfOneName).
 func podGroupOf(pod *corev1.Pod) group {
 	return group{
-		name:      groupName(pod.Name, pod.UID, ""),
+		name:      groupName(pod.Name, uidPart(pod.UID), ""),
 		owner:     ownerRef("v1", "Pod", pod.Name, pod.UID),
 		minMember: 1,
 	}
@@ -181,7 +185,7 @@ func lwsGroup(pod *corev1.Pod, lws *unstructured.Unstructured) (group, error) {
 		return group{}, fieldError(lws, err)
 	}
 	return group{
-		name:      groupName(lws.GetName(), lws.GetUID(), pod.Labels[lwsGroupIndexLabel]),
+		name:      groupName(lws.GetName(), uidPart(lws.GetUID()), pod.Labels[lwsGroupIndexLabel]),
 		owner:     ownerRef(lws.GetAPIVersion(), lws.GetKind(), lws.GetName(), lws.GetUID()),
 		minMember: int32(max(1, min(size, 1<<30))),
 	}, nil

@@ -9,8 +9,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// Which PodGroup a group goes by: the written one, unless it is a namesake left by an
-// earlier bare pod of the same name; else the one its group of one implies.
+// Which PodGroup a group goes by: the written one, else the one its group of one implies.
 func TestGroupEntryPodGroup(t *testing.T) {
 	implied := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "implied"}}
 	written := func(owner types.UID) *v1alpha1.PodGroup {
@@ -27,7 +26,6 @@ func TestGroupEntryPodGroup(t *testing.T) {
 	}{
 		{"group of one, nothing written", nil, []*podEntry{one}, "implied"},
 		{"group of one, its PodGroup written", written("new"), []*podEntry{one}, "written"},
-		{"group of one, an earlier pod's namesake", written("old"), []*podEntry{one}, "implied"},
 		{"other pod, nothing written", nil, []*podEntry{plain}, ""},
 		{"other pod, PodGroup written", written("old"), []*podEntry{plain}, "written"},
 		{"two pods name the group", nil, []*podEntry{one, plain}, ""},

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -57,14 +55,13 @@ func terminal(phase v1alpha1.PodGroupPhase) bool {
 }
 
 // podGroup is the group's PodGroup: the written one, else the one its group of one implies
-// (v1alpha1.ImpliedPodGroup), else nil. A written one left by an earlier bare pod of the same
-// name (owned by another pod UID, not yet collected) is not this pod's: the implied one is.
+// (v1alpha1.ImpliedPodGroup), else nil. Group names are never shared (the pod grouper's
+// groupName), so a written one is always this group's.
 func (g *groupEntry) podGroup() *v1alpha1.PodGroup {
-	one := g.groupOfOne()
-	if g.pg != nil && (one == nil || ownedBy(g.pg, one.uid)) {
+	if g.pg != nil {
 		return g.pg
 	}
-	if one != nil {
+	if one := g.groupOfOne(); one != nil {
 		return one.implied
 	}
 	return nil
@@ -96,19 +93,10 @@ func (g *groupEntry) refreshOne() {
 	}
 }
 
-// implied reports whether the group's PodGroup is not written yet (or is a namesake's).
+// implied reports whether the group's PodGroup is not written yet.
 func (g *groupEntry) implied() bool {
 	pg := g.podGroup()
 	return pg != nil && pg != g.pg
-}
-
-func ownedBy(pg *v1alpha1.PodGroup, uid types.UID) bool {
-	for _, o := range pg.OwnerReferences {
-		if o.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // memberBased reports whether the group's shape comes from its spec (a Slurm job) rather

@@ -420,8 +420,8 @@ func TestAdmitNamespaceReadFailureRefuses(t *testing.T) {
 	}
 }
 
-// A bare pod's PodGroup is named at admission, marked as derived, so the pod grouper
-// only has to create it; pods it cannot name yet are left to the grouper.
+// A pod's PodGroup is named at admission, marked as derived, so the pod grouper only has
+// to create it; pods it cannot name yet are left to the grouper.
 func TestAdmitNamesThePodGroup(t *testing.T) {
 	srv := newTestServer(t, nil)
 	named := func(name string, owners []metav1.OwnerReference, ann map[string]string) *corev1.Pod {
@@ -436,8 +436,10 @@ func TestAdmitNamesThePodGroup(t *testing.T) {
 		wantGroup string
 		derived   bool
 	}{
-		{"bare pod: its own group, by name", named("eval-7", nil, nil), "eval-7", true},
-		{"bare pod with other annotations", named("eval-8", nil, map[string]string{"team": "x"}), "eval-8", true},
+		// A bare pod's group is named by its job id (owned_test.go); without an id source
+		// nothing unique names it yet, so the grouper names it by the pod's UID.
+		{"bare pod, no job id: the grouper names it", named("eval-7", nil, nil), "", false},
+		{"bare pod with other annotations, no job id", named("eval-8", nil, map[string]string{"team": "x"}), "", false},
 		{"generateName only: the grouper names it later", podSpec{}.pod("nlp-team"), "", false},
 		{"owned pod, no owner reader: the grouper names it", named("train-abc", job, nil), "", false},
 		{"the user's group stays", named("eval-9", nil, map[string]string{"sluice.dev/pod-group": "my-gang"}), "my-gang", false},

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -39,8 +40,9 @@ func TestWebhookNumbersBarePodsOnRig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dry.Annotations[v1alpha1.PodGroupAnnotation] != "dry" || dry.Labels[v1alpha1.JobIDLabel] != "" || next.Load() != taken {
-		t.Errorf("dry run: group %q, job id %q, ids taken %d; want the group named and no id taken",
+	// A dry run takes no id, and without one nothing names a bare pod's group uniquely.
+	if dry.Annotations[v1alpha1.PodGroupAnnotation] != "" || dry.Labels[v1alpha1.JobIDLabel] != "" || next.Load() != taken {
+		t.Errorf("dry run: group %q, job id %q, ids taken %d; want no group named and no id taken",
 			dry.Annotations[v1alpha1.PodGroupAnnotation], dry.Labels[v1alpha1.JobIDLabel], next.Load()-taken)
 	}
 	pod, err := client.CoreV1().Pods(ns).Create(ctx, bare("eval"), metav1.CreateOptions{})
@@ -50,7 +52,8 @@ func TestWebhookNumbersBarePodsOnRig(t *testing.T) {
 	if !v1alpha1.GroupOfOne(pod) || v1alpha1.JobIDOf(pod.Labels) != taken+1 {
 		t.Errorf("bare pod: labels %v annotations %v; want a group of one numbered %d", pod.Labels, pod.Annotations, taken+1)
 	}
-	if pg := v1alpha1.ImpliedPodGroup(pod); pg.Name != "eval" || pg.Spec.Queue != v1alpha1.DefaultQueue {
-		t.Errorf("implied PodGroup %s in queue %q, want eval in %q", pg.Name, pg.Spec.Queue, v1alpha1.DefaultQueue)
+	want := fmt.Sprintf("eval-job%d", taken+1)
+	if pg := v1alpha1.ImpliedPodGroup(pod); pg.Name != want || pg.Spec.Queue != v1alpha1.DefaultQueue {
+		t.Errorf("implied PodGroup %s in queue %q, want %s in %q", pg.Name, pg.Spec.Queue, want, v1alpha1.DefaultQueue)
 	}
 }

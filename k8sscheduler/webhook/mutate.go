@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 )
 
 // patchOp is one RFC 6902 JSON patch operation: the webhook adds, and removes what
@@ -114,22 +115,37 @@ func ownedPatch(pod *corev1.Pod, keepJobID bool) []patchOp {
 // grouper creates the group and leaves the pod alone.
 //
 // A bare pod also gets its job id (sluice.dev/job-id) when the webhook has an id source,
-// which makes it a group of one (v1alpha1.GroupOfOne). Queue ops come first, so the labels
-// map exists. A dry run takes no id.
+// which makes it a group of one (v1alpha1.GroupOfOne) and names its group
+// (podgrouper.GroupOfOneName): ids are never given twice, so a later pod of the same name
+// never meets this one's group. Without an id (no source, a dry run) the pod is left to
+// the pod grouper, which names the group by the pod's UID. Queue ops come first, so the
+// labels map exists.
 func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, keepJobID, dryRun bool) []patchOp {
 	if pg == nil {
 		return nil
 	}
 	var ops []patchOp
-	if !keepJobID {
-		ops = a.jobIDPatch(ctx, pod, dryRun)
+	name := pg.Name
+	if len(pod.OwnerReferences) == 0 {
+		// A bare pod has no UID yet: its job id is what names its group uniquely.
+		id := v1alpha1.JobIDOf(pod.Labels)
+		if !keepJobID {
+			ops, id = a.jobIDPatch(ctx, pod, dryRun)
+		}
+		if id == 0 {
+			return ops // unnumbered: the pod grouper names its group by the pod's UID
+		}
+		name = podgrouper.GroupOfOneName(pod.Name, id)
 	}
-	add := map[string]string{v1alpha1.PodGroupAnnotation: pg.Name, v1alpha1.PodGroupDerivedAnnotation: "true"}
+	if name == "" {
+		return ops
+	}
+	add := map[string]string{v1alpha1.PodGroupAnnotation: name, v1alpha1.PodGroupDerivedAnnotation: "true"}
 	if len(pod.Annotations) == 0 {
 		return append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: add})
 	}
 	return append(ops,
-		patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.PodGroupAnnotation), Value: pg.Name},
+		patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.PodGroupAnnotation), Value: name},
 		patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.PodGroupDerivedAnnotation), Value: "true"},
 	)
 }
@@ -137,17 +153,17 @@ func (a *admitter) groupPatch(ctx context.Context, pod *corev1.Pod, pg *v1alpha1
 // jobIDPatch numbers a bare pod (any job id it came with was removed by ownedPatch: ids
 // are Sluice's to give). Without an id source, on a dry run, or when no id can be had, the
 // pod is left unnumbered and the pod grouper writes its PodGroup as for any pod.
-func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool) []patchOp {
+func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool) ([]patchOp, uint32) {
 	if len(pod.OwnerReferences) > 0 || a.jobIDs == nil || dryRun {
-		return nil
+		return nil, 0
 	}
 	id, err := a.jobIDs(ctx)
 	if err != nil {
 		a.log.Info("webhook: bare pod left to the pod grouper: no job id", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		return nil
+		return nil, 0
 	}
 	a.given.add(pod.Namespace+"/"+pod.Name, id, time.Now())
-	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: strconv.FormatUint(uint64(id), 10)}}
+	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: strconv.FormatUint(uint64(id), 10)}}, id
 }
 
 // gpuEnv is the environment every container of a shared-GPU pod gets: each

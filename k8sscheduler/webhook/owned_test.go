@@ -41,7 +41,7 @@ func TestAdmitRemovesSluiceOwnedKeys(t *testing.T) {
 			p := namedPod("evil", map[string]string{v1alpha1.JobIDLabel: "2", "sluice.dev/slurm-job": "true", v1alpha1.PartitionLabel: "h100"}, nil)
 			p.Annotations = maps.Clone(forged)
 			return p
-		}, "evil", "41", map[string]string{v1alpha1.SimDurationAnnotation: "5s", "example.com/mine": "kept"}},
+		}, "evil-job41", "41", map[string]string{v1alpha1.SimDurationAnnotation: "5s", "example.com/mine": "kept"}},
 		{"an explicit group stays, but not the derived mark or a job id", func() *corev1.Pod {
 			p := podSpec{labels: map[string]string{v1alpha1.JobIDLabel: "2"}}.pod("nlp-team")
 			p.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: "gang", v1alpha1.GPUPortionAnnotation: "1"}
@@ -99,7 +99,7 @@ func TestAdmitReinvocationKeepsItsOwnJobID(t *testing.T) {
 	other := namedPod("copycat", maps.Clone(first.Labels), nil)
 	other.Annotations = maps.Clone(first.Annotations)
 	_, copied := admitPod(t, srv, other)
-	if copied.Labels[v1alpha1.JobIDLabel] != "42" || copied.Annotations[v1alpha1.PodGroupAnnotation] != "copycat" {
+	if copied.Labels[v1alpha1.JobIDLabel] != "42" || copied.Annotations[v1alpha1.PodGroupAnnotation] != "copycat-job42" {
 		t.Errorf("another pod with eval's id: job id %q group %q; want 42 and its own group",
 			copied.Labels[v1alpha1.JobIDLabel], copied.Annotations[v1alpha1.PodGroupAnnotation])
 	}

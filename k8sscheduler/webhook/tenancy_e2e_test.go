@@ -153,7 +153,7 @@ func TestTenantAttacksOnRig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id := v1alpha1.JobIDOf(got.Labels); id == 2 || id <= 900 || got.Annotations[v1alpha1.PodGroupAnnotation] != "forged" ||
+		if id := v1alpha1.JobIDOf(got.Labels); id == 2 || id <= 900 || got.Annotations[v1alpha1.PodGroupAnnotation] != fmt.Sprintf("forged-job%d", id) ||
 			got.Annotations[v1alpha1.GPUAssignmentAnnotation] != "" {
 			t.Errorf("labels %v annotations %v: want Sluice's own id and group, no GPU assignment", got.Labels, got.Annotations)
 		}

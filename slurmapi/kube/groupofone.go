@@ -101,8 +101,8 @@ func (b *Backend) groupOfOnePod(ctx context.Context, pg *v1alpha1.PodGroup) (*co
 		return nil, nil // gone, the group with it shortly: nothing to cancel, refused as before
 	case err != nil:
 		return nil, fmt.Errorf("read pod %s/%s: %w", pg.Namespace, ref.Name, err)
-	case pod.UID != ref.UID || !v1alpha1.GroupOfOne(&pod) || pod.Labels[v1alpha1.JobIDLabel] != pg.Labels[v1alpha1.JobIDLabel]:
-		return nil, nil // a pod grouper's group of a bare pod, or a namesake of the pod
+	case pod.UID != ref.UID || !v1alpha1.GroupOfOne(&pod):
+		return nil, nil // its pod is gone (another took its name), or a pod grouper's group of a bare pod
 	}
 	return &pod, nil
 }

@@ -101,7 +101,7 @@ func TestKubeTenantCannotForgeAJobID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pod.Labels[v1alpha1.JobIDLabel]; got == id || pod.Annotations[v1alpha1.PodGroupAnnotation] != "forged" {
+	if got := pod.Labels[v1alpha1.JobIDLabel]; got == id || pod.Annotations[v1alpha1.PodGroupAnnotation] != "forged-job"+got {
 		t.Errorf("pod job id %q group %q; want an id of Sluice's (not alice's %s) and its own group", got, pod.Annotations[v1alpha1.PodGroupAnnotation], id)
 	}
 	r := s.get(t, alice, api+"/job/"+id)
