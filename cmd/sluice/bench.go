@@ -25,6 +25,7 @@ func runBench(args []string) error {
 	pods := fs.Int("pods", 4000, "single-GPU pods per run")
 	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
+	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its Sluice contender so, in a process of its own")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, and of each Sluice process to this file with .sluice.PID appended")
 	if help, err := parseFlags(fs, args); help || err != nil {
@@ -51,7 +52,7 @@ func runBench(args []string) error {
 		return err
 	}
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
-		SluiceCommand: []string{self, "bench", "--run-sluice-on"}}
+		SluiceCommand: []string{self, "bench", "--run-sluice-on"}, Constrained: *constrained}
 	if *cpuProfile != "" {
 		opts.SluiceCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".sluice", "--run-sluice-on"}
 	}

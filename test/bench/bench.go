@@ -46,6 +46,10 @@ type Options struct {
 	// call RunSluiceOn (sluice bench runs itself). Empty runs Sluice in this process,
 	// whose figures then include the harness's creates and watch.
 	SluiceCommand []string
+	// Constrained gives every pod, for every contender, a required node affinity (the
+	// pool's partition label, which every node has) and a toleration, as manifests often
+	// carry: placement constraints must cost little (docs/placement.md).
+	Constrained bool
 }
 
 // Result is one contender in one mode.

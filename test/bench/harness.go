@@ -265,6 +265,12 @@ func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), v1alpha1.GPUResource: resource.MustParse("1")},
 				Limits:   corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}}}}
+	if h.opts.Constrained {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: v1alpha1.PartitionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{poolName}}}}}}}}
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
+	}
 	if h.name == Sluice {
 		id, err := h.jobIDs.Next(ctx)
 		if err != nil {
