@@ -204,7 +204,8 @@ func (c *cycle) spareVictims(at *attempt) {
 	at.unplaced = un
 }
 
-// stillFree reports whether every placement a victim lost could be applied again as it was.
+// stillFree reports whether every placement a victim lost could be applied again as it was,
+// exclusive nodes included (the victim's, or the new job's).
 func (c *cycle) stillFree(v int32) bool {
 	var need [16]vec // per node of the victim, rarely more than a few
 	var nodes [16]int32
@@ -213,6 +214,9 @@ func (c *cycle) stillFree(v int32) bool {
 		pl := &c.places[pi]
 		if pl.live || pl.fresh {
 			continue
+		}
+		if nd := &c.nodes[pl.node]; (nd.exclusive >= 0 && nd.exclusive != v) || (c.jobs[v].exclusive && nd.tasks > 0) {
+			return false
 		}
 		for _, r := range c.gpuRefs[pl.g0:pl.gn] {
 			gp := &c.gpus[r]

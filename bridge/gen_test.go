@@ -16,6 +16,10 @@ type genSpec struct {
 	cpuOnly            float64
 	preemptible        float64
 	spread             bool
+	// placement is the share of jobs with placement rules: a node set, a required or
+	// preferred rack, one task per node or exclusive nodes. With it, nodes sit in racks
+	// of three.
+	placement float64
 }
 
 var genEpoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -36,7 +40,23 @@ func genCluster(r *rand.Rand, g genSpec) *Snapshot {
 			n.GPUs = append(n.GPUs, GPU{Index: int32(k), UUID: fmt.Sprintf("GPU-%d-%d", i, k), MemoryMiB: 81920,
 				Unhealthy: r.Intn(200) == 0})
 		}
+		if g.placement > 0 {
+			n.Labels = map[string]string{"rack": fmt.Sprintf("rack-%d", i/3)}
+		}
 		s.Nodes[i] = n
+	}
+	if g.placement > 0 {
+		s.Partitions[0].Topology = []string{"rack"}
+		var even, firstHalf []string
+		for i, n := range s.Nodes {
+			if i%2 == 0 {
+				even = append(even, n.Name)
+			}
+			if i < len(s.Nodes)/2 {
+				firstHalf = append(firstHalf, n.Name)
+			}
+		}
+		s.NodeSets = []NodeSet{{Name: "even", Nodes: even}, {Name: "first-half", Nodes: firstHalf}, {Name: "none"}}
 	}
 	capacity := int64(g.nodes * g.gpusPerNode * 1000)
 	for d := range g.depts {
@@ -103,6 +123,23 @@ func genJobs(r *rand.Rand, s *Snapshot, g genSpec, next, n int) {
 			}
 		default:
 			tg.GPU = GPURequest{Kind: GPUWhole, Devices: int32([]int{1, 1, 1, 2, 4}[r.Intn(5)])}
+		}
+		if g.placement > 0 && r.Float64() < g.placement {
+			switch r.Intn(6) {
+			case 0:
+				tg.NodeSet = []string{"even", "first-half", "none"}[r.Intn(3)]
+			case 1:
+				j.Placement.RequiredLevel = "rack"
+			case 2:
+				j.Placement.PreferredLevel = "rack"
+			case 3:
+				j.Placement.OnePerNode = true
+			case 4:
+				j.Placement.Exclusive = true
+			default:
+				j.Placement = Placement{RequiredLevel: "rack", OnePerNode: true}
+				tg.NodeSet = "even"
+			}
 		}
 		j.Groups = []TaskGroup{tg}
 		s.Jobs = append(s.Jobs, j)

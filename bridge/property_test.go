@@ -16,6 +16,8 @@ func TestProperties(t *testing.T) {
 		{nodes: 6, gpusPerNode: 8, depts: 2, teams: 2, jobs: 40, fractions: 0.3, gangs: 0.2, cpuOnly: 0.05, preemptible: 0.7},
 		{nodes: 10, gpusPerNode: 4, depts: 3, teams: 2, jobs: 60, fractions: 0.5, gangs: 0.1, preemptible: 0.5, spread: true},
 		{nodes: 4, gpusPerNode: 8, depts: 1, teams: 4, jobs: 50, fractions: 0.1, gangs: 0.4, preemptible: 0.9},
+		{nodes: 9, gpusPerNode: 8, depts: 2, teams: 2, jobs: 50, fractions: 0.2, gangs: 0.4, preemptible: 0.7, placement: 0.5},
+		{nodes: 12, gpusPerNode: 4, depts: 2, teams: 3, jobs: 60, fractions: 0.3, gangs: 0.3, preemptible: 0.6, spread: true, placement: 0.4},
 	}
 	for seed := int64(1); seed <= 20; seed++ {
 		for si, spec := range specs {
