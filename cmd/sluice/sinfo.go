@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -19,15 +21,52 @@ func init() {
 	register(command{name: "sinfo", summary: "show partitions and node states (like Slurm's sinfo)", run: runSinfo})
 }
 
+// Slurm's sinfo layouts: default, -N, -R, -l, -N -l and -s.
 const (
-	sinfoDefaultFormat = "%9P %5a %.10l %.6D %.6t %N"
-	sinfoNodeFormat    = "%N %.6D %9P %.6t"
-	sinfoReasonFormat  = "%20E %9u %19H %N"
+	sinfoDefaultFormat  = "%9P %5a %.10l %.6D %.6t %N"
+	sinfoNodeFormat     = "%N %.6D %9P %.6t"
+	sinfoReasonFormat   = "%20E %9u %19H %N"
+	sinfoLongFormat     = "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
+	sinfoNodeLongFormat = "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E"
+	sinfoSummaryFormat  = "%9P %.5a %.10l %.16F  %N"
 )
 
 var sinfoHeaders = map[byte]string{
-	'P': "PARTITION", 'a': "AVAIL", 'l': "TIMELIMIT", 'D': "NODES", 't': "STATE", 'T': "STATE",
+	'P': "PARTITION", 'R': "PARTITION", 'a': "AVAIL", 'l': "TIMELIMIT", 'D': "NODES", 't': "STATE", 'T': "STATE",
 	'N': "NODELIST", 'G': "GRES", 'E': "REASON", 'u': "USER", 'H': "TIMESTAMP", 'c': "CPUS",
+	's': "JOB_SIZE", 'r': "ROOT", 'h': "OVERSUBS", 'g': "GROUPS", 'z': "S:C:T", 'm': "MEMORY",
+	'd': "TMP_DISK", 'w': "WEIGHT", 'f': "AVAIL_FE", 'F': "NODES(A/I/O/T)",
+}
+
+// sinfoFields are sinfo -O's field names and their format letters.
+var sinfoFields = map[string]byte{
+	"partition": 'P', "partitionname": 'R', "available": 'a', "timelimit": 'l', "nodes": 'D',
+	"statecompact": 't', "statelong": 'T', "nodelist": 'N', "nodehost": 'N', "gres": 'G', "reason": 'E',
+	"user": 'u', "timestamp": 'H', "cpus": 'c', "size": 's', "root": 'r', "oversubscribe": 'h',
+	"groups": 'g', "memory": 'm', "disk": 'd', "weight": 'w', "features": 'f', "nodeaiot": 'F',
+}
+
+// sinfoFormatFromFields turns sinfo -O "partition,nodes:.5,statelong" into
+// a %-format: each field 20 wide and left-justified unless given
+// ":[.]width", as sinfo's --Format.
+func sinfoFormatFromFields(fields string) (string, error) {
+	var b strings.Builder
+	for _, f := range strings.Split(fields, ",") {
+		name, width, sized := strings.Cut(strings.TrimSpace(f), ":")
+		letter, ok := sinfoFields[strings.ToLower(name)]
+		if !ok {
+			return "", usageError{fmt.Sprintf("sinfo -O: unknown field %q", name)}
+		}
+		if !sized {
+			width = "20"
+		}
+		digits := strings.TrimPrefix(width, ".")
+		if _, err := strconv.Atoi(digits); err != nil {
+			return "", usageError{fmt.Sprintf("sinfo -O: invalid width %q for %s", width, name)}
+		}
+		fmt.Fprintf(&b, "%%%s%c", width, letter)
+	}
+	return b.String(), nil
 }
 
 // sinfoRow is one line of sinfo: nodes of one partition in one state
@@ -36,6 +75,8 @@ type sinfoRow struct {
 	partition, avail, limit, state, longState, gres string
 	reason, reasonUser, reasonTime                  string
 	nodes                                           []string
+	cpus, memoryMiB                                 int64  // of the row's first node
+	aiot                                            [4]int // allocated/idle/other/total, for -s
 }
 
 // nodeState maps a node's state flags to sinfo's long state name (%T):
@@ -125,7 +166,7 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason b
 					label = p
 				}
 				g = &sinfoRow{partition: label, avail: avail[p], limit: limits[p], state: k.state, longState: nodeState(n.State),
-					gres: n.GRES, reason: n.Reason, reasonUser: n.ReasonSetUser, reasonTime: k.time}
+					gres: n.GRES, reason: n.Reason, reasonUser: n.ReasonSetUser, reasonTime: k.time, cpus: n.CPUs, memoryMiB: n.RealMemory}
 				groups[k] = g
 				keys = append(keys, k)
 			}
@@ -168,6 +209,13 @@ func runSinfo(args []string) error {
 	fs.BoolVar(reasons, "list-reasons", false, "list the reasons nodes are down or drained")
 	partition := fs.String("p", "", "only this partition; also --partition")
 	fs.StringVar(partition, "partition", "", "only this partition")
+	long := fs.Bool("l", false, "long layout, dated; also --long")
+	fs.BoolVar(long, "long", false, "long layout")
+	summarize := fs.Bool("s", false, "one line per partition with node counts allocated/idle/other/total; also --summarize")
+	fs.BoolVar(summarize, "summarize", false, "one line per partition")
+	fields := fs.String("O", "", "output fields by name (partition,nodes:.5,statelong,...); also --Format")
+	fs.StringVar(fields, "Format", "", "output fields by name")
+	asJSON := fs.Bool("json", false, "print the lines as JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice sinfo [flags]\n\nShows partitions and the state of their nodes (idle, mix, alloc, drain, down).\n\nFlags:")
 		fs.PrintDefaults()
@@ -199,17 +247,83 @@ func runSinfo(args []string) error {
 	f := *format
 	switch {
 	case f != "":
+	case *fields != "":
+		if f, err = sinfoFormatFromFields(*fields); err != nil {
+			return err
+		}
 	case *reasons:
 		f = sinfoReasonFormat
+	case *summarize:
+		f = sinfoSummaryFormat
+	case *byNode && *long:
+		f = sinfoNodeLongFormat
 	case *byNode:
 		f = sinfoNodeFormat
+	case *long:
+		f = sinfoLongFormat
 	default:
 		f = sinfoDefaultFormat
 	}
-	rows := sinfoRows(parts, nodes, *byNode, *reasons)
+	var rows []sinfoRow
+	if *summarize {
+		rows = sinfoSummary(parts, nodes)
+	} else {
+		rows = sinfoRows(parts, nodes, *byNode, *reasons)
+	}
+	if *asJSON {
+		return writeSinfoJSON(os.Stdout, rows)
+	}
+	if *long && !*noHeader {
+		fmt.Println(time.Now().Format("Mon Jan 02 15:04:05 2006")) // sinfo -l dates its listing
+	}
 	return writeTable(os.Stdout, f, sinfoHeaders, *noHeader, len(rows), func(r int, l byte) string {
 		return sinfoValue(rows[r], l)
 	})
+}
+
+// sinfoSummary is sinfo -s: one line per partition, its nodes counted
+// allocated (alloc, mix), idle, other (down, draining, drained) and total.
+func sinfoSummary(parts []client.Partition, nodes []client.Node) []sinfoRow {
+	var rows []sinfoRow
+	for _, r := range sinfoRows(parts, nodes, false, false) {
+		i := slices.IndexFunc(rows, func(x sinfoRow) bool { return x.partition == r.partition })
+		if i < 0 {
+			rows = append(rows, sinfoRow{partition: r.partition, avail: r.avail, limit: r.limit})
+			i = len(rows) - 1
+		}
+		slot := 2
+		switch r.longState {
+		case "allocated", "mixed":
+			slot = 0
+		case "idle":
+			slot = 1
+		}
+		rows[i].aiot[slot] += len(r.nodes)
+		rows[i].aiot[3] += len(r.nodes)
+		rows[i].nodes = append(rows[i].nodes, r.nodes...)
+	}
+	for i := range rows {
+		slices.Sort(rows[i].nodes)
+	}
+	return rows
+}
+
+// writeSinfoJSON prints sinfo's lines as JSON, one object per line with
+// the fields sinfo --json gives each entry.
+func writeSinfoJSON(w io.Writer, rows []sinfoRow) error {
+	out := make([]any, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, map[string]any{
+			"partition": map[string]any{"name": strings.TrimSuffix(r.partition, "*"), "default": strings.HasSuffix(r.partition, "*"), "available": r.avail, "time_limit": r.limit},
+			"node":      map[string]any{"state": strings.ToUpper(r.longState)},
+			"nodes":     map[string]any{"total": len(r.nodes), "nodes": r.nodes, "list": slurmapi.HostList(r.nodes)},
+			"cpus":      r.cpus, "memory": r.memoryMiB, "gres": r.gres,
+			"reason": map[string]any{"description": r.reason, "user": r.reasonUser, "time": r.reasonTime},
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"sinfo": out})
 }
 
 // sinfoValue is one row's value for one format letter.
@@ -217,6 +331,30 @@ func sinfoValue(row sinfoRow, letter byte) string {
 	switch letter {
 	case 'P':
 		return row.partition
+	case 'R':
+		return strings.TrimSuffix(row.partition, "*")
+	case 's':
+		return "1-infinite"
+	case 'r':
+		return "no"
+	case 'h':
+		return "NO"
+	case 'g':
+		return "all"
+	case 'c':
+		return strconv.FormatInt(row.cpus, 10)
+	case 'z':
+		return "1:1:1" // sockets:cores:threads are not reported by Kubernetes
+	case 'm':
+		return strconv.FormatInt(row.memoryMiB, 10)
+	case 'd':
+		return "0"
+	case 'w':
+		return "1"
+	case 'f':
+		return "(null)"
+	case 'F':
+		return fmt.Sprintf("%d/%d/%d/%d", row.aiot[0], row.aiot[1], row.aiot[2], row.aiot[3])
 	case 'a':
 		return row.avail
 	case 'l':

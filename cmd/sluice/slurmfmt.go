@@ -68,6 +68,7 @@ type formatSpec struct {
 	letter  byte
 	width   int
 	right   bool
+	auto    bool // %#P: as wide as the longest value
 }
 
 // parseFormat reads Slurm's printf-like --format ("%.18i %.9P %j").
@@ -86,6 +87,10 @@ func parseFormat(f string) ([]formatSpec, string, error) {
 			spec.right = true
 			i++
 		} else if i < len(f) && f[i] == '-' {
+			i++
+		}
+		if i < len(f) && f[i] == '#' {
+			spec.auto = true
 			i++
 		}
 		for i < len(f) && f[i] >= '0' && f[i] <= '9' {

@@ -206,6 +206,14 @@ func writeTable(w io.Writer, format string, headers map[byte]string, noHeader bo
 	if err != nil {
 		return err
 	}
+	for i := range specs {
+		if specs[i].auto { // %#X: as wide as the widest value
+			specs[i].width = 1
+			for r := 0; r < rows; r++ {
+				specs[i].width = max(specs[i].width, len(value(r, specs[i].letter)))
+			}
+		}
+	}
 	line := func(get func(letter byte) string) {
 		var b strings.Builder
 		for _, s := range specs {
