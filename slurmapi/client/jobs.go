@@ -28,6 +28,7 @@ type Job struct {
 	EndTime      NoVal    `json:"end_time"`
 	TimeLimit    NoVal    `json:"time_limit"`
 	Priority     NoVal    `json:"priority"`
+	Nice         int64    `json:"nice"`
 	TRESReqStr   string   `json:"tres_req_str"`
 	TRESAllocStr string   `json:"tres_alloc_str"`
 	Command      string   `json:"command"`

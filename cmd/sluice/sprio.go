@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
+)
+
+func init() {
+	register(command{name: "sprio", summary: "show the priority of pending jobs and what makes it (like Slurm's sprio)", run: func(args []string) error {
+		return runSprio(args, os.Stdout)
+	}})
+}
+
+// Slurm's sprio layouts, default and -l.
+const (
+	sprioDefaultFormat = "%.15i %9r %.10Y %.10S %.10A %.10F %.10J %.10P %.10Q"
+	sprioLongFormat    = "%.15i %9r %.8u %.10Y %.10S %.10A %.10F %.10J %.10P %.10Q %.6N"
+)
+
+var sprioHeaders = map[byte]string{
+	'i': "JOBID", 'r': "PARTITION", 'u': "USER", 'Y': "PRIORITY", 'S': "SITE", 'A': "AGE",
+	'F': "FAIRSHARE", 'J': "JOBSIZE", 'P': "PARTITION", 'Q': "QOS", 'N': "NICE",
+}
+
+// sprioRow is one pending job's priority and its parts. Sluice's
+// priority is the operator-set job priority plus the QOS priority, less
+// nice; age, job size and partition add nothing, and fair share orders
+// queues before priority orders jobs inside one (see sshare), so those
+// factors show 0, as in Slurm with their weights at 0.
+type sprioRow struct {
+	job              client.Job
+	total, qos, nice int64
+}
+
+func sprioRows(jobs []client.Job, qosPriority map[string]int64) []sprioRow {
+	var rows []sprioRow
+	for _, j := range jobs {
+		if j.State() != "PENDING" {
+			continue
+		}
+		p, _ := j.Priority.Value()
+		r := sprioRow{job: j, qos: qosPriority[j.QOS], nice: j.Nice}
+		r.total = max(p+r.qos-r.nice, 0)
+		rows = append(rows, r)
+	}
+	slices.SortStableFunc(rows, func(a, b sprioRow) int { return int(a.job.JobID) - int(b.job.JobID) })
+	return rows
+}
+
+func sprioValue(r sprioRow, letter byte) string {
+	switch letter {
+	case 'i':
+		return jobIDString(r.job)
+	case 'r', 'P':
+		if letter == 'r' {
+			return r.job.Partition
+		}
+		return "0"
+	case 'u':
+		return r.job.UserName
+	case 'Y':
+		return strconv.FormatInt(r.total, 10)
+	case 'Q':
+		return strconv.FormatInt(r.qos, 10)
+	case 'N':
+		return strconv.FormatInt(r.nice, 10)
+	}
+	return "0"
+}
+
+func runSprio(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sprio", flag.ContinueOnError)
+	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
+	long := fs.Bool("l", false, "long layout (user, nice); also --long")
+	fs.BoolVar(long, "long", false, "long layout")
+	users := fs.String("u", "", "only these users; also --user")
+	fs.StringVar(users, "user", "", "only these users")
+	jobs := fs.String("j", "", "only these job ids; also --jobs")
+	fs.StringVar(jobs, "jobs", "", "only these job ids")
+	parts := fs.String("p", "", "only these partitions; also --partition")
+	fs.StringVar(parts, "partition", "", "only these partitions")
+	noHeader := fs.Bool("h", false, "no header; also --noheader")
+	fs.BoolVar(noHeader, "noheader", false, "no header")
+	const usage = "Usage: sluice sprio [flags]\n\nShows each pending job's priority: the job's priority plus its QOS's, less nice. Between queues the scheduler orders by fair share first (sshare)."
+	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
+		return err
+	}
+	c, err := client.FromEnv(*token)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := c.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	qos, err := c.QOSList(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the QOS priorities: %w", err)
+	}
+	qosPriority := map[string]int64{}
+	for _, q := range qos {
+		qosPriority[q.Name], _ = q.Priority.Value()
+	}
+	list = filterJobs(list, jobFilter{users: splitList(*users), partitions: splitList(*parts), ids: splitList(*jobs), states: []string{"PENDING"}})
+	rows := sprioRows(list, qosPriority)
+	format := sprioDefaultFormat
+	if *long {
+		format = sprioLongFormat
+	}
+	return writeTable(stdout, format, sprioHeaders, *noHeader, len(rows), func(r int, l byte) string { return sprioValue(rows[r], l) })
+}
