@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
 	slurmkube "github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/test/cluster"
 )
@@ -255,8 +256,8 @@ func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) err
 }
 
 // createPod creates one single-GPU pod. Sluice's pods carry what its admission webhook
-// adds to a bare pod: the queue and partition labels, the PodGroup named after the pod,
-// and a job id from the Slurm API's counter (blocks of ids, as the webhook takes them),
+// adds to a bare pod: the queue and partition labels, a job id from the Slurm API's
+// counter (blocks of ids, as the webhook takes them) and the PodGroup named by it,
 // which makes each a group of one: a PodGroup is written only for one that has to wait
 // or is evicted.
 func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
@@ -278,7 +279,7 @@ func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 		}
 		pod.Labels = map[string]string{v1alpha1.QueueLabel: queue, v1alpha1.PartitionLabel: poolName,
 			v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
-		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: name, v1alpha1.PodGroupDerivedAnnotation: "true"}
+		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: podgrouper.GroupOfOneName(name, id), v1alpha1.PodGroupDerivedAnnotation: "true"}
 	}
 	if _, err := h.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod %s: %w", name, err)
