@@ -4,6 +4,7 @@ package bridge
 func (c *cycle) apply(pi int32, sign int64) {
 	pl := &c.places[pi]
 	pl.live = sign > 0
+	c.applies++
 	nd := &c.nodes[pl.node]
 	g := &c.groups[pl.group]
 	for _, d := range [...]Dim{DimCPU, DimMemory} {

@@ -125,7 +125,7 @@ func genJobs(r *rand.Rand, s *Snapshot, g genSpec, next, n int) {
 			tg.GPU = GPURequest{Kind: GPUWhole, Devices: int32([]int{1, 1, 1, 2, 4}[r.Intn(5)])}
 		}
 		if g.placement > 0 && r.Float64() < g.placement {
-			switch r.Intn(6) {
+			switch r.Intn(7) {
 			case 0:
 				tg.NodeSet = []string{"even", "first-half", "none"}[r.Intn(3)]
 			case 1:
@@ -136,6 +136,8 @@ func genJobs(r *rand.Rand, s *Snapshot, g genSpec, next, n int) {
 				j.Placement.OnePerNode = true
 			case 4:
 				j.Placement.Exclusive = true
+			case 5:
+				j.Placement.Spread = []SpreadRule{{Level: "rack", MaxSkew: int32(1 + r.Intn(2))}}
 			default:
 				j.Placement = Placement{RequiredLevel: "rack", OnePerNode: true}
 				tg.NodeSet = "even"

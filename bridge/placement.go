@@ -32,6 +32,18 @@ type Placement struct {
 	// Exclusive gives the job whole nodes: it goes only on nodes with no task of another job
 	// in the snapshot, and no other job's task joins it there.
 	Exclusive bool `json:"exclusive,omitempty" yaml:"exclusive,omitempty"`
+	// Spread keeps the job's tasks even over the domains of a level (see SpreadRule).
+	Spread []SpreadRule `json:"spread,omitempty" yaml:"spread,omitempty"`
+}
+
+// SpreadRule is kube-scheduler's topology spread with whenUnsatisfiable DoNotSchedule,
+// counting the job's own tasks: a task may go to a domain only if afterwards that domain
+// holds at most MaxSkew more of them than the emptiest domain. The domains are those of
+// the nodes the task's node set allows (all nodes of the partition without one); nodes
+// without the label take none.
+type SpreadRule struct {
+	Level   string `json:"level" yaml:"level"`
+	MaxSkew int32  `json:"maxSkew" yaml:"maxSkew"`
 }
 
 // nodeBits is a set of node indices.
@@ -60,7 +72,10 @@ type jobTopo struct {
 	ladder []int32
 	// level and dom are the domain the attempt under way keeps to; level -1: none.
 	level, dom int32
+	spread     []spreadRule
 }
+
+type spreadRule struct{ level, maxSkew int32 }
 
 // maxDomainTries bounds how many domains of one level a gang tries in one attempt: each try
 // scans the partition, and the failure is remembered for the gang's shape anyway.
@@ -141,10 +156,14 @@ func (c *cycle) buildPlacement(js *jobState) {
 		}
 		g.set = s
 	}
-	if pl.RequiredLevel == "" && pl.PreferredLevel == "" {
+	js.constrained = js.constrained || len(pl.Spread) > 0
+	if pl.RequiredLevel == "" && pl.PreferredLevel == "" && len(pl.Spread) == 0 {
 		return
 	}
 	t := &jobTopo{required: -1, level: -1}
+	for _, sp := range pl.Spread {
+		t.spread = append(t.spread, spreadRule{c.level(sp.Level), max(sp.MaxSkew, 1)})
+	}
 	if pl.RequiredLevel != "" {
 		t.required = c.level(pl.RequiredLevel)
 	}
@@ -264,6 +283,11 @@ func (c *cycle) placementAllows(ji int32, g *groupReq, n int32) bool {
 			return false
 		}
 	}
+	for _, sp := range t.spread {
+		if !c.spreadAllows(ji, g, sp, n) {
+			return false
+		}
+	}
 	return true
 }
 
@@ -323,6 +347,12 @@ func (c *cycle) appendPlacementKey(b []byte, js *jobState) []byte {
 		b = append(b, "|excl"...)
 	}
 	if t := js.topo; t != nil {
+		for _, sp := range t.spread {
+			b = append(b, "|spread"...)
+			b = strconv.AppendInt(b, int64(sp.level), 10)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(sp.maxSkew), 10)
+		}
 		b = append(b, "|topo"...)
 		b = strconv.AppendInt(b, int64(t.required), 10)
 		for _, lv := range t.ladder {

@@ -34,6 +34,8 @@ type cycle struct {
 	setIdx   map[string]int32
 	levels   []levelState
 	levelIdx map[string]int32
+	spread   spreadCounts // the last count of a job's tasks per domain (placement_spread.go)
+	applies  int64        // placements applied or taken away so far, for spread's cache
 	// order is every pending job in the order allocate considered it.
 	order []int32
 	// victims caches, per partition, its running preemptible jobs in eviction order;

@@ -217,7 +217,7 @@ func (p *podEntry) sameAs(o *podEntry) bool {
 		p.bad == o.bad && p.gpu == o.gpu && sameResources(&p.request, &o.request) &&
 		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
 		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
-		p.consKey() == o.consKey() && p.placement == o.placement &&
+		p.consKey() == o.consKey() && samePlacement(&p.placement, &o.placement) &&
 		(p.implied == nil) == (o.implied == nil)
 }
 

@@ -35,6 +35,7 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 		out.Labels, out.Annotations = p.Labels, p.Annotations
 		out.Spec.NodeSelector, out.Spec.Priority = p.Spec.NodeSelector, p.Spec.Priority
 		out.Spec.Affinity, out.Spec.Tolerations = p.Spec.Affinity, p.Spec.Tolerations
+		out.Spec.TopologySpreadConstraints = p.Spec.TopologySpreadConstraints
 		out.Spec.ResourceClaims = p.Spec.ResourceClaims
 	}
 	return out

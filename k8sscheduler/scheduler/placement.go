@@ -200,7 +200,7 @@ func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
 			j.Placement.RequiredLevel, j.Placement.PreferredLevel = pp.RequiredLevel, pp.PreferredLevel
 		}
 		j.Placement.Exclusive = j.Placement.Exclusive || pp.Exclusive
-		j.Placement.OnePerNode = pp.OnePerNode
+		j.Placement.OnePerNode, j.Placement.Spread = pp.OnePerNode, pp.Spread
 		return true
 	}
 	j.Placement.OnePerNode = true
@@ -233,4 +233,26 @@ func (g *groupEntry) firstPod() *podEntry {
 		}
 	}
 	return first
+}
+
+// spreadRules are a pod's topology spread constraints that the core keeps: those with
+// whenUnsatisfiable DoNotSchedule whose selector matches the pod itself, so that they
+// spread its gang. Pods of other jobs that the selector matches are not counted, and
+// minDomains and the node inclusion policies are not read (docs/placement.md).
+func spreadRules(pod *corev1.Pod) []bridge.SpreadRule {
+	var out []bridge.SpreadRule
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.LabelSelector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector); err == nil && sel.Matches(labels.Set(pod.Labels)) {
+			out = append(out, bridge.SpreadRule{Level: c.TopologyKey, MaxSkew: c.MaxSkew})
+		}
+	}
+	return out
+}
+
+func samePlacement(a, b *bridge.Placement) bool {
+	return a.RequiredLevel == b.RequiredLevel && a.PreferredLevel == b.PreferredLevel && a.OnePerNode == b.OnePerNode &&
+		a.Exclusive == b.Exclusive && slices.Equal(a.Spread, b.Spread)
 }

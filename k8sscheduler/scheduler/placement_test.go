@@ -274,3 +274,32 @@ func TestConstraintsReusedAcrossPodVersions(t *testing.T) {
 		t.Errorf("a toleration added to the pod did not change its constraints")
 	}
 }
+
+// A gang whose pods spread over zones (DoNotSchedule, selecting themselves) goes two to a
+// zone, where binpack alone would fill zone a first.
+func TestTopologySpreadConstraints(t *testing.T) {
+	c := newCache()
+	for _, n := range placementNodes() {
+		setTestNode(c, n)
+	}
+	c.setQueue("q", &bridge.Queue{Name: "q"})
+	c.setPodGroup(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 4, Queue: "q"}})
+	for i := range 4 {
+		name := fmt.Sprintf("w%d", i)
+		pod := testPod(name, "1", nil, "")
+		pod.Labels["app"] = "train"
+		pod.Spec.Tolerations = tolerateML
+		pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}}}}
+		c.setPod("ns/"+name, convertPod(pod, "sluice"))
+	}
+	snap, _ := c.snapshot(metav1.Now().Time)
+	d := bridge.Schedule(snap)
+	perZone := map[string]int{}
+	for _, b := range d.Binds {
+		perZone[b.Node[2:3]]++ // n-a1 -> a
+	}
+	if len(d.Binds) != 4 || perZone["a"] != 2 || perZone["b"] != 2 {
+		t.Errorf("binds %+v (per zone %v), want two in each zone", d.Binds, perZone)
+	}
+}

@@ -96,6 +96,7 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	e.tolerations = len(pod.Spec.Tolerations)
 	e.placement = placementOf(pod.Annotations)
 	e.placement.OnePerNode = onePerNode(pod)
+	e.placement.Spread = spreadRules(pod)
 	if pod.Spec.Priority != nil {
 		e.priority = *pod.Spec.Priority
 	}

@@ -1,0 +1,59 @@
+package bridge
+
+// spreadCounts is, for one job, group and spread level, how many of the job's tasks hold
+// each domain now, and the fewest any allowed domain holds. It is kept until a placement
+// is applied or taken away anywhere (cycle.applies), so a scan over many nodes counts once.
+type spreadCounts struct {
+	job, group, level int32
+	applies           int64   // cycle.applies when counted
+	counts            []int32 // per domain; -1: no allowed node there
+	least             int32
+}
+
+// spreadAllows reports whether one more task of job ji, group g, on node n keeps the
+// rule's skew.
+func (c *cycle) spreadAllows(ji int32, g *groupReq, sp spreadRule, n int32) bool {
+	d := c.levels[sp.level].dom[n]
+	if d < 0 {
+		return false
+	}
+	sc := c.spreadOf(ji, g, sp.level)
+	return sc.counts[d]+1-sc.least <= sp.maxSkew
+}
+
+func (c *cycle) spreadOf(ji int32, g *groupReq, level int32) *spreadCounts {
+	js := &c.jobs[ji]
+	gi := int32(-1)
+	if g.set >= 0 {
+		gi = g.set // groups with one node set share their domains
+	}
+	sc := &c.spread
+	if sc.counts != nil && sc.job == ji && sc.group == gi && sc.level == level && sc.applies == c.applies {
+		return sc
+	}
+	lev := &c.levels[level]
+	sc.job, sc.group, sc.level, sc.applies = ji, gi, level, c.applies
+	sc.counts = append(sc.counts[:0], make([]int32, len(lev.names))...)
+	for i := range sc.counts {
+		sc.counts[i] = -1
+	}
+	for _, n := range c.parts[js.part].nodes {
+		if d := lev.dom[n]; d >= 0 && (g.set < 0 || c.sets[g.set].bits.has(n)) {
+			sc.counts[d] = 0
+		}
+	}
+	for _, pi := range js.places {
+		if pl := &c.places[pi]; pl.live {
+			if d := lev.dom[pl.node]; d >= 0 && sc.counts[d] >= 0 {
+				sc.counts[d]++
+			}
+		}
+	}
+	sc.least = -1
+	for _, k := range sc.counts {
+		if k >= 0 && (sc.least < 0 || k < sc.least) {
+			sc.least = k
+		}
+	}
+	return sc
+}
