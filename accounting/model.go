@@ -114,6 +114,9 @@ type Job struct {
 	Allocated    TRES      `json:"allocated"`
 	NodeList     string    `json:"node_list"`
 	RequeueCount int       `json:"requeue_count"`
+	// Steps are the job's steps (JOBID.batch, JOBID.0, ...) where a report
+	// reads them with the job; the ledger keeps them apart (Store.Steps).
+	Steps []Step `json:"steps,omitempty"`
 }
 
 // Validate rejects a record the ledger cannot account for.

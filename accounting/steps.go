@@ -144,3 +144,19 @@ func undash(s string) string {
 	}
 	return s
 }
+
+// Validate rejects a step the ledger cannot key or account for.
+func (s Step) Validate() error {
+	if s.JobID <= 0 {
+		return fmt.Errorf("step %q: job id %d is not positive", s.StepID, s.JobID)
+	}
+	if s.StepID != BatchStep {
+		if _, err := strconv.ParseUint(s.StepID, 10, 32); err != nil {
+			return fmt.Errorf("step %d.%s: the id must be %q or a number", s.JobID, s.StepID, BatchStep)
+		}
+	}
+	if _, err := ParseJobState(string(s.State)); err != nil {
+		return fmt.Errorf("step %d.%s: %v", s.JobID, s.StepID, err)
+	}
+	return nil
+}

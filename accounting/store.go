@@ -26,6 +26,8 @@ type Store interface {
 	UpsertNode(ctx context.Context, n Node) error
 	// RecordValidation writes a node's validation run keyed by node and start.
 	RecordValidation(ctx context.Context, v NodeValidation) error
+	// RecordSteps writes job steps keyed by job and step id.
+	RecordSteps(ctx context.Context, steps []Step) error
 
 	// Jobs returns the jobs matching f, ordered by job id.
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
@@ -38,6 +40,8 @@ type Store interface {
 	NodeDowns(ctx context.Context, from, to time.Time) ([]NodeDown, error)
 	// NodeValidations returns validation runs started within [from, to), by node and start.
 	NodeValidations(ctx context.Context, from, to time.Time) ([]NodeValidation, error)
+	// Steps returns the steps of jobs, by job id, the batch step first.
+	Steps(ctx context.Context, jobIDs []int64) ([]Step, error)
 	// Nodes returns every node ever recorded.
 	Nodes(ctx context.Context) ([]Node, error)
 	// HighestJobID is the largest job id the ledger holds (0 when empty):

@@ -116,11 +116,15 @@ func handleDBJobs(s *Server, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	list := []any{}
+	jobs = slices.DeleteFunc(jobs, func(j Job) bool { return !c.id.CanAccessJob(j.Desc.User, j.Desc.Account) })
+	rendered := make([]map[string]any, len(jobs))
+	list := make([]any, len(jobs))
 	for i := range jobs {
-		if c.id.CanAccessJob(jobs[i].Desc.User, jobs[i].Desc.Account) {
-			list = append(list, renderDBJob(&jobs[i], s.cfg.ClusterName))
-		}
+		rendered[i] = renderDBJob(&jobs[i], s.cfg.ClusterName)
+		list[i] = rendered[i]
+	}
+	if err := attachSteps(c.ctx, s.backend, jobs, rendered); err != nil {
+		return nil, err
 	}
 	return map[string]any{"jobs": list}, nil
 }
@@ -140,7 +144,11 @@ func handleDBJob(s *Server, c *call) (map[string]any, error) {
 	if !c.id.CanAccessJob(jobs[0].Desc.User, jobs[0].Desc.Account) {
 		return nil, Forbidden("job_id", "job %d belongs to %s; %s may not access it", id, jobs[0].Desc.User, c.id.User)
 	}
-	return map[string]any{"jobs": []any{renderDBJob(&jobs[0], s.cfg.ClusterName)}}, nil
+	rendered := []map[string]any{renderDBJob(&jobs[0], s.cfg.ClusterName)}
+	if err := attachSteps(c.ctx, s.backend, jobs[:1], rendered); err != nil {
+		return nil, err
+	}
+	return map[string]any{"jobs": []any{rendered[0]}}, nil
 }
 
 func handleAccounts(s *Server, c *call) (map[string]any, error) {

@@ -56,6 +56,12 @@ func newLedgerServer(t *testing.T) *httptest.Server {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.RecordSteps(ctx, []accounting.Step{
+		{JobID: 2, StepID: "batch", Name: "batch", State: accounting.StateFailed, ExitCode: 1, Start: ledgerDay(5, 0), End: ledgerDay(5, 4), Tasks: 1, NodeList: "gpu-1", TRES: accounting.TRES{CPUs: 1, Nodes: 1}},
+		{JobID: 2, StepID: "0", Name: "python", State: accounting.StateCancelled, Signal: 9, Start: ledgerDay(5, 1), End: ledgerDay(5, 3), Tasks: 2, NodeList: "gpu-1", TRES: accounting.TRES{CPUs: 2, GPUs: 0.5, Nodes: 1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	srv, err := NewServer(Config{Auth: *testAuth(), Hostname: "ctl"}, WithLedger(nil, accounting.Ledger{Store: st}))
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +175,32 @@ func TestDBJobShowsTheRecord(t *testing.T) {
 	}
 	if j["nodes"] != "gpu-[1-2]" || j["allocation_nodes"].(float64) != 2 || gpus != 16 {
 		t.Errorf("job 1: nodes %v (%v), gres/gpu %v; want gpu-[1-2], 2 nodes, 16 GPUs", j["nodes"], j["allocation_nodes"], gpus)
+	}
+}
+
+// TestDBJobShowsSteps: a job's record lists its steps (JOBID.batch, then
+// JOBID.0) with their state, exit code, times and TRES, in every version's
+// shape.
+func TestDBJobShowsSteps(t *testing.T) {
+	ts := newLedgerServer(t)
+	for _, v := range openapi.Versions {
+		r := dbGet(t, ts, "/slurmdb/"+v+"/job/2", tokenFor(t, "bob"))
+		if r.status != http.StatusOK || len(jobIDs(r)) != 1 {
+			t.Fatalf("%s: %d %s", v, r.status, r.body)
+		}
+		steps, _ := r.doc["jobs"].([]any)[0].(map[string]any)["steps"].([]any)
+		if len(steps) != 2 {
+			t.Fatalf("%s: steps %v, want 2.batch and 2.0", v, steps)
+		}
+		var got []string
+		for _, st := range steps {
+			m := st.(map[string]any)
+			ec := m["exit_code"].(map[string]any)
+			got = append(got, fmt.Sprintf("%v %v %v %v", m["step"].(map[string]any)["id"], m["state"].([]any)[0], ec["status"].([]any)[0], m["time"].(map[string]any)["elapsed"]))
+		}
+		if want := []string{"2.batch FAILED ERROR 14400", "2.0 CANCELLED SIGNALED 7200"}; !slices.Equal(got, want) {
+			t.Errorf("%s: steps %q, want %q", v, got, want)
+		}
 	}
 }
 

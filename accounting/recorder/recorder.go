@@ -50,6 +50,7 @@ type Recorder struct {
 	scheme *runtime.Scheme
 	st     *state
 	synced chan struct{}
+	steps  stepLog
 }
 
 // New checks the configuration; nothing talks to the API server until Run.
@@ -169,6 +170,10 @@ func (r *Recorder) flush(ctx context.Context) error {
 		return nil
 	}
 	if err := r.loadKnown(ctx, work); err != nil {
+		r.st.requeue(work)
+		return err
+	}
+	if err := r.steps.record(ctx, r.cfg.Store, work); err != nil {
 		r.st.requeue(work)
 		return err
 	}

@@ -249,3 +249,34 @@ func TestSshareGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestSacctListsSteps: sacct -j ID lists the job, then ID.batch and ID.0
+// with their own state, exit code and TRES, as Slurm does.
+func TestSacctListsSteps(t *testing.T) {
+	s := site(t)
+	ctx := context.Background()
+	start := now.Add(-time.Hour)
+	if err := s.RecordSteps(ctx, []accounting.Step{
+		{JobID: 6, StepID: "0", Name: "python", State: accounting.StateFailed, ExitCode: 3, Start: start, End: start.Add(time.Minute), Tasks: 2, NodeList: "job-6-[0-1]", TRES: accounting.TRES{CPUs: 2, GPUs: 2, Nodes: 2}},
+		{JobID: 6, StepID: "batch", Name: "batch", State: accounting.StateFailed, ExitCode: 3, Start: start, End: start.Add(2 * time.Minute), Tasks: 1, TRES: accounting.TRES{CPUs: 1, Nodes: 1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := Sacct(ctx, s, SacctQuery{Filter: accounting.JobFilter{JobIDs: []int64{6}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := SacctTable(jobs, "JobID,JobName,State,ExitCode,AllocTRES%40", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := tab.WriteText(&b, TextOptions{Parsable2: true, NoHeader: true}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := []string{"6.batch|batch|FAILED|3:0|cpu=1,node=1", "6.0|python|FAILED|3:0|cpu=2,gres/gpu=2,node=2"}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "6|") || lines[1] != want[0] || lines[2] != want[1] {
+		t.Errorf("sacct -j 6:\n%s\nwant the job, then:\n%s", b.String(), strings.Join(want, "\n"))
+	}
+}

@@ -21,7 +21,25 @@ func Sacct(ctx context.Context, s accounting.Store, q SacctQuery) ([]accounting.
 	if !f.Start.IsZero() && !f.End.IsZero() && !f.End.After(f.Start) {
 		return nil, fmt.Errorf("sacct: end time %s is not after start time %s", slurmTime(f.End), slurmTime(f.Start))
 	}
-	return s.Jobs(ctx, f)
+	jobs, err := s.Jobs(ctx, f)
+	if err != nil || len(jobs) == 0 {
+		return jobs, err
+	}
+	ids := make([]int64, len(jobs))
+	at := make(map[int64]int, len(jobs))
+	for i, j := range jobs {
+		ids[i], at[j.JobID] = j.JobID, i
+	}
+	steps, err := s.Steps(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range steps {
+		if i, ok := at[st.JobID]; ok {
+			jobs[i].Steps = append(jobs[i].Steps, st)
+		}
+	}
+	return jobs, nil
 }
 
 // sacctField renders one sacct column for a job as of now.
@@ -104,8 +122,32 @@ func SacctTable(jobs []accounting.Job, format string, now time.Time) (Table, err
 			row[i] = v(j, now)
 		}
 		t.Rows = append(t.Rows, row)
+		for _, st := range j.Steps {
+			sj := stepRow(j, st)
+			row := make([]string, len(cols))
+			for i, v := range values {
+				switch cols[i].Name {
+				case "JobID":
+					row[i] = jobID(j) + "." + st.StepID
+				case "JobIDRaw":
+					row[i] = strconv.FormatInt(j.JobID, 10) + "." + st.StepID
+				default:
+					row[i] = v(sj, now)
+				}
+			}
+			t.Rows = append(t.Rows, row)
+		}
 	}
 	return t, nil
+}
+
+// stepRow is a step as sacct lists it under its job: its own name, state,
+// exit code, times and TRES; the job's account; no partition, QOS, user
+// or request (sacct leaves those blank on step lines).
+func stepRow(j accounting.Job, s accounting.Step) accounting.Job {
+	return accounting.Job{JobID: j.JobID, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID, Name: s.Name,
+		Account: j.Account, Start: s.Start, End: s.End, State: s.State, ExitCode: s.ExitCode, ExitSignal: s.Signal,
+		Allocated: s.TRES, NodeList: s.NodeList}
 }
 
 // jobID prints an array task as Slurm does: arrayjobid_taskid.

@@ -480,3 +480,41 @@ func TestValidationHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestStepsRoundTripAndReplace: steps are keyed by job and step id (a
+// second report replaces the first) and come back batch step first, then
+// by number.
+func TestStepsRoundTripAndReplace(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		steps := []accounting.Step{
+			{JobID: 5, StepID: "10", Name: "b", State: accounting.StateCompleted, Start: at(20), End: at(30), Tasks: 2, TRES: accounting.TRES{CPUs: 2, GPUs: 0.5, Nodes: 1}},
+			{JobID: 5, StepID: "2", Name: "a", State: accounting.StateFailed, ExitCode: 3, Start: at(10), End: at(20), Tasks: 4, NodeList: "n-[0-1]"},
+			{JobID: 5, StepID: "batch", Name: "batch", State: accounting.StateRunning, Start: at(0)},
+			{JobID: 6, StepID: "batch", Name: "batch", State: accounting.StateCompleted},
+		}
+		if err := s.RecordSteps(ctx, steps); err != nil {
+			t.Fatal(err)
+		}
+		steps[2].State, steps[2].End = accounting.StateFailed, at(40)
+		if err := s.RecordSteps(ctx, steps[2:3]); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Steps(ctx, []int64{5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []accounting.Step{steps[2], steps[1], steps[0]}
+		if len(got) != 3 {
+			t.Fatalf("got %+v", got)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("step %d: got %+v, want %+v", i, got[i], want[i])
+			}
+		}
+		if err := s.RecordSteps(ctx, []accounting.Step{{JobID: 5, StepID: "x", State: accounting.StateCompleted}}); err == nil {
+			t.Error("a step id that is neither batch nor a number was accepted")
+		}
+	})
+}

@@ -151,8 +151,8 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 	fs.StringVar(end, "endtime", "", "end of the window")
 	format := fs.String("o", report.SacctDefaultFormat, "fields, e.g. JobID,State,AllocTRES%60; also --format")
 	fs.StringVar(format, "format", report.SacctDefaultFormat, "fields")
-	fs.Bool("X", false, "allocations only; also --allocations (the ledger records allocations, no steps, so this is always so)")
-	fs.Bool("allocations", false, "allocations only")
+	allocations := fs.Bool("X", false, "allocations only, no steps (JOBID.batch, JOBID.0, ...); also --allocations")
+	fs.BoolVar(allocations, "allocations", false, "allocations only, no steps")
 	helpFormat := fs.Bool("e", false, "list the fields --format accepts; also --helpformat")
 	fs.BoolVar(helpFormat, "helpformat", false, "list the fields --format accepts")
 	var layout layoutFlags
@@ -207,6 +207,11 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 	res, err := c.LedgerJobs(ctx, q)
 	if err != nil {
 		return err
+	}
+	if *allocations {
+		for i := range res.Jobs {
+			res.Jobs[i].Steps = nil
+		}
 	}
 	t, err := report.SacctTable(res.Jobs, *format, now)
 	if err != nil {
