@@ -186,13 +186,14 @@ func TestPlacementAgreesWithKubeScheduler(t *testing.T) {
 
 // A 2-node gang that requires one rack waits, with a reason naming the rack level, while
 // each rack has only one free node (together they would hold it); once a rack frees up it
-// lands inside that rack, although binpack alone would split it over both.
+// lands inside that rack, although binpack alone would split it over both. Then the same
+// for a Slurm job with --switches=1 (the partition's innermost level, rack).
 func TestRackGang(t *testing.T) {
 	e := setup(t)
 	e.create(&v1alpha1.Partition{ObjectMeta: metav1.ObjectMeta{Name: "rk"},
 		Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: "rk"}, Topology: []string{"rack"}}})
 	e.queue("rk-q", "rk", 0)
-	e.run()
+	e.runWith(&memberPods{})
 	for name, node := range map[string]string{"blocker-1": cluster.NodeName("rk-1", 0), "blocker-2": cluster.NodeName("rk-2", 1)} {
 		e.createPod(name, func(p *corev1.Pod) { // kube-scheduler's pods, a whole node each
 			p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
@@ -217,6 +218,29 @@ func TestRackGang(t *testing.T) {
 	slices.Sort(nodes)
 	if want := []string{cluster.NodeName("rk-2", 0), cluster.NodeName("rk-2", 1)}; !slices.Equal(nodes, want) {
 		t.Errorf("gang on %v, want %v (rack r2)", nodes, want)
+	}
+
+	// Free one node of r2: rk-1-1 and rk-2-0 are free, in two racks. A 2-node Slurm job
+	// with --switches=1 (one pod per node, as every Slurm job) would fit across them, and
+	// waits.
+	for _, n := range gang {
+		if e.pod(n).Spec.NodeName == cluster.NodeName("rk-2", 0) {
+			e.deletePod(n)
+		}
+	}
+	e.create(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-9", Namespace: e.ns,
+		Annotations: map[string]string{v1alpha1.SwitchesAnnotation: "1"}},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "rk-q", Partition: "rk", Slurm: &v1alpha1.SlurmJob{User: "alice"},
+			Members: []v1alpha1.MemberSet{{Name: "node", Count: 2, Resources: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("4")}}}}})
+	c = e.condition("job-9", v1alpha1.PodGroupConditionScheduled, metav1.ConditionFalse, waitLong)
+	if c.Reason != bridge.ReasonResources || !strings.Contains(c.Message, "rack") {
+		t.Errorf("Slurm job's pending condition %+v, want Resources naming the rack level", c)
+	}
+	e.deletePod("blocker-1")
+	nodes = e.waitBound([]string{"job-9-0", "job-9-1"}, waitLong)
+	slices.Sort(nodes)
+	if want := []string{cluster.NodeName("rk-1", 0), cluster.NodeName("rk-1", 1)}; !slices.Equal(nodes, want) {
+		t.Errorf("Slurm job on %v, want %v (rack r1)", nodes, want)
 	}
 }
 
