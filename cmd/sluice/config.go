@@ -442,7 +442,7 @@ func (s SlurmConfig) launcherImage() string {
 		return s.LauncherImage
 	}
 	if version == "dev" || version == "" {
-		return "ghcr.io/sluicehq/sluice:latest"
+		return kube.DefaultLauncherImage
 	}
 	return "ghcr.io/sluicehq/sluice:" + version
 }

@@ -28,11 +28,15 @@ type PodOptions struct {
 	// none; empty refuses such jobs.
 	DefaultImage string
 	// LauncherImage is the sluice image whose binary every job pod's init
-	// container copies in (the launcher and srun).
+	// container copies in (the launcher and srun); default
+	// DefaultLauncherImage.
 	LauncherImage string
 	// Timeout bounds the reads and the Service create of one call; default 10s.
 	Timeout time.Duration
 }
+
+// DefaultLauncherImage is the launcher image of a factory not given one.
+const DefaultLauncherImage = "ghcr.io/sluicehq/sluice:latest"
 
 // PodFactory makes the pods of Slurm jobs for the scheduler
 // (k8sscheduler/scheduler.PodFactory). It refuses a job that is held or
@@ -54,6 +58,9 @@ func NewPodFactory(cfg *rest.Config, opts PodOptions) (*PodFactory, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
+	}
+	if opts.LauncherImage == "" {
+		opts.LauncherImage = DefaultLauncherImage
 	}
 	return &PodFactory{c: c, opts: opts, services: map[string]bool{}}, nil
 }

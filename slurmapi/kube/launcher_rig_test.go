@@ -1,0 +1,77 @@
+package kube
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/test/e2e"
+)
+
+// TestFactoryGivesMultiNodeJobsALaunchKey: starting a two-node job
+// creates its launch key Secret (owned by the job, so it goes with it) and
+// the Service; both pods run the launcher from the init container and
+// mount that Secret; a one-node job gets no Secret and mounts none.
+func TestFactoryGivesMultiNodeJobsALaunchKey(t *testing.T) {
+	_, b := rigServer(t)
+	ctx := context.Background()
+	f, err := NewPodFactory(e2e.Rig(t).RESTConfig(), PodOptions{LauncherImage: testLauncherImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(nodes int) *v1alpha1.PodGroup {
+		t.Helper()
+		res, err := b.Submit(ctx, &slurmapi.JobDesc{User: "alice", Account: "nlp", Partition: "h100", Script: "#!/bin/bash\nsrun hostname\n",
+			Nodes: nodes, Tasks: nodes, CPUsPerTask: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pg v1alpha1.PodGroup
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: PodGroupName(res.JobID)}, &pg); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.c.Delete(ctx, &pg) })
+		return &pg
+	}
+	two, one := load(2), load(1)
+	pods, err := f.Pods(two, []bridge.Bind{{Node: "h100-0", Group: memberName}, {Node: "h100-1", Group: memberName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec corev1.Secret
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(two)}, &sec); err != nil {
+		t.Fatalf("launch key Secret: %v", err)
+	}
+	if len(sec.Data[LaunchKeyField]) < 32 || len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != two.UID {
+		t.Errorf("Secret %s: %d key bytes, owners %v; want a key owned by the job's PodGroup", sec.Name, len(sec.Data[LaunchKeyField]), sec.OwnerReferences)
+	}
+	var svc corev1.Service
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: JobsService}, &svc); err != nil {
+		t.Errorf("headless Service: %v", err)
+	}
+	for _, p := range pods {
+		checkLauncher(t, p, LaunchSecretName(two))
+	}
+	// The key is made once: a second start (a requeued run) reuses it.
+	if _, err := f.Pods(two, []bridge.Bind{{Node: "h100-0", Group: memberName}, {Node: "h100-1", Group: memberName}}); err != nil {
+		t.Fatalf("second start: %v", err)
+	}
+	var again corev1.Secret
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(two)}, &again); err != nil || string(again.Data[LaunchKeyField]) != string(sec.Data[LaunchKeyField]) {
+		t.Errorf("the key changed on a second start (%v)", err)
+	}
+	single, err := f.Pods(one, []bridge.Bind{{Node: "h100-0", Group: memberName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLauncher(t, single[0], "")
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(one)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a one-node job got a launch key Secret (%v)", err)
+	}
+}
