@@ -117,12 +117,12 @@ func newCluster(spec Spec, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(5)
+	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
 	c.Dir = dir
-	c.layout = layout{dir: dir, etcdClient: ports[0], etcdPeer: ports[1], apiServer: ports[2], kcm: ports[3], scheduler: ports[4]}
+	c.layout = layout{dir: dir, etcdClient: ports[0], etcdPeer: ports[1], apiServer: ports[2], kcm: ports[3], scheduler: ports[4], kwok: ports[5]}
 	for _, p := range c.layout.ownedPaths() {
 		if err := os.RemoveAll(p); err != nil {
 			return nil, fmt.Errorf("clear old rig state: %w", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // kwokStages is the kwok --config the rig runs with: its node and pod stages.
@@ -31,6 +32,7 @@ type layout struct {
 	apiServer  int
 	kcm        int
 	scheduler  int
+	kwok       int // kwok's kubelet server: container logs of the simulated nodes
 }
 
 func (l layout) path(parts ...string) string {
@@ -110,6 +112,9 @@ func (l layout) apiServerArgs(f pkiFiles) []string {
 		// and local; the default per-user fairness limits only skew benchmarks.
 		"--max-requests-inflight=1600",
 		"--max-mutating-requests-inflight=800",
+		// Every simulated node's kubelet is kwok on this host (InternalIP
+		// 127.0.0.1); the nodes' host names resolve nowhere.
+		"--kubelet-preferred-address-types=InternalIP",
 	}
 }
 
@@ -164,12 +169,49 @@ func (l layout) schedulerArgs(f pkiFiles) []string {
 	return l.controlPlaneClientArgs("kube-scheduler", l.scheduler, f)
 }
 
-func (l layout) kwokArgs() []string {
+// kwokArgs run kwok as every simulated node's kubelet, serving their
+// containers' logs (ClusterLogs in its config) on 127.0.0.1 over TLS, as
+// the API server expects of a kubelet.
+func (l layout) kwokArgs(f pkiFiles) []string {
 	return []string{
 		"--kubeconfig=" + l.kubeconfig("kwok"),
 		"--config=" + l.path("kwok", "stages.yaml"),
 		"--manage-nodes-with-annotation-selector=" + fmt.Sprintf("%s=%s", annotationKwokNode, kwokNodeValue),
 		"--cidr=" + podCIDR,
-		"--node-ip=10.1.0.1",
+		"--node-ip=127.0.0.1",
+		"--node-port=" + strconv.Itoa(l.kwok),
+		"--server-address=127.0.0.1:" + strconv.Itoa(l.kwok),
+		"--tls-cert-file=" + f.ServingCert,
+		"--tls-private-key-file=" + f.ServingKey,
 	}
+}
+
+// simulatedLog is what a simulated container's log reads: kwok runs no
+// program, so there is no output to show. kwok reads the file in the
+// container runtime's log format (time, stream, tag, text), as a kubelet
+// reads its containers' logs.
+func simulatedLog(at time.Time) []byte {
+	var b strings.Builder
+	for _, line := range []string{
+		"[sluice rig] this pod ran on a simulated (kwok) node: no program ran, so it wrote no output.",
+		"[sluice rig] on a real cluster this log is the job's stdout and stderr.",
+	} {
+		fmt.Fprintf(&b, "%s stdout F %s\n", at.UTC().Format(time.RFC3339Nano), line)
+	}
+	return []byte(b.String())
+}
+
+// kwokConfig is the rig's kwok --config: its stages and a ClusterLogs that
+// gives every simulated container the log file at logFile.
+func kwokConfig(logFile string) []byte {
+	return append(append([]byte(nil), kwokStages...), fmt.Sprintf(`---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: simulated-logs
+spec:
+  selector: {}
+  logs:
+  - logsFile: %q
+`, logFile)...)
 }

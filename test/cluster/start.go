@@ -37,7 +37,10 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 			return fmt.Errorf("write %s kubeconfig: %w", name, err)
 		}
 	}
-	if err := os.WriteFile(l.path("kwok", "stages.yaml"), kwokStages, 0o600); err != nil {
+	if err := os.WriteFile(l.path("kwok", "pod.log"), simulatedLog(time.Now()), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.path("kwok", "stages.yaml"), kwokConfig(l.path("kwok", "pod.log")), 0o600); err != nil {
 		return err
 	}
 	if err := c.loadClient(); err != nil {
@@ -83,7 +86,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	}
 	// kwok reads ~/.kwok/kwok.yaml if there is one; a private HOME keeps a
 	// developer's own kwok setup out of the rig.
-	kwok, err := c.run("kwok", bin("kwok"), l.kwokArgs(), []string{"HOME=" + l.path("kwok", "home")})
+	kwok, err := c.run("kwok", bin("kwok"), l.kwokArgs(keys.files), []string{"HOME=" + l.path("kwok", "home")})
 	if err != nil {
 		return err
 	}
