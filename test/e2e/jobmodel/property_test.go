@@ -21,7 +21,6 @@ import (
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
-	"github.com/sluicehq/sluice/slurmapi"
 	slurmclient "github.com/sluicehq/sluice/slurmapi/client"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
@@ -134,15 +133,7 @@ func startSite(t *testing.T) *site {
 	crs := sluiceproc.InstallSite(t, rig.RESTConfig())
 	s := &site{t: t, rig: rig, crs: crs, ns: e2e.TeamNamespace(t, rig, "nlp")}
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "jwt.key")
-	key, err := slurmapi.LoadOrCreateKey(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := slurmapi.MintToken(key, "alice", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyFile, token := sluiceproc.KeyAndToken(t, dir, "alice")
 	server := sluiceproc.Start(t, "sluice server", map[string]any{
 		"kubeconfig": rig.Kubeconfig, "stateDir": filepath.Join(dir, "state"), "listen": "127.0.0.1:0",
 		"leaderElection": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": false},

@@ -20,7 +20,6 @@ import (
 	"github.com/sluicehq/sluice/remediation/agent"
 	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/remediation/health"
-	"github.com/sluicehq/sluice/slurmapi"
 	slurmclient "github.com/sluicehq/sluice/slurmapi/client"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/test/cluster"
@@ -64,15 +63,7 @@ func startSiteWith(t *testing.T, remediation map[string]any, nodes ...string) *s
 	s := &site{t: t, kube: rig.Client(), crs: crs, ns: e2e.TeamNamespace(t, rig, "nlp"), faults: map[string]string{}}
 
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "jwt.key")
-	key, err := slurmapi.LoadOrCreateKey(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := slurmapi.MintToken(key, "alice", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyFile, token := sluiceproc.KeyAndToken(t, dir, "alice")
 	stateDir := filepath.Join(dir, "state")
 	s.ledger = filepath.Join(stateDir, "ledger.db")
 	rem := map[string]any{"enabled": true, "drainTimeout": drainTimeout.String(),
