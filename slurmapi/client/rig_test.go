@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func siteServer(t *testing.T) *httptest.Server {
 			t.Fatal(err)
 		}
 	}
-	srv, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: key}}, b)
+	srv, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: key, Operators: []string{"slurm"}}}, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +188,41 @@ func TestSubmitReturnsTheServersWarnings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScontrolDrainsNodeOnRig: scontrol update NodeName=h100-0 State=DRAIN
+// Reason=maint, through the client, shows the node drained with its
+// reason in sinfo's view (the nodes list); RESUME brings it back; a plain
+// user may do neither.
+func TestScontrolDrainsNodeOnRig(t *testing.T) {
+	ts := siteServer(t)
+	alice, operator := as(t, ts, "alice"), as(t, ts, "slurm")
+	ctx := context.Background()
+	const name = "h100-0"
+	t.Cleanup(func() { operator.UpdateNode(ctx, name, map[string]any{"state": []string{"RESUME"}}) })
+	node := func() client.Node {
+		t.Helper()
+		n, err := alice.Node(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	drained := func(n client.Node) bool { return slices.Contains(n.State, "DRAIN") }
+	if _, err := alice.UpdateNode(ctx, name, map[string]any{"state": []string{"DRAIN"}, "reason": "maint"}); !client.IsForbidden(err) {
+		t.Errorf("alice drained a node: %v, want forbidden", err)
+	}
+	if _, err := operator.UpdateNode(ctx, name, map[string]any{"state": []string{"DRAIN"}, "reason": "maint"}); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if n := node(); !drained(n) || n.Reason != "maint" || n.ReasonSetUser != "slurm" {
+		t.Errorf("drained node: state %v reason %q by %q", n.State, n.Reason, n.ReasonSetUser)
+	}
+	if _, err := operator.UpdateNode(ctx, name, map[string]any{"state": []string{"RESUME"}}); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if n := node(); drained(n) || n.Reason != "" {
+		t.Errorf("resumed node: state %v reason %q", n.State, n.Reason)
 	}
 }
