@@ -75,11 +75,13 @@ func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
 	if minMember != 2 || queue != "nlp" {
 		t.Errorf("PodGroup %s: minMember %d queue %q, want 2 and nlp", group, minMember, queue)
 	}
-	// The webhook (served with the chart's CA, so the API server trusted it)
-	// wired each container to the GPUs the binder assigns.
+	// Whole-GPU pods get their devices from the node's device plugin: the
+	// webhook (which named the group above, so the API server trusted the
+	// chart's CA) must not point them at a GPU of Sluice's choosing, which
+	// could be another pod's.
 	for _, p := range pods {
-		if !hasEnv(p.Spec.Containers[0], v1alpha1.VisibleDevicesEnv) {
-			t.Errorf("pod %s has no %s: the webhook did not mutate it", p.Name, v1alpha1.VisibleDevicesEnv)
+		if hasEnv(p.Spec.Containers[0], v1alpha1.VisibleDevicesEnv) {
+			t.Errorf("whole-GPU pod %s has %s set by admission; the device plugin chooses its GPUs", p.Name, v1alpha1.VisibleDevicesEnv)
 		}
 	}
 }
