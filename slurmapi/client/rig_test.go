@@ -226,3 +226,27 @@ func TestScontrolDrainsNodeOnRig(t *testing.T) {
 		t.Errorf("resumed node: state %v reason %q", n.State, n.Reason)
 	}
 }
+
+// TestSacctmgrReadsOnRig: what sacctmgr and sprio read of slurmdb decodes
+// from the server's real answers on the example site.
+func TestSacctmgrReadsOnRig(t *testing.T) {
+	ts := siteServer(t)
+	alice := as(t, ts, "alice")
+	ctx := context.Background()
+	qos, err := alice.QOSList(ctx)
+	if err != nil || !slices.ContainsFunc(qos, func(q client.QOS) bool { return q.Name == "normal" }) {
+		t.Errorf("QOS: %+v %v, want normal among them", qos, err)
+	}
+	accounts, err := alice.Accounts(ctx)
+	if err != nil || !slices.ContainsFunc(accounts, func(a client.Account) bool { return a.Name == "nlp" }) {
+		t.Errorf("accounts: %+v %v, want nlp among them", accounts, err)
+	}
+	users, err := alice.Users(ctx)
+	if err != nil || !slices.ContainsFunc(users, func(u client.User) bool { return u.Name == "alice" && u.Default.Account == "nlp" }) {
+		t.Errorf("users: %+v %v, want alice with default account nlp", users, err)
+	}
+	assocs, err := alice.Associations(ctx)
+	if err != nil || !slices.ContainsFunc(assocs, func(a client.Association) bool { return a.User == "alice" && a.Account == "nlp" }) {
+		t.Errorf("associations: %+v %v, want alice in nlp", assocs, err)
+	}
+}

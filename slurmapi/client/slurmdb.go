@@ -8,10 +8,10 @@ import (
 
 // QOS is what sacctmgr and sprio show of a QOS (v0.0.44 slurmdb qos).
 type QOS struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Priority    NoVal  `json:"priority"`
-	UsageFactor NoVal  `json:"usage_factor"`
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	Priority    NoVal      `json:"priority"`
+	UsageFactor FloatNoVal `json:"usage_factor"`
 	Preempt     struct {
 		Mode []string `json:"mode"`
 	} `json:"preempt"`
@@ -37,6 +37,13 @@ type QOS struct {
 			} `json:"tres"`
 		} `json:"max"`
 	} `json:"limits"`
+}
+
+// FloatNoVal is a no-value struct holding a float (usage_factor).
+type FloatNoVal struct {
+	Set      bool    `json:"set"`
+	Infinite bool    `json:"infinite"`
+	Number   float64 `json:"number"`
 }
 
 // TRESCount is one entry of a TRES list.
