@@ -1,6 +1,6 @@
 // Package jobmodel is the end-to-end property test of the one job model (issue 14): a
 // seeded random mix of Slurm jobs and manifest workloads (bare pods, gang Jobs) runs
-// through success, failure, OOM, cancel and requeue on a real `sluice server`, and every
+// through success, failure, OOM, cancel, requeue and eviction on a real `sluice server`, and every
 // view of each job (REST job/{id}, the read model over the cluster's objects, the ledger
 // through the accounting API) must agree.
 package jobmodel

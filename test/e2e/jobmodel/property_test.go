@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,10 +37,11 @@ const (
 	oom             // exit code 137, which the rig's kwok reports as OOMKilled
 	cancel          // scancel, or deleting the workload
 	requeue         // scontrol requeue while running, then success (Slurm jobs only)
+	evict           // one pod evicted while running (a drain, a preemption): requeued, then success (Slurm jobs only)
 )
 
 func (o outcome) String() string {
-	return [...]string{"succeed", "fail", "oom", "cancel", "requeue"}[o]
+	return [...]string{"succeed", "fail", "oom", "cancel", "requeue", "evict"}[o]
 }
 
 // job is one job of the mix and what the test knows of it.
@@ -74,11 +76,11 @@ func TestEveryViewAgrees(t *testing.T) {
 		j := &job{kind: [...]string{"slurm", "pod", "gang"}[i%3]}
 		outcomes := []outcome{succeed, fail, oom, cancel}
 		if j.kind == "slurm" {
-			outcomes = append(outcomes, requeue)
+			outcomes = append(outcomes, requeue, evict)
 		}
 		j.outcome = outcomes[rnd.IntN(len(outcomes))]
 		j.want = map[outcome]jobstate.State{succeed: jobstate.Completed, fail: jobstate.Failed, oom: jobstate.OutOfMemory,
-			cancel: jobstate.Cancelled, requeue: jobstate.Completed}[j.outcome]
+			cancel: jobstate.Cancelled, requeue: jobstate.Completed, evict: jobstate.Completed}[j.outcome]
 		s.start(j, i)
 		jobs = append(jobs, j)
 	}
@@ -95,6 +97,10 @@ func TestEveryViewAgrees(t *testing.T) {
 				t.Fatalf("%s: requeue: %v", j, err)
 			}
 			s.agree(j)
+		case evict:
+			s.waitState(j, jobstate.Running)
+			s.evictOne(j)
+			s.agree(j)
 		}
 	}
 	for _, j := range jobs {
@@ -108,7 +114,7 @@ func TestEveryViewAgrees(t *testing.T) {
 		if jobstate.State(rec.State) != j.want {
 			t.Errorf("%s: ledger says %s, want %s", j, rec.State, j.want)
 		}
-		if j.outcome == requeue && rec.RequeueCount != 1 {
+		if (j.outcome == requeue || j.outcome == evict) && rec.RequeueCount != 1 {
 			t.Errorf("%s: ledger requeue count %d, want 1", j, rec.RequeueCount)
 		}
 		if r, err := s.rest.Job(context.Background(), j.id); err == nil && r.State() != string(rec.State) {
@@ -145,8 +151,8 @@ func startSite(t *testing.T) *site {
 	return s
 }
 
-// simulated is the run a job's outcome asks of its pods: a cancelled or requeued job
-// runs until it is stopped; 8 s leaves time to see it running.
+// simulated is the run a job's outcome asks of its pods: a cancelled, requeued or evicted
+// job runs until it is stopped; 8 s leaves time to see it running.
 func simulated(o outcome) (time.Duration, int, bool) {
 	switch o {
 	case fail:
@@ -167,7 +173,7 @@ func (s *site) start(j *job, i int) {
 		if ends {
 			env = append(env, "SLUICE_SIM_DURATION="+d.String(), "SLUICE_SIM_EXIT_CODE="+strconv.Itoa(code))
 		}
-		if j.outcome == requeue { // runs until requeued, then succeeds: the env is the job's, so it must end
+		if j.outcome == requeue || j.outcome == evict { // runs until requeued, then succeeds: the env is the job's, so it must end
 			env = append(env, "SLUICE_SIM_DURATION=12s")
 		}
 		id, _, err := s.rest.Submit(context.Background(), map[string]any{"environment": env,
@@ -244,6 +250,21 @@ func (s *site) cancel(j *job) {
 	}
 	if err != nil {
 		s.t.Fatalf("%s: cancel: %v", j, err)
+	}
+}
+
+// evictOne evicts the first pod of the Slurm job's run through the Eviction API, as a
+// drain or another scheduler's preemption would; the job was submitted with --requeue.
+func (s *site) evictOne(j *job) {
+	ctx := context.Background()
+	var pods corev1.PodList
+	if err := s.crs.List(ctx, &pods, client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(j.id), 10)}); err != nil || len(pods.Items) == 0 {
+		s.t.Fatalf("%s: its pods: %d (%v)", j, len(pods.Items), err)
+	}
+	p := pods.Items[0]
+	err := s.rig.Client().CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+	if err != nil {
+		s.t.Fatalf("%s: evict %s: %v", j, p.Name, err)
 	}
 }
 
