@@ -250,3 +250,27 @@ func TestSacctmgrReadsOnRig(t *testing.T) {
 		t.Errorf("associations: %+v %v, want alice in nlp", assocs, err)
 	}
 }
+
+// TestScancelOneArrayTaskOnRig: scancel 123_2 cancels task 2 only (as in
+// Slurm); the array's other tasks stay pending.
+func TestScancelOneArrayTaskOnRig(t *testing.T) {
+	ts := siteServer(t)
+	alice := as(t, ts, "alice")
+	ctx := context.Background()
+	id, _, err := alice.Submit(ctx, map[string]any{"script": "#!/bin/sh\ntrue\n", "environment": []string{"PATH=/bin"}, "array": "0-3", "hold": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := strconv.FormatUint(uint64(id), 10)
+	t.Cleanup(func() { alice.Cancel(ctx, id, "") })
+	if err := alice.CancelRef(ctx, ref+"_2", ""); err != nil {
+		t.Fatalf("scancel %s_2: %v", ref, err)
+	}
+	jobs, err := alice.JobRecords(ctx, ref)
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("records of %s: %v %v", ref, jobs, err)
+	}
+	if rec := jobs[0]; rec.State() != "PENDING" || rec.ArrayTaskString != "0-1,3" {
+		t.Errorf("after scancel %s_2 the array is %s with tasks %q, want PENDING with 0-1,3", ref, rec.State(), rec.ArrayTaskString)
+	}
+}
