@@ -61,6 +61,7 @@ func LaunchSecretName(pg *v1alpha1.PodGroup) string { return pg.Name + "-launch"
 const (
 	SimDurationEnv        = "SLUICE_SIM_DURATION"
 	SimExitCodeEnv        = "SLUICE_SIM_EXIT_CODE"
+	SimMessageEnv         = "SLUICE_SIM_TERMINATION_MESSAGE" // the batch host's only
 	SimDurationAnnotation = v1alpha1.SimDurationAnnotation
 	SimExitCodeAnnotation = v1alpha1.SimExitCodeAnnotation
 )
@@ -134,6 +135,9 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 		// files, as in Slurm; the other pods run the launcher only.
 		c := &pods[0].Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvScript, Value: s.Script})
+		if m := s.Environment[SimMessageEnv]; m != "" && s.Environment[SimDurationEnv] != "" {
+			pods[0].Annotations[v1alpha1.SimMessageAnnotation] = m
+		}
 		stdout, stderr := outputFiles(pg, binds[0].Node)
 		if stdout != "" {
 			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStdout, Value: stdout})

@@ -125,6 +125,7 @@ func serverNeeds(ns string) []access {
 		{verb: "create", resource: "namespaces"},
 		{verb: "get", resource: "namespaces", name: "team-a"},
 		{verb: "create", resource: "services", namespace: "slurm-nlp"},
+		{verb: "create", resource: "secrets", namespace: "slurm-nlp"}, // a multi-node job's launch key
 		{verb: "create", resource: "events", namespace: "team-a"},
 		{verb: "patch", resource: "events", namespace: "team-a"},
 		{verb: "create", group: sched, resource: "podgroups", namespace: "team-a"},

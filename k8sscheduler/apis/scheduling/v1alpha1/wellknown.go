@@ -133,6 +133,11 @@ const (
 	// them from SLUICE_SIM_DURATION and SLUICE_SIM_EXIT_CODE.
 	SimDurationAnnotation = "sluice.dev/sim-duration"
 	SimExitCodeAnnotation = "sluice.dev/sim-exit-code"
+	// SimMessageAnnotation is the termination message the rig's kwok
+	// stages give the ended container, as a kubelet copies it from
+	// /dev/termination-log; a Slurm job's batch host gets it from
+	// SLUICE_SIM_TERMINATION_MESSAGE (a step report, slurmapi/launch).
+	SimMessageAnnotation = "sluice.dev/sim-termination-message"
 	// ValidationLabel marks the remediation controller's validation pods (value: the
 	// node they validate); a drain leaves them alone.
 	ValidationLabel = "sluice.dev/validation"
