@@ -64,9 +64,10 @@ func (n *Node) Stderr() *Lines { return n.err }
 
 // Wait waits for the container to end and returns its exit status.
 func (n *Node) Wait() int {
-	_ = n.Cmd.Wait() // the status is read from ProcessState
+	// Every line is read before Wait closes the pipes (os/exec's rule).
 	n.out.wait()
 	n.err.wait()
+	_ = n.Cmd.Wait() // the status is read from ProcessState
 	return n.Cmd.ProcessState.ExitCode()
 }
 
