@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -44,6 +45,10 @@ func (s *Server) addScheduler() error {
 		Period:        time.Duration(sc.Period),
 		BindWorkers:   sc.BindWorkers,
 		Core:          bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
+
+		GPUReservationNamespace:      cmp.Or(sc.GPUReservationNamespace, s.cfg.LeaderElection.Namespace),
+		GPUReservationImage:          sc.GPUReservationImage,
+		GPUReservationServiceAccount: sc.GPUReservationServiceAccount,
 	}, s.restConfig, s.registry, factory)
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)

@@ -56,6 +56,12 @@ type SchedulerConfig struct {
 	UsageFactor float64 `yaml:"usageFactor"`
 	// AgingInterval adds one priority point per interval a job waits.
 	AgingInterval Duration `yaml:"agingInterval"`
+	// GPUReservationNamespace, GPUReservationImage and GPUReservationServiceAccount
+	// are where and as what the reservation pods of shared GPUs run (docs/architecture.md);
+	// the namespace defaults to the leader election namespace. The chart sets all three.
+	GPUReservationNamespace      string `yaml:"gpuReservationNamespace"`
+	GPUReservationImage          string `yaml:"gpuReservationImage"`
+	GPUReservationServiceAccount string `yaml:"gpuReservationServiceAccount"`
 }
 
 // AccountingConfig is the ledger.

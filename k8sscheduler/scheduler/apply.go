@@ -45,9 +45,11 @@ func (s *Scheduler) apply(ctx context.Context, d *bridge.Decisions, blocked []br
 		}
 		byJob[b.Job] = append(byJob[b.Job], b)
 	}
+	jobs = append(jobs, s.releaseParkedLocked()...)
 	for _, job := range order {
 		jobs = append(jobs, s.bindsLocked(job, byJob[job])...)
 	}
+	jobs = append(jobs, s.reconcileReservationsLocked()...)
 	pending := make(map[string]bridge.Pending, len(d.Pending)+len(blocked))
 	for _, p := range d.Pending {
 		pending[p.Job] = p
@@ -133,7 +135,7 @@ func (s *Scheduler) bindsLocked(job string, binds []bridge.Bind) []func(context.
 		for _, b := range binds {
 			g.assumed[b.Task] = b
 		}
-		return []func(context.Context){s.createWork(g, g.pg, binds)}
+		return s.createOrParkLocked(g, binds)
 	}
 	out := make([]func(context.Context), 0, len(binds))
 	for _, b := range binds {
@@ -141,7 +143,7 @@ func (s *Scheduler) bindsLocked(job string, binds []bridge.Bind) []func(context.
 			continue
 		}
 		g.assumed[b.Task] = b
-		out = append(out, s.bindWork(ns, b))
+		out = append(out, s.bindOrParkLocked(job, ns, b)...)
 	}
 	return out
 }

@@ -42,6 +42,10 @@ type cache struct {
 	classes   map[string]*nodeClass
 	nodeGen   uint64
 	tolerated []string // taint keys every pod is taken to tolerate (Config.ToleratedTaints)
+	// reservations are the GPU reservation pods by slot; sharedSlots counts the bound
+	// shared-GPU pods on each slot (reservations.go).
+	reservations map[slot]*reservation
+	sharedSlots  map[slot]int
 }
 
 // nodeEntry is one node: its own conversion plus the pods of other schedulers on it.
@@ -63,6 +67,7 @@ func newCache() *cache {
 		nodes: map[string]*nodeEntry{}, queues: map[string]bridge.Queue{}, qos: map[string]bridge.QOS{},
 		access: map[string]queueAccess{}, nsLabels: map[string]map[string]string{},
 		groups: map[string]*groupEntry{}, pods: map[string]*podEntry{}, changed: make(chan struct{}, 1),
+		reservations: map[slot]*reservation{}, sharedSlots: map[slot]int{},
 	}
 }
 
@@ -147,12 +152,14 @@ func (c *cache) setPod(key string, p *podEntry) {
 	}
 	if old != nil {
 		c.detach(old)
+		c.countShared(old, -1)
 		delete(c.pods, key)
 	}
 	confirmed := false
 	if p != nil {
 		c.pods[key] = p
 		confirmed = c.attach(p)
+		c.countShared(p, +1)
 	}
 	if !confirmed {
 		c.poke()

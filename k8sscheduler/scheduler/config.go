@@ -55,7 +55,21 @@ type Config struct {
 	// from a watch of its own (podgrouper.Controller.Observer). It runs on the informer's
 	// goroutine and must not block.
 	PodObserver func(*corev1.Pod)
+	// GPUReservationNamespace is where the reservation pods of shared GPUs run (one per
+	// shared GPU, asking the device plugin for it: reservations.go); default kube-system.
+	// Only reservation pods in it point fraction pods at a device.
+	GPUReservationNamespace string
+	// GPUReservationImage runs `sluice gpu-reservation` in those pods: the server's own
+	// image; default DefaultGPUReservationImage.
+	GPUReservationImage string
+	// GPUReservationServiceAccount runs those pods; it must be allowed to get and patch
+	// pods in GPUReservationNamespace (the chart's sluice-gpu-reservation). Default: the
+	// namespace's default service account.
+	GPUReservationServiceAccount string
 }
+
+// DefaultGPUReservationImage is the image of reservation pods when none is configured.
+const DefaultGPUReservationImage = "ghcr.io/sluicehq/sluice:latest"
 
 func (c Config) withDefaults() Config {
 	if c.SchedulerName == "" {
@@ -87,6 +101,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClientBurst <= 0 {
 		c.ClientBurst = 10000
+	}
+	if c.GPUReservationNamespace == "" {
+		c.GPUReservationNamespace = "kube-system"
+	}
+	if c.GPUReservationImage == "" {
+		c.GPUReservationImage = DefaultGPUReservationImage
 	}
 	return c
 }

@@ -31,6 +31,15 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 	if v, ok := p.Labels[v1alpha1.IdleValidationLabel]; ok { // gives its node up to a job
 		out.Labels = map[string]string{v1alpha1.IdleValidationLabel: v}
 	}
+	if v, ok := p.Labels[v1alpha1.GPUReservationLabel]; ok { // holds a shared GPU
+		out.Labels = map[string]string{v1alpha1.GPUReservationLabel: v}
+		if d, ok := p.Annotations[v1alpha1.ReservedGPUAnnotation]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[v1alpha1.ReservedGPUAnnotation] = d
+		}
+	}
 	if p.Spec.SchedulerName == schedulerName {
 		out.Labels, out.Annotations = p.Labels, p.Annotations
 		out.Spec.NodeSelector, out.Spec.Priority = p.Spec.NodeSelector, p.Spec.Priority
@@ -121,12 +130,23 @@ func podKey(ns, name string) string { return ns + "/" + name }
 func (s *Scheduler) podHandlers() toolscache.ResourceEventHandler {
 	return handler(func(p *corev1.Pod) {
 		key := podKey(p.Namespace, p.Name)
+		reserves := isReservation(p, s.cfg.GPUReservationNamespace)
+		if reserves {
+			s.cache.setReservation(p, false)
+		}
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			s.cache.setPod(key, nil)
 			return
 		}
-		s.cache.setPod(key, convertPodAfter(p, s.cfg.SchedulerName, s.cache.pod(key)))
-	}, func(p *corev1.Pod) { s.cache.setPod(podKey(p.Namespace, p.Name), nil) })
+		e := convertPodAfter(p, s.cfg.SchedulerName, s.cache.pod(key))
+		e.reservation = reserves
+		s.cache.setPod(key, e)
+	}, func(p *corev1.Pod) {
+		if isReservation(p, s.cfg.GPUReservationNamespace) {
+			s.cache.setReservation(p, true)
+		}
+		s.cache.setPod(podKey(p.Namespace, p.Name), nil)
+	})
 }
 
 func (s *Scheduler) nodeHandlers() toolscache.ResourceEventHandler {

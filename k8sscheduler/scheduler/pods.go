@@ -23,6 +23,7 @@ type podEntry struct {
 	node            string
 	terminating     bool
 	yielding        bool             // an idle-node validation: gives its node up to any job
+	reservation     bool             // a GPU reservation pod (reservations.go)
 	request         bridge.Resources // CPU, memory, extended; GPUMilli = whole GPUs * 1000
 	gpu             bridge.GPURequest
 	bad             string // why the request cannot be scheduled, "" when fine

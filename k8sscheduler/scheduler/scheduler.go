@@ -43,7 +43,10 @@ type Scheduler struct {
 
 	work chan func(context.Context) // binds, evictions, creates and status writes
 	// evicting are pods whose eviction was requested and that have not gone yet.
-	evicting  map[string]bool
+	evicting map[string]bool
+	// parked are shared-GPU binds waiting for their reservations' devices (guarded by
+	// the cache's mu).
+	parked    []parkedBinds
 	queueBook queueBook // touched only by the cycle loop
 	nodeMu    sync.Mutex
 	nodeBad   map[string]string // node -> the annotation error last reported

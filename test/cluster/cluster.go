@@ -65,6 +65,10 @@ type Cluster struct {
 	mu         sync.Mutex
 	components []*component // in start order
 	stopOnce   sync.Once
+	// stopHandout ends the simulated device plugin (gpudevices.go); handoutDone closes
+	// once it has.
+	stopHandout context.CancelFunc
+	handoutDone <-chan struct{}
 }
 
 // Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler (not on a
@@ -167,7 +171,12 @@ func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		comps := c.components
+		stopHandout, handoutDone := c.stopHandout, c.handoutDone
 		c.mu.Unlock()
+		if stopHandout != nil {
+			stopHandout()
+			<-handoutDone
+		}
 		for i := len(comps) - 1; i >= 0; i-- {
 			comps[i].stop(stopGrace)
 		}

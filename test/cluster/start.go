@@ -112,6 +112,10 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	if err := c.waitNodesReady(ctx, kwok); err != nil {
 		return err
 	}
+	handout, stop := context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.stopHandout, c.handoutDone = stop, runDeviceHandout(handout, c.client)
+	c.mu.Unlock()
 	c.progress("ready in %s: %d nodes; export KUBECONFIG=%s", time.Since(began).Round(time.Millisecond), c.spec.NodeCount(), c.Kubeconfig)
 	return nil
 }

@@ -21,6 +21,9 @@ rest:
 remediation:
   {{- toYaml $c.remediation | nindent 2 }}
 scheduler:
+  gpuReservationNamespace: {{ .Release.Namespace }}
+  gpuReservationImage: {{ include "sluice.image" . }}
+  gpuReservationServiceAccount: {{ include "sluice.gpuReservation" . }}
   {{- toYaml $c.scheduler | nindent 2 }}
 accounting:
   {{- if eq .Values.ledger.type "postgres" }}

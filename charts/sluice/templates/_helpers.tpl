@@ -14,6 +14,7 @@
 {{- end -}}
 
 {{- define "sluice.server" -}}{{ include "sluice.fullname" . | trunc 56 | trimSuffix "-" }}-server{{- end -}}
+{{- define "sluice.gpuReservation" -}}{{ include "sluice.fullname" . | trunc 47 | trimSuffix "-" }}-gpu-reservation{{- end -}}
 {{- define "sluice.agent" -}}{{ include "sluice.fullname" . | trunc 57 | trimSuffix "-" }}-agent{{- end -}}
 {{- define "sluice.webhookService" -}}{{ include "sluice.fullname" . | trunc 55 | trimSuffix "-" }}-webhook{{- end -}}
 {{- define "sluice.jwtSecret" -}}{{ default (printf "%s-jwt" (include "sluice.fullname" .)) .Values.jwt.existingSecret }}{{- end -}}
