@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -29,12 +31,16 @@ func runAgent(args []string) error {
 	gpus := fs.Int("expected-gpus", 0, "GPUs the node must enumerate (0: the nvidia.com/gpu.count label)")
 	faultFile := fs.String("fault-file", "", "JSON fault-injection file laid over the readings (the rig's simulated faults)")
 	poll := fs.Duration("poll", 10*time.Second, "how often NVML and sysfs are read (XID events are handled at once)")
+	list := fs.Bool("list-gpus", false, "read the GPUs through NVML once, print them as JSON lines (index, uuid, model, memoryMiB, lost) and exit; needs no cluster")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice agent --node-name NODE [flags]\n\nWatches the node's GPUs (NVML: XID events, NVLink, PCIe, row remapping, ECC, lost GPUs)\nand InfiniBand ports, and publishes what it finds as NodeConditions and per-GPU health.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
+	}
+	if *list {
+		return listGPUs(os.Stdout)
 	}
 	if *node == "" {
 		return usageError{"--node-name (or $NODE_NAME) is required"}
@@ -77,4 +83,19 @@ func parseRates(s string) (map[string]float64, error) {
 		rates[model] = rate
 	}
 	return rates, nil
+}
+
+// listGPUs prints what NVML reads of each GPU, one JSON object a line.
+func listGPUs(w io.Writer) error {
+	gpus, err := agent.Inventory()
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	for _, g := range gpus {
+		if err := enc.Encode(map[string]any{"index": g.Index, "uuid": g.UUID, "model": g.Model, "memoryMiB": g.MemoryMiB, "lost": g.Lost}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
