@@ -38,6 +38,7 @@ type reservation struct {
 	failed      bool   // the kubelet refused it (no device free): its fractions go back
 	terminating bool
 	creating    bool // a create was sent and not yet seen
+	deleting    bool // a delete was sent (the informer may not say so yet)
 }
 
 // reservationName is the pod's name: the node and the slot, or a hash of them when that
@@ -126,7 +127,7 @@ func (s *Scheduler) reservedBindsLocked(binds []bridge.Bind) (out []bridge.Bind,
 				c.reservations[key] = &reservation{creating: true}
 				work = append(work, s.createReservationWork(key))
 				ready = false
-			case r.device == "" || r.failed || r.terminating:
+			case r.device == "" || r.failed || r.terminating || r.deleting:
 				ready = false
 			default:
 				out[i].GPUs[j].UUID = r.device

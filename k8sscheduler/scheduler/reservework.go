@@ -120,10 +120,10 @@ func (s *Scheduler) reconcileReservationsLocked() []func(context.Context) {
 	}
 	var jobs []func(context.Context)
 	for at, r := range c.reservations {
-		if r.creating || r.terminating || r.pod == "" || (used[at] && !r.failed) {
+		if r.creating || r.terminating || r.deleting || r.pod == "" || (used[at] && !r.failed) {
 			continue
 		}
-		r.terminating = true
+		r.deleting = true
 		jobs = append(jobs, s.deleteReservationWork(at, r.pod, r.uid))
 	}
 	for at := range c.sharedSlots {
@@ -167,7 +167,7 @@ func (s *Scheduler) deleteReservationWork(at slot, name string, uid types.UID) f
 		c := s.cache
 		c.mu.Lock()
 		if r := c.reservations[at]; r != nil && r.uid == uid {
-			r.terminating = false
+			r.deleting = false
 		}
 		c.mu.Unlock()
 		c.poke()
