@@ -76,6 +76,19 @@ func TestChartOnRig(t *testing.T) {
 			t.Errorf("listing pods with the server's token: %v", err)
 		}
 	})
+	t.Run("a GPU reservation pod may annotate pods of the server's namespace, nothing else", func(t *testing.T) {
+		reservation := "system:serviceaccount:" + ns + ":sluice-gpu-reservation"
+		for _, a := range []access{{verb: "get", resource: "pods", namespace: ns}, {verb: "patch", resource: "pods", namespace: ns}} {
+			checkAccess(t, c.Client(), reservation, a, true)
+		}
+		for _, a := range []access{
+			{verb: "patch", resource: "pods", namespace: "team-a"}, {verb: "create", resource: "pods", namespace: ns},
+			{verb: "delete", resource: "pods", namespace: ns}, {verb: "get", resource: "secrets", namespace: ns},
+			{verb: "patch", resource: "nodes"},
+		} {
+			checkAccess(t, c.Client(), reservation, a, false)
+		}
+	})
 	t.Run("the agent changes only its own node", func(t *testing.T) {
 		agentChangesOnlyItsOwnNode(t, c, ns)
 	})
