@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -17,12 +18,20 @@ import (
 // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT caps the memory it may allocate on each device at what
 // it was granted. Elsewhere the portion and memory are accounted, not enforced.
 
-// mpsNode reports whether the node is labelled as running an MPS control daemon.
-func (c *cache) mpsNode(name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// mpsNodeLocked reports whether the node is labelled as running an MPS control daemon.
+// Called with c.mu held (binds are prepared under it, so bind workers never wait for it).
+func (c *cache) mpsNodeLocked(name string) bool {
 	n := c.nodes[name]
 	return n != nil && n.base.Labels[v1alpha1.MPSLabel] == "true"
+}
+
+// mpsNodesLocked is mpsNodeLocked for each bind's node.
+func (c *cache) mpsNodesLocked(binds []bridge.Bind) []bool {
+	out := make([]bool, len(binds))
+	for i := range binds {
+		out[i] = c.mpsNodeLocked(binds[i].Node)
+	}
+	return out
 }
 
 // mpsLimits are the MPS annotations of a shared assignment on an MPS node, nil otherwise:
@@ -30,7 +39,7 @@ func (c *cache) mpsNode(name string) bool {
 // granted, the pinned memory limit of each device, numbered as the container sees them
 // (from 0, in the order of NVIDIA_VISIBLE_DEVICES), in MiB.
 func (a Assignment) mpsLimits() map[string]string {
-	if !a.MPS || len(a.GPUs) == 0 || (a.Portion >= 1 && a.GPUMemoryMiB == 0) || a.Portion <= 0 {
+	if !a.MPS || len(a.GPUs) == 0 || a.Portion >= 1 || a.Portion <= 0 {
 		return nil
 	}
 	pct := max(1, min(100, int(math.Ceil(a.Portion*100-1e-9))))

@@ -18,7 +18,7 @@ func TestMPSLimits(t *testing.T) {
 		want map[string]string
 	}{
 		{name: "not an MPS node: nothing", a: Assignment{GPUs: one, Portion: 0.25, GPUMemoryMiB: 20480}},
-		{name: "whole GPUs: nothing", a: Assignment{GPUs: one, Portion: 1, MPS: true}},
+		{name: "whole GPUs: nothing", a: Assignment{GPUs: one, Portion: 1, GPUMemoryMiB: 81920, MPS: true}},
 		{name: "a reservation's empty slot: nothing", a: Assignment{GPUs: one, MPS: true}},
 		{name: "quarter with memory", a: Assignment{GPUs: one, Portion: 0.25, GPUMemoryMiB: 20480, MPS: true},
 			want: map[string]string{v1alpha1.MPSThreadPercentageAnnotation: "25", v1alpha1.MPSMemoryLimitAnnotation: "0=20480M"}},
@@ -26,8 +26,6 @@ func TestMPSLimits(t *testing.T) {
 			want: map[string]string{v1alpha1.MPSThreadPercentageAnnotation: "34"}},
 		{name: "tiny portion is at least 1%", a: Assignment{GPUs: one, Portion: 0.001, MPS: true},
 			want: map[string]string{v1alpha1.MPSThreadPercentageAnnotation: "1"}},
-		{name: "a whole device's memory asked as memory is still limited", a: Assignment{GPUs: one, Portion: 1, GPUMemoryMiB: 81920, MPS: true},
-			want: map[string]string{v1alpha1.MPSThreadPercentageAnnotation: "100", v1alpha1.MPSMemoryLimitAnnotation: "0=81920M"}},
 		{name: "two devices: each numbered as the container sees it", a: Assignment{GPUs: two, Portion: 0.5, GPUMemoryMiB: 40960, MPS: true},
 			want: map[string]string{v1alpha1.MPSThreadPercentageAnnotation: "50", v1alpha1.MPSMemoryLimitAnnotation: "0=40960M,1=40960M"}},
 	}

@@ -54,8 +54,11 @@ func reservationName(node string, index int32) string {
 }
 
 // sharedBind reports whether a bind takes part of its devices: those need reservations.
+// A whole-GPU bind carries the device's memory too, so only the portion tells them apart
+// (a gpu-memory ask of 99.9% or more of a device comes out at a portion of 1 and is taken
+// for whole: docs/architecture.md).
 func sharedBind(b *bridge.Bind) bool {
-	return len(b.GPUs) > 0 && (b.GPUMilli < 1000 || b.GPUMemoryMiB > 0)
+	return len(b.GPUs) > 0 && b.GPUMilli < 1000
 }
 
 // isReservation reports whether a pod is one of ours: by name of scheduler and label, in
@@ -186,7 +189,7 @@ func (s *Scheduler) reservationPod(at slot) *corev1.Pod {
 // sharedSlotsOf lists the slots a bound shared-GPU pod uses (none for a reservation).
 func sharedSlotsOf(p *podEntry) []slot {
 	a := p.assignment
-	if p.reservation || p.node == "" || a == nil || (a.Portion >= 1 && a.GPUMemoryMiB == 0) {
+	if p.reservation || p.node == "" || a == nil || a.Portion >= 1 {
 		return nil
 	}
 	out := make([]slot, len(a.GPUs))

@@ -19,9 +19,8 @@ func TestSharedBind(t *testing.T) {
 		want bool
 	}{
 		{bridge.Bind{}, false},
-		{bridge.Bind{GPUs: gpu, GPUMilli: 1000}, false},
+		{bridge.Bind{GPUs: gpu, GPUMilli: 1000, GPUMemoryMiB: 81920}, false}, // whole GPUs carry the device's memory
 		{bridge.Bind{GPUs: gpu, GPUMilli: 250, GPUMemoryMiB: 20480}, true},
-		{bridge.Bind{GPUs: gpu, GPUMilli: 1000, GPUMemoryMiB: 81920}, true}, // all of a device's memory, asked as memory
 	} {
 		if got := sharedBind(&tt.b); got != tt.want {
 			t.Errorf("sharedBind(%+v) = %v, want %v", tt.b, got, tt.want)

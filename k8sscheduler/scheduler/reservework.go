@@ -15,11 +15,11 @@ import (
 // reservations of its shared GPUs have reported their devices. Called with c.mu held.
 func (s *Scheduler) bindOrParkLocked(job, ns string, b bridge.Bind) []func(context.Context) {
 	if !sharedBind(&b) {
-		return []func(context.Context){s.bindWork(ns, b)}
+		return []func(context.Context){s.bindWork(ns, b, false)}
 	}
 	out, ready, work := s.reservedBindsLocked([]bridge.Bind{b})
 	if ready {
-		return append(work, s.bindWork(ns, out[0]))
+		return append(work, s.bindWork(ns, out[0], s.cache.mpsNodeLocked(b.Node)))
 	}
 	s.parked = append(s.parked, parkedBinds{job: job, binds: []bridge.Bind{b}})
 	return work
@@ -30,7 +30,7 @@ func (s *Scheduler) bindOrParkLocked(job, ns string, b bridge.Bind) []func(conte
 func (s *Scheduler) createOrParkLocked(g *groupEntry, binds []bridge.Bind) []func(context.Context) {
 	out, ready, work := s.reservedBindsLocked(binds)
 	if ready {
-		return append(work, s.createWork(g, g.pg, out))
+		return append(work, s.createWork(g, g.pg, out, s.cache.mpsNodesLocked(out)))
 	}
 	s.parked = append(s.parked, parkedBinds{job: g.key, binds: binds, create: true})
 	return work
@@ -64,9 +64,9 @@ func (s *Scheduler) releaseParkedLocked() []func(context.Context) {
 		case !ready:
 			keep = append(keep, p)
 		case p.create:
-			jobs = append(jobs, s.createWork(g, g.podGroup(), out))
+			jobs = append(jobs, s.createWork(g, g.podGroup(), out, c.mpsNodesLocked(out)))
 		default:
-			jobs = append(jobs, s.bindWork(namespaceOf(p.job), out[0]))
+			jobs = append(jobs, s.bindWork(namespaceOf(p.job), out[0], c.mpsNodeLocked(out[0].Node)))
 		}
 	}
 	clear(s.parked[len(keep):])

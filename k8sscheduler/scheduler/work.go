@@ -17,15 +17,15 @@ import (
 
 // bindWork binds one pod through the pods/binding subresource. The GPU assignment rides
 // on the Binding's annotations, which the API server copies onto the pod in the same
-// write.
-func (s *Scheduler) bindWork(ns string, b bridge.Bind) func(context.Context) {
+// write; mps says the node enforces a share's limits (mps.go).
+func (s *Scheduler) bindWork(ns string, b bridge.Bind, mps bool) func(context.Context) {
 	return func(ctx context.Context) {
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: b.Task, Namespace: ns},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: b.Node},
 		}
 		if a, ok := assignmentOf(&b); ok {
-			a.MPS = s.cache.mpsNode(b.Node)
+			a.MPS = mps
 			binding.Annotations = a.annotations()
 		}
 		err := s.kube.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
@@ -41,8 +41,9 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind) func(context.Context) {
 
 // createWork makes a pod-less group's pods through the PodFactory and creates them
 // already bound (one write each). If any create fails, the ones made are deleted and the
-// group is placed again next cycle.
-func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind) func(context.Context) {
+// group is placed again next cycle. mps says, per bind, whether its node enforces a
+// share's limits.
+func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, mps []bool) func(context.Context) {
 	return func(ctx context.Context) {
 		pods, err := s.factory.Pods(pg, binds)
 		if err == nil && len(pods) != len(binds) {
@@ -55,7 +56,7 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 		s.rekey(g, binds, pods)
 		var made []*corev1.Pod
 		for i, pod := range pods {
-			prepareSlurmPod(pod, pg, &binds[i], s.cfg.SchedulerName, s.cache.mpsNode(binds[i].Node))
+			prepareSlurmPod(pod, pg, &binds[i], s.cfg.SchedulerName, mps[i])
 			created, err := s.kube.CoreV1().Pods(pg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 			if err != nil {
 				s.metrics.bindsFailed.Inc()

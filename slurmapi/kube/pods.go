@@ -415,7 +415,7 @@ func gpuEnv(b *bridge.Bind) [][2]string {
 		{"CUDA_VISIBLE_DEVICES", strings.Join(ordinals, ",")},
 		{"SLURM_GPUS_ON_NODE", strconv.Itoa(len(b.GPUs))},
 	}
-	if shared := (b.GPUMilli > 0 && b.GPUMilli < 1000) || b.GPUMemoryMiB > 0; !shared {
+	if shared := b.GPUMilli > 0 && b.GPUMilli < 1000; !shared { // a whole bind carries the device's memory too
 		return env // whole GPUs: the device plugin's
 	}
 	env = append(env, [2]string{"NVIDIA_VISIBLE_DEVICES", strings.Join(devs, ",")})

@@ -27,7 +27,8 @@ func envOf(pod *corev1.Pod) map[string]string {
 func eightGPUBinds(nodes int) []bridge.Bind {
 	binds := make([]bridge.Bind, nodes)
 	for i := range binds {
-		binds[i] = bridge.Bind{Node: "h100-" + string(rune('a'+i)), Group: memberName}
+		// as the core writes whole GPUs: the full portion and the device's memory
+		binds[i] = bridge.Bind{Node: "h100-" + string(rune('a'+i)), Group: memberName, GPUMilli: 1000, GPUMemoryMiB: 81920}
 		for g := range 8 {
 			binds[i].GPUs = append(binds[i].GPUs, bridge.BoundGPU{Index: int32(g), UUID: "GPU-" + string(rune('a'+i)) + string(rune('0'+g))})
 		}
