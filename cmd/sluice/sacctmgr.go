@@ -15,8 +15,8 @@ import (
 )
 
 func init() {
-	register(command{name: "sacctmgr", summary: "show accounts, users, associations and QOS (like Slurm's sacctmgr show)", run: func(args []string) error {
-		return runSacctmgr(args, os.Stdout)
+	register(command{name: "sacctmgr", summary: "show, add, modify and delete accounts, users and QOS (like Slurm's sacctmgr)", run: func(args []string) error {
+		return runSacctmgr(args, os.Stdin, os.Stdout)
 	}})
 }
 
@@ -145,22 +145,44 @@ var qosColumns = []sacctmgrColumn[client.QOS]{
 	blank[client.QOS]("MaxSubmitPA", 11), blank[client.QOS]("MinTRES", 13),
 }
 
-func runSacctmgr(args []string, stdout io.Writer) error {
+func runSacctmgr(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sacctmgr", flag.ContinueOnError)
 	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
 	noHeader := fs.Bool("n", false, "no header; also --noheader")
 	fs.BoolVar(noHeader, "noheader", false, "no header")
 	parsable := fs.Bool("P", false, "'|'-separated fields, no padding; also --parsable2")
 	fs.BoolVar(parsable, "parsable2", false, "'|'-separated fields")
-	const usage = "Usage: sluice sacctmgr [flags] show|list account|user|association|qos\n\nShows the accounting entities as sacctmgr does. Add, modify and delete go through the slurmdb REST\nendpoints (POST/DELETE accounts, associations, qos) or the Queue and QOS objects."
+	immediate := fs.Bool("i", false, "commit add/modify/delete without asking; also --immediate")
+	fs.BoolVar(immediate, "immediate", false, "commit without asking")
+	const usage = `Usage: sluice sacctmgr [flags] show|list account|user|association|qos
+       sluice sacctmgr [-i] add account NAME[,NAME] [Description=..] [Organization=..] [Parent=ACCOUNT]
+       sluice sacctmgr [-i] add user NAME Account=ACCOUNT [DefaultAccount=ACCOUNT]
+       sluice sacctmgr [-i] add qos NAME [Priority=N] [UsageFactor=F] [PreemptMode=requeue|cancel|off]
+       sluice sacctmgr [-i] modify account [where] name=NAME set Parent=.. QOS=a,b DefaultQOS=..
+       sluice sacctmgr [-i] modify qos [where] name=NAME set Priority=.. UsageFactor=.. PreemptMode=..
+       sluice sacctmgr [-i] delete account|qos NAME[,NAME]
+
+As Slurm's sacctmgr. Changes need an administrator's token (rest.admins) and, without -i,
+a 'y' to the question that follows the summary of what would change. An account is a Queue
+and a QOS a QOS object: what Sluice does not keep (limits other than these) is refused.`
 	if help, err := parseCommand(fs, usage, args, true); help || err != nil {
 		return err
 	}
 	rest := fs.Args()
-	if len(rest) < 2 || (rest[0] != "show" && rest[0] != "list") {
-		if len(rest) > 0 && (rest[0] == "add" || rest[0] == "create" || rest[0] == "modify" || rest[0] == "delete" || rest[0] == "remove") {
-			return usageError{"sacctmgr " + rest[0] + " is not supported here: use the slurmdb REST endpoints (POST/DELETE accounts, associations, qos) or kubectl on the Queue and QOS objects"}
+	if len(rest) > 0 && rest[0] != "show" && rest[0] != "list" {
+		ch, err := parseSacctmgrChange(rest)
+		if err != nil {
+			return err
 		}
+		c, err := client.FromEnv(*token)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return runSacctmgrChange(ctx, c, ch, *immediate, stdin, stdout)
+	}
+	if len(rest) < 2 {
 		return usageError{"usage: sacctmgr show account|user|association|qos"}
 	}
 	c, err := client.FromEnv(*token)

@@ -59,7 +59,7 @@ func siteServer(t *testing.T) *httptest.Server {
 			t.Fatal(err)
 		}
 	}
-	srv, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: key, Operators: []string{"slurm"}}}, b)
+	srv, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: key, Operators: []string{"slurm"}, Admins: []string{"root"}}}, b)
 	if err != nil {
 		t.Fatal(err)
 	}

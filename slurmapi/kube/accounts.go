@@ -219,6 +219,7 @@ func (b *Backend) UpsertQOS(ctx context.Context, list []slurmapi.QOS) error {
 		if in.PreemptMode == "CANCEL" {
 			q.Spec.PreemptMode = v1alpha1.PreemptCancel
 		}
+		q.Spec.UsageFactor = nil // 1, the default: a QOS set back to 1 loses its old factor
 		if in.UsageFactor != 1 {
 			f := resource.MustParse(fmt.Sprintf("%g", in.UsageFactor))
 			q.Spec.UsageFactor = &f
