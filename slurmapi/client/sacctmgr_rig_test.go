@@ -30,7 +30,9 @@ func TestSacctmgrChangesOnRig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(assocs, func(a client.Association) bool { return a.Account == "physics" && a.User == "carol" }) ||
-		!slices.ContainsFunc(assocs, func(a client.Association) bool { return a.Account == "physics" && a.User == "" && a.Parent == "research" }) {
+		!slices.ContainsFunc(assocs, func(a client.Association) bool {
+			return a.Account == "physics" && a.User == "" && a.Parent == "research"
+		}) {
 		t.Errorf("associations after add account physics Parent=research and add user carol: %+v", assocs)
 	}
 
