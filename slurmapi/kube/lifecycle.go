@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
@@ -301,9 +302,18 @@ func (l *Lifecycle) apply(ctx context.Context, pg *v1alpha1.PodGroup, v verdict)
 		return nil
 	}
 	// The pods' own grace period applies: a task gets SIGTERM, then
-	// SIGKILL, as Slurm's KillWait gives it.
-	err := l.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(pg.Namespace),
-		client.MatchingLabels{v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel], SlurmPodLabel: "true"})
+	// SIGKILL, as Slurm's KillWait gives it. A job that ended keeps the
+	// pods that ended with it (as a succeeded job does): the batch host's
+	// step report and a failed task's log are read from them. A requeue
+	// clears the old run whole.
+	opts := []client.DeleteAllOfOption{client.InNamespace(pg.Namespace),
+		client.MatchingLabels{v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel], SlurmPodLabel: "true"}}
+	if !v.requeue {
+		opts = append(opts, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))})
+	}
+	err := l.client.DeleteAllOf(ctx, &corev1.Pod{}, opts...)
 	if err != nil {
 		return fmt.Errorf("delete pods of job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
