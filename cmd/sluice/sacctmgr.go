@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -174,22 +173,20 @@ and a QOS a QOS object: what Sluice does not keep (limits other than these) is r
 		if err != nil {
 			return err
 		}
-		c, err := client.FromEnv(*token)
+		c, ctx, cancel, err := connect(*token, 2*time.Minute)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		return runSacctmgrChange(ctx, c, ch, *immediate, stdin, stdout)
 	}
 	if len(rest) < 2 {
 		return usageError{"usage: sacctmgr show account|user|association|qos"}
 	}
-	c, err := client.FromEnv(*token)
+	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	switch entity := strings.ToLower(rest[1]); {
 	case strings.HasPrefix(entity, "acc"):

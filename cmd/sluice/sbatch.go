@@ -58,11 +58,10 @@ func runSbatch(args []string) error {
 		// sets it.
 		job["argv"] = positional
 	}
-	c, err := client.FromEnv(token)
+	c, ctx, cancel, err := connect(token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id, err := submitBatch(ctx, c, job, printed, os.Stderr)
 	if err != nil {

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/sluicehq/sluice/slurmapi/client"
 )
 
 func init() {
@@ -38,11 +35,10 @@ func runScancel(args []string) error {
 		}
 		ids = append(ids, a)
 	}
-	c, err := client.FromEnv(*token)
+	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	failed := 0
 	for _, id := range ids {

@@ -101,11 +101,10 @@ func runScontrol(args []string) error {
 	default:
 		return usageError{fmt.Sprintf("unknown command %q", verb)}
 	}
-	c, err := client.FromEnv(*token)
+	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return act(ctx, c)
 }

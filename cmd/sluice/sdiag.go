@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -24,11 +23,10 @@ func runSdiag(args []string, stdout io.Writer) error {
 	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
 	}
-	c, err := client.FromEnv(*token)
+	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	d, err := c.Diag(ctx)
 	if err != nil {

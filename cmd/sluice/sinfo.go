@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -223,11 +222,10 @@ func runSinfo(args []string) error {
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	c, err := client.FromEnv(*token)
+	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	parts, err := c.Partitions(ctx)
 	if err != nil {

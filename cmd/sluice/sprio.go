@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -93,11 +92,10 @@ func runSprio(args []string, stdout io.Writer) error {
 	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
 	}
-	c, err := client.FromEnv(*token)
+	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	list, err := c.Jobs(ctx)
 	if err != nil {

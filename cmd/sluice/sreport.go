@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/sluicehq/sluice/slurmapi/client"
 )
 
 func init() {
@@ -83,11 +80,10 @@ The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
 	if *tres != "" {
 		q.Set("tres", *tres)
 	}
-	c, err := client.FromEnv(*token)
+	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := c.Sreport(ctx, q)
 	if err != nil {
