@@ -360,7 +360,7 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 	}
 	own := make([]string, 0, len(s.Environment))
 	for k := range s.Environment {
-		if !set[k] && !launcherOwned[k] {
+		if !set[k] && !launcherOwned[k] && !deviceOwned[k] {
 			own = append(own, k)
 		}
 	}
@@ -376,6 +376,14 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 var launcherOwned = map[string]bool{launch.EnvScript: true, launch.EnvStdout: true, launch.EnvStderr: true, launch.EnvStdin: true,
 	launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
 	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true}
+
+// deviceOwned are the variables that choose and limit a job's GPUs: the
+// device plugin or Sluice sets them. From a job's own environment (sbatch
+// exports the login shell's) NVIDIA_VISIBLE_DEVICES=all would hand the
+// container every GPU of its node, and an MPS limit a share could raise;
+// Slurm likewise sets CUDA_VISIBLE_DEVICES itself, whatever was exported.
+var deviceOwned = map[string]bool{v1alpha1.VisibleDevicesEnv: true, v1alpha1.GPUPortionEnv: true,
+	v1alpha1.MPSThreadPercentageEnv: true, v1alpha1.MPSMemoryLimitEnv: true}
 
 // launcherEnv tells the launcher and srun where they are (launch.JobFromEnv).
 func launcherEnv(pg *v1alpha1.PodGroup, hosts []string) []corev1.EnvVar {

@@ -136,6 +136,25 @@ func TestBuildPodsVariants(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a job's own environment cannot choose or widen its GPUs", binds: []bridge.Bind{{Node: "n", GPUs: []bridge.BoundGPU{{Index: 0, UUID: "GPU-a"}}, GPUMilli: 1000}},
+		desc: func() *slurmapi.JobDesc {
+			d := base()
+			d.Environment = []string{"NVIDIA_VISIBLE_DEVICES=all", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+				"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=80G", "SLUICE_GPU_PORTION=1", "LR=0.1"}
+			return d
+		}, run: RunAs{LauncherImage: testLauncherImage, Image: "img"},
+		check: func(t *testing.T, pod *corev1.Pod) {
+			for _, e := range pod.Spec.Containers[0].Env {
+				if (e.Name == "NVIDIA_VISIBLE_DEVICES" && e.Value == "all") || e.Name == "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" ||
+					e.Name == "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" || e.Name == "SLUICE_GPU_PORTION" || (e.Name == "CUDA_VISIBLE_DEVICES" && e.Value == "0,1,2,3,4,5,6,7") {
+					t.Errorf("the job's own %s=%s reached the pod", e.Name, e.Value)
+				}
+			}
+			if env := envOf(pod); env["LR"] != "0.1" {
+				t.Errorf("the job's own LR=0.1 was dropped: %v", env)
+			}
+		},
+	}, {
 		name: "CPU job sees no GPU, no deadline, no simulation", binds: []bridge.Bind{{Node: "n"}}, desc: base, run: RunAs{LauncherImage: testLauncherImage, Image: "img"},
 		check: func(t *testing.T, pod *corev1.Pod) {
 			env := envOf(pod)
