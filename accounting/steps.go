@@ -3,6 +3,7 @@ package accounting
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -110,16 +111,27 @@ func DecodeSteps(jobID int64, msg string) ([]Step, error) {
 			}
 			n[i] = v
 		}
+		// The report is the job's own words: bound every number to what the
+		// ledger's columns hold in both databases, so one job's report can
+		// never make a write fail.
+		if n[0] < 0 || n[0] > 255 || n[1] < 0 || n[1] > 255 {
+			return nil, fmt.Errorf("step line %q: exit code and signal must be 0-255", sc.Text())
+		}
+		for _, c := range []int64{n[4], n[5], n[6]} {
+			if c < 0 || c > math.MaxInt32 {
+				return nil, fmt.Errorf("step line %q: tasks, cpus and nodes must be 0-%d", sc.Text(), math.MaxInt32)
+			}
+		}
 		gpus, err := strconv.ParseFloat(f[8], 64)
-		if err != nil {
-			return nil, fmt.Errorf("step line %q: gpus: %v", sc.Text(), err)
+		if err != nil || math.IsNaN(gpus) || gpus < 0 || gpus > math.MaxInt32 {
+			return nil, fmt.Errorf("step line %q: gpus must be a number 0-%d", sc.Text(), math.MaxInt32)
 		}
 		state, err := ParseJobState(f[1])
 		if err != nil {
 			return nil, fmt.Errorf("step line %q: %v", sc.Text(), err)
 		}
 		if f[0] != BatchStep {
-			if _, err := strconv.ParseUint(f[0], 10, 32); err != nil {
+			if _, err := strconv.ParseUint(f[0], 10, 31); err != nil {
 				return nil, fmt.Errorf("step line %q: step id must be %q or a number", sc.Text(), BatchStep)
 			}
 		}

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,5 +47,30 @@ func TestStepsMessageFitsTheKubeletLimit(t *testing.T) {
 	}
 	if got[0].StepID != "batch" || got[len(got)-1].StepID != "499" || len(got) < 50 {
 		t.Errorf("kept %d steps: first %s last %s", len(got), got[0].StepID, got[len(got)-1].StepID)
+	}
+}
+
+// TestStepsMessageRefusesOutOfRangeNumbers: a step report is the job's own
+// words; numbers the ledger's columns cannot hold (in SQLite or PostgreSQL)
+// are refused when read, so one report can never make a ledger write fail.
+func TestStepsMessageRefusesOutOfRangeNumbers(t *testing.T) {
+	good := EncodeSteps([]Step{{JobID: 7, StepID: "0", Name: "x", State: StateCompleted, Tasks: 1, NodeList: "n", TRES: TRES{CPUs: 1, GPUs: 1, Nodes: 1}}})
+	if s, err := DecodeSteps(7, good); err != nil || len(s) != 1 {
+		t.Fatalf("the unchanged report: %v %v", s, err)
+	}
+	lines := strings.Split(strings.TrimSpace(good), "\n")
+	for _, tc := range []struct {
+		field int
+		value string
+	}{
+		{0, "2147483648"}, {2, "256"}, {2, "-1"}, {3, "300"}, {6, "9999999999"}, {7, "-4"},
+		{8, "NaN"}, {8, "+Inf"}, {8, "-1"}, {9, "4294967296"},
+	} {
+		f := strings.Fields(lines[len(lines)-1])
+		f[tc.field] = tc.value
+		msg := strings.Join(append(lines[:len(lines)-1:len(lines)-1], strings.Join(f, " ")), "\n")
+		if s, err := DecodeSteps(7, msg); err == nil {
+			t.Errorf("field %d = %s: read as %+v, want an error", tc.field+1, tc.value, s)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,13 +23,17 @@ func stepsOf(jobID int64, pg *v1alpha1.PodGroup, pods []*corev1.Pod) (msg string
 	if pg == nil || pg.Spec.Slurm == nil {
 		return "", nil, nil
 	}
+	// The batch host is known by its name and by the labels only Sluice may
+	// write (the webhook and the sluice-owned-metadata policy keep tenants
+	// off them): a tenant's pod that joins the group under the batch host's
+	// name, after the real one went, is not read.
 	batch := jobstate.PodName(pg, 0)
 	for _, p := range pods {
-		if p.Name != batch {
+		if p.Name != batch || p.Labels[v1alpha1.NodeIndexLabel] != "0" || p.Labels[v1alpha1.JobIDLabel] != strconv.FormatInt(jobID, 10) {
 			continue
 		}
 		for _, c := range p.Status.ContainerStatuses {
-			if t := c.State.Terminated; t != nil && t.Message != "" {
+			if t := c.State.Terminated; c.Name == jobstate.JobContainer && t != nil && t.Message != "" {
 				steps, err := accounting.DecodeSteps(jobID, t.Message)
 				return t.Message, steps, err
 			}
