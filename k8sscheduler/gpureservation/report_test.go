@@ -62,14 +62,19 @@ func TestReporterWritesTheDeviceItWasGiven(t *testing.T) {
 		}
 		return true, nil
 	})
-	// It then holds the GPU: still running until told to stop, and stops cleanly.
-	if cmd.ProcessState != nil {
-		t.Fatalf("the reporter exited after reporting: %v %s", cmd.ProcessState, out)
+	// It then holds the GPU: still running until told to stop (watched for a
+	// second after its report), and stops cleanly.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		t.Fatalf("the reporter exited after reporting: %v %s", err, out)
+	case <-time.After(time.Second):
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := <-exited; err != nil {
 		t.Errorf("reporter after SIGTERM: %v, output %q", err, out)
 	}
 }
