@@ -171,7 +171,12 @@ const SluicePrefix = "sluice.dev/"
 // it from a pod at admission, and the admission policy (webhook.Policy) refuses it on
 // objects anyone but Sluice creates, and any change of a sluice.dev/ key afterwards.
 var UserKeys = []string{QueueLabel, PartitionLabel, PodGroupAnnotation, SimDurationAnnotation, SimExitCodeAnnotation,
-	TopologyRequiredAnnotation, TopologyPreferredAnnotation, ExclusiveAnnotation}
+	TopologyRequiredAnnotation, TopologyPreferredAnnotation}
+
+// ExclusiveAnnotation is not a user key: an exclusive job holds whole nodes but is
+// charged only what it asks for, so a pod creator could fence off nodes for the price of
+// one CPU. Only the Slurm API writes it (sbatch --exclusive), under the rights of the
+// REST caller's account.
 
 // OwnedKey reports whether a label or annotation key is Sluice's own (see UserKeys).
 func OwnedKey(key string) bool {
