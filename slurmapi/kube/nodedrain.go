@@ -25,7 +25,7 @@ const (
 // UpdateNode drains a node by cordoning it, the Kubernetes way to keep
 // new work off a node while its pods run to their end (the scheduler
 // places nothing on an unschedulable node), or resumes it by lifting the
-// cordon. The remediation controller's quarantine taint is its own: a
+// cordon (only a cordon a DRAIN set). The remediation controller's quarantine taint is its own: a
 // resumed node that still carries it gets a warning, not a lifted taint.
 func (b *Backend) UpdateNode(ctx context.Context, name string, u slurmapi.NodeUpdate) (string, error) {
 	var warning string
@@ -46,6 +46,12 @@ func (b *Backend) UpdateNode(ctx context.Context, name string, u slurmapi.NodeUp
 			n.Annotations[DrainUserAnnotation] = u.User
 			n.Annotations[DrainTimeAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		} else {
+			// Only a cordon a Slurm drain set is Slurm's to lift: one from
+			// kubectl drain, an autoscaler or an upgrade is the cluster's.
+			if _, ours := n.Annotations[DrainReasonAnnotation]; n.Spec.Unschedulable && !ours {
+				return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrNotSupported, "node_name",
+					"node %s was cordoned outside Sluice (kubectl drain, an autoscaler or an upgrade), not by a DRAIN: uncordon it with kubectl", name)
+			}
 			n.Spec.Unschedulable = false
 			delete(n.Annotations, DrainReasonAnnotation)
 			delete(n.Annotations, DrainUserAnnotation)

@@ -1,17 +1,22 @@
 package kube
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestDrainAndResumeNodeOnRig: scontrol update NodeName=a100-1
 // State=DRAIN Reason=maint cordons the node and shows it DRAIN with the
 // reason and who set it; RESUME brings it back; a plain user may do
-// neither, and a drain without a reason is refused, as in Slurm.
+// neither, and a drain without a reason is refused, as in Slurm; a cordon
+// set outside Sluice is not lifted by RESUME.
 func TestDrainAndResumeNodeOnRig(t *testing.T) {
-	ts, _ := rigServer(t)
+	ts, b := rigServer(t)
 	const path = "/slurm/v0.0.44/node/a100-1"
 	t.Cleanup(func() { call(t, ts, "slurm", "POST", path, `{"state":["RESUME"]}`) })
 	node := func() map[string]any {
@@ -45,5 +50,27 @@ func TestDrainAndResumeNodeOnRig(t *testing.T) {
 	}
 	if status, _ := call(t, ts, "slurm", "POST", "/slurm/v0.0.44/node/nosuch", `{"state":["RESUME"]}`); status != http.StatusNotFound {
 		t.Errorf("unknown node: %d, want 404", status)
+	}
+	// A cordon set outside Sluice (kubectl drain) is not Slurm's to lift.
+	ctx := context.Background()
+	cordon := func(on bool) {
+		t.Helper()
+		var nd corev1.Node
+		if err := b.c.Get(ctx, client.ObjectKey{Name: "a100-1"}, &nd); err != nil {
+			t.Fatal(err)
+		}
+		nd.Spec.Unschedulable = on
+		if err := b.c.Update(ctx, &nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon(true)
+	t.Cleanup(func() { cordon(false) })
+	if status, doc := call(t, ts, "slurm", "POST", path, `{"state":["RESUME"]}`); status != http.StatusConflict {
+		t.Errorf("RESUME of a node cordoned with kubectl: %d %v, want 409", status, doc)
+	}
+	var nd corev1.Node
+	if err := b.c.Get(ctx, client.ObjectKey{Name: "a100-1"}, &nd); err != nil || !nd.Spec.Unschedulable {
+		t.Errorf("the kubectl cordon was lifted by RESUME (%v)", err)
 	}
 }
