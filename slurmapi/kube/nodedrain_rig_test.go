@@ -2,11 +2,14 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -55,12 +58,10 @@ func TestDrainAndResumeNodeOnRig(t *testing.T) {
 	ctx := context.Background()
 	cordon := func(on bool) {
 		t.Helper()
-		var nd corev1.Node
-		if err := b.c.Get(ctx, client.ObjectKey{Name: "a100-1"}, &nd); err != nil {
-			t.Fatal(err)
-		}
-		nd.Spec.Unschedulable = on
-		if err := b.c.Update(ctx, &nd); err != nil {
+		// a patch, as kubectl cordon sends: the node's status changes under it
+		nd := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a100-1"}}
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+		if err := b.c.Patch(ctx, nd, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			t.Fatal(err)
 		}
 	}
