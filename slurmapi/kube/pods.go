@@ -138,6 +138,12 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 		if m := s.Environment[SimMessageEnv]; m != "" && s.Environment[SimDurationEnv] != "" {
 			pods[0].Annotations[v1alpha1.SimMessageAnnotation] = m
 		}
+		// Simulated, as on a real cluster: the script's exit code is the batch
+		// host's; the other nodes' launchers end with 0 when it ends (a peer
+		// failing first would end the job before its batch host reported).
+		for _, p := range pods[1:] {
+			delete(p.Annotations, SimExitCodeAnnotation)
+		}
 		stdout, stderr := outputFiles(pg, binds[0].Node)
 		if stdout != "" {
 			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStdout, Value: stdout})
