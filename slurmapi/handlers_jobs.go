@@ -35,6 +35,10 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 	if e != nil {
 		return nil, e
 	}
+	key, bodyHash, e := idempotencyKey(c.r, body)
+	if e != nil {
+		return nil, e
+	}
 	cat, err := s.backend.Catalog(c.ctx)
 	if err != nil {
 		return nil, err
@@ -47,6 +51,7 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 		return nil, e
 	}
 	c.warnings = append(c.warnings, warnings...)
+	desc.IdempotencyKey, desc.BodyHash = key, bodyHash
 	res, err := s.backend.Submit(c.ctx, desc)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,13 @@ type JobDesc struct {
 	Account   string `json:"account,omitempty"`
 	QOS       string `json:"qos,omitempty"`
 	Script    string `json:"script"`
+	// IdempotencyKey is the submission's Idempotency-Key header (a Sluice
+	// extension, docs/rest-compatibility.md): a retry by the same user with
+	// the same key gets the first submission's job id instead of a second
+	// job. BodyHash tells a retry from another submission reusing the key.
+	// Neither is part of the job.
+	IdempotencyKey string `json:"-"`
+	BodyHash       string `json:"-"`
 	// Argv are the script's arguments ($1...), as `sbatch job.sh a b`
 	// passes them; REST argv[0] (the script's path) is not among them.
 	Argv []string `json:"argv,omitempty"`
@@ -151,6 +158,9 @@ type SubmitResult struct {
 	JobID   uint32
 	StepID  string // "batch"
 	Message string // job_submit_user_msg
+	// Replayed is true when JobID is an earlier submission's, whose
+	// Idempotency-Key this one repeated: nothing new was stored.
+	Replayed bool
 }
 
 // CancelRequest signals one or more jobs (scancel).

@@ -106,6 +106,11 @@ func IsForbidden(err error) bool {
 
 // do sends one request and decodes a 2xx body into out (when not nil).
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	return c.doWith(ctx, method, path, query, nil, body, out)
+}
+
+// doWith is do with extra request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -121,6 +126,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return err
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("X-SLURM-USER-TOKEN", c.Token)
 	req.Header.Set("Accept", "application/json")

@@ -113,26 +113,6 @@ func (c *Client) JobRecords(ctx context.Context, ref string) ([]Job, error) {
 	return out.Jobs, err
 }
 
-// Submit sends a job description (v0.0.44 job_desc_msg fields) and returns
-// the new job id and the server's warnings (the descriptions of the
-// answer's warnings[], such as #SBATCH directives Sluice ignores).
-func (c *Client) Submit(ctx context.Context, job map[string]any) (uint32, []string, error) {
-	var out struct {
-		JobID    uint32 `json:"job_id"`
-		Warnings []struct {
-			Description string `json:"description"`
-		} `json:"warnings"`
-	}
-	if err := c.do(ctx, "POST", "/slurm/"+Version+"/job/submit", nil, map[string]any{"job": job}, &out); err != nil {
-		return 0, nil, err
-	}
-	var warnings []string
-	for _, w := range out.Warnings {
-		warnings = append(warnings, w.Description)
-	}
-	return out.JobID, warnings, nil
-}
-
 // Cancel signals a job (SIGKILL cancels it, like scancel).
 func (c *Client) Cancel(ctx context.Context, id uint32, signal string) error {
 	return c.CancelRef(ctx, strconv.FormatUint(uint64(id), 10), signal)

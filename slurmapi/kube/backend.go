@@ -133,6 +133,20 @@ func (b *Backend) JobIDs() *JobIDs { return b.ids }
 // stores it in the next batch. The PodGroup is the only object of a
 // pending job.
 func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi.SubmitResult, err error) {
+	var id uint32 // d's Idempotency-Key names a job never stored: store it under its id
+	if d.IdempotencyKey != "" {
+		claim, ok, err := b.readClaim(ctx, d)
+		if err != nil {
+			return slurmapi.SubmitResult{}, err
+		}
+		if ok {
+			stored, err := b.replayed(ctx, d, claim)
+			if err != nil || stored {
+				return slurmapi.SubmitResult{JobID: claim.job, StepID: "batch", Replayed: stored}, err
+			}
+			id = claim.job
+		}
+	}
 	cat, err := b.Catalog(ctx)
 	if err != nil {
 		return slurmapi.SubmitResult{}, err
@@ -142,20 +156,18 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 		return slurmapi.SubmitResult{}, err
 	}
 	defer func() {
-		if err != nil {
+		if err != nil || res.Replayed {
 			release()
 		}
 	}()
 	if err := b.ensureNamespace(ctx, Namespace(d.Account)); err != nil {
 		return slurmapi.SubmitResult{}, err
 	}
-	tasks := uint32(1)
-	if a, err := sbatch.ParseArray(d.Array); d.Array != "" && err == nil {
-		tasks = uint32(a.Count()) // the array's id and its tasks' ids
-	}
-	id, err := b.ids.NextN(ctx, tasks)
-	if err != nil {
-		return slurmapi.SubmitResult{}, err
+	if id == 0 {
+		var replay bool
+		if id, replay, err = b.newJobID(ctx, d); err != nil || replay {
+			return slurmapi.SubmitResult{JobID: id, StepID: "batch", Replayed: replay}, err
+		}
 	}
 	pg := PodGroupFor(d, id)
 	if b.batch != nil {
@@ -169,12 +181,37 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 		}
 	}
 	if err := b.c.Create(ctx, pg); err != nil {
-		if apierrors.IsInvalid(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err) && d.IdempotencyKey != "":
+			// Another attempt with this key stored the job first.
+			return slurmapi.SubmitResult{JobID: id, StepID: "batch"}, nil
+		case apierrors.IsInvalid(err):
 			return slurmapi.SubmitResult{}, slurmapi.BadRequest(slurmapi.ErrRestInvalidJobs, "job", "the cluster refused the job: %v", err)
 		}
 		return slurmapi.SubmitResult{}, fmt.Errorf("create PodGroup for job %d: %w", id, err)
 	}
 	return slurmapi.SubmitResult{JobID: id, StepID: "batch"}, nil
+}
+
+// newJobID takes a fresh job id for d (an array's tasks' ids with it) and,
+// when d has an Idempotency-Key, claims the key for it. replay is true when
+// another attempt with the key claimed it first and stored its job: id is
+// that job's, and nothing is to be stored.
+func (b *Backend) newJobID(ctx context.Context, d *slurmapi.JobDesc) (id uint32, replay bool, err error) {
+	tasks := uint32(1)
+	if a, err := sbatch.ParseArray(d.Array); d.Array != "" && err == nil {
+		tasks = uint32(a.Count()) // the array's id and its tasks' ids
+	}
+	if id, err = b.ids.NextN(ctx, tasks); err != nil || d.IdempotencyKey == "" {
+		return id, false, err
+	}
+	claim, created, err := b.claimKey(ctx, d, id)
+	if err != nil || created {
+		return id, false, err
+	}
+	// The ids taken above stay unused: a gap, as a failed submission leaves.
+	stored, err := b.replayed(ctx, d, claim)
+	return claim.job, stored, err
 }
 
 func (b *Backend) ensureNamespace(ctx context.Context, name string) error {

@@ -80,7 +80,10 @@ func withBatched(stored, batched []v1alpha1.PodGroup) []v1alpha1.PodGroup {
 		have[stored[i].Labels[v1alpha1.JobIDLabel]] = true
 	}
 	for _, pg := range batched {
-		if !have[pg.Labels[v1alpha1.JobIDLabel]] {
+		// Two batches hold one job when a retry with its Idempotency-Key
+		// stored it again while the first attempt's batch was in flight.
+		if id := pg.Labels[v1alpha1.JobIDLabel]; !have[id] {
+			have[id] = true
 			stored = append(stored, pg)
 		}
 	}

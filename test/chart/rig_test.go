@@ -161,6 +161,7 @@ func serverNeeds(ns string) []access {
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "sluice-server"},
 		{verb: "create", resource: "configmaps", namespace: ns},
 		{verb: "get", resource: "configmaps", namespace: ns, name: "sluice-job-ids"},
+		{verb: "get", resource: "configmaps", namespace: ns, name: "submit-key-0123456789abcdef0123456789abcdef"},
 		{verb: "update", resource: "configmaps", namespace: ns, name: "sluice-job-ids"},
 		{verb: "get", group: "batch", resource: "jobs", namespace: "team-a"},
 		{verb: "get", group: "jobset.x-k8s.io", resource: "jobsets", namespace: "team-a"},
