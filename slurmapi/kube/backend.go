@@ -61,6 +61,10 @@ type Backend struct {
 	nsMu    sync.Mutex
 	nsReady map[string]bool
 
+	// pruneMu guards prunedAt, when pruneClaims last ran.
+	pruneMu  sync.Mutex
+	prunedAt time.Time
+
 	catMu   sync.Mutex
 	catalog *slurmapi.Catalog
 	catAt   time.Time

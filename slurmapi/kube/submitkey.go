@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,6 +76,7 @@ func (b *Backend) claimKey(ctx context.Context, d *slurmapi.JobDesc, id uint32) 
 	}
 	err = b.c.Create(ctx, cm)
 	if err == nil {
+		b.pruneClaims(time.Now())
 		return keyClaim{job: id, bodyHash: d.BodyHash}, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -100,4 +102,35 @@ func (b *Backend) replayed(ctx context.Context, d *slurmapi.JobDesc, claim keyCl
 		return false, err
 	}
 	return len(groups) > 0, nil
+}
+
+// claimLifetime is how long a key is remembered: far longer than any client
+// retries one submission, short enough that claims do not pile up.
+const claimLifetime = 24 * time.Hour
+
+// pruneClaims deletes the claims older than claimLifetime, at most once an
+// hour per server, in the background of the submission that calls it.
+func (b *Backend) pruneClaims(now time.Time) {
+	b.pruneMu.Lock()
+	due := now.Sub(b.prunedAt) >= time.Hour
+	if due {
+		b.prunedAt = now
+	}
+	b.pruneMu.Unlock()
+	if !due {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var list corev1.ConfigMapList
+		if err := b.c.List(ctx, &list, client.InNamespace(b.opts.Namespace), client.HasLabels{SubmitKeyLabel}); err != nil {
+			return // the next submission an hour on tries again
+		}
+		for i := range list.Items {
+			if cm := &list.Items[i]; now.Sub(cm.CreationTimestamp.Time) > claimLifetime {
+				_ = b.c.Delete(ctx, cm)
+			}
+		}
+	}()
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/test/e2e"
 )
 
 const keyedJob = `{"script":"#!/bin/bash\n#SBATCH -J keyed --gres=gpu:1 -t 5\nhostname\n","job":{"environment":["PATH=/bin"]}}`
@@ -147,4 +148,35 @@ func checkIdempotencyKey(t *testing.T, ts *httptest.Server, b *Backend) {
 func hashOf(body string) string {
 	sum := sha256.Sum256([]byte(body))
 	return hex.EncodeToString(sum[:])
+}
+
+// TestOldClaimsArePrunedOnRig: claims older than a day are deleted, younger
+// ones kept.
+func TestOldClaimsArePrunedOnRig(t *testing.T) {
+	_, admin := rigServer(t)
+	ns := batchNamespace(t, admin) // a namespace of its own: pruning sees only this test's claims
+	b, err := New(e2e.Rig(t).RESTConfig(), Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := &slurmapi.JobDesc{User: "alice", IdempotencyKey: "old", BodyHash: hashOf(keyedJob)}
+	if _, created, err := b.claimKey(context.Background(), desc, 7); err != nil || !created {
+		t.Fatalf("claim: created %v, %v", created, err)
+	}
+	b.pruneClaims(time.Now().Add(23 * time.Hour)) // a pass while the claim is 23 hours old
+	if _, ok, err := b.readClaim(context.Background(), desc); err != nil || !ok {
+		t.Fatalf("claim gone before it was a day old (%v)", err)
+	}
+	b.pruneClaims(time.Now().Add(25 * time.Hour))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, ok, err := b.readClaim(context.Background(), desc)
+		if err == nil && !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim older than a day still there (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
