@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "benchmark Sluice, a bare binder and kube-scheduler on fresh rigs", run: runBench})
+	register(command{name: "bench", summary: "benchmark Sluice as installed, a bare binder and kube-scheduler on fresh rigs", run: runBench})
 }
 
 func runBench(args []string) error {
@@ -23,11 +23,13 @@ func runBench(args []string) error {
 	nodes := fs.Int("nodes", 500, "simulated nodes per rig")
 	gpus := fs.Int("gpus", 8, "GPUs per node")
 	pods := fs.Int("pods", 4000, "single-GPU pods per run")
-	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated")
+	only := fs.String("only", strings.Join(bench.Contenders, ","), "contenders to run, comma-separated, of "+strings.Join(bench.AllContenders, ","))
+	modes := fs.String("modes", "stream", "modes to run, comma-separated, of "+strings.Join(bench.AllModes, ","))
+	repeats := fs.Int("repeats", 3, "runs of each stream and backlog per contender (the summary gives medians)")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
 	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
-	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its Sluice contender so, in a process of its own")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, and of each Sluice process to this file with .sluice.PID appended")
+	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its sluice-scheduler contender so, in a process of its own")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, and of each sluice-scheduler process to this file with .sluice.PID appended")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -52,6 +54,7 @@ func runBench(args []string) error {
 		return err
 	}
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
+		Modes: strings.Split(*modes, ","), Repeats: *repeats, SluiceBinary: self,
 		SluiceCommand: []string{self, "bench", "--run-sluice-on"}, Constrained: *constrained}
 	if *cpuProfile != "" {
 		opts.SluiceCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".sluice", "--run-sluice-on"}

@@ -1,8 +1,13 @@
-// Package bench measures schedulers on the rig at scale (issue 4's benchmark): for each
-// contender a fresh rig, (a) pods created at full speed while the scheduler runs and (b)
-// the same pods as a backlog with the scheduler started afterwards; for Sluice also the
-// time to reclaim one GPU for an under-quota queue from a cluster full of another
-// queue's preemptible pods.
+// Package bench measures schedulers on the rig at scale (issues 4 and 19): each contender
+// gets a fresh rig; on it (a) pods are created at full speed while the scheduler runs
+// (stream), Options.Repeats times; optionally (b) the same pods as a backlog with the
+// scheduler started afterwards and, for Sluice, (c) the time to reclaim one GPU for an
+// under-quota queue from a cluster full of another queue's preemptible pods.
+//
+// Sluice runs as installed: the `sluice server` process with its default configuration
+// (admission webhook, ledger and recorder, remediation, pod grouper), pods as users write
+// them. The older contender "sluice-scheduler" runs only the scheduler and the pod grouper
+// and has the harness write what the webhook would.
 package bench
 
 import (
@@ -10,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,29 +26,54 @@ import (
 
 // Contender names accepted in Options.Only.
 const (
-	Sluice        = "sluice"
-	Bare          = "bare"
-	KubeScheduler = "kube-scheduler"
+	// Sluice is `sluice server` as installed (serverProcess).
+	Sluice = "sluice"
+	// SluiceScheduler is Sluice's scheduler and pod grouper alone, the harness writing
+	// what the webhook would (sluiceContender).
+	SluiceScheduler = "sluice-scheduler"
+	Bare            = "bare"
+	KubeScheduler   = "kube-scheduler"
 )
 
-// Contenders are all contenders, in the order they run.
+// Contenders are the contenders a run has by default, in the order they run.
 var Contenders = []string{Sluice, Bare, KubeScheduler}
+
+// AllContenders are every contender Options.Only may name.
+var AllContenders = []string{Sluice, SluiceScheduler, Bare, KubeScheduler}
+
+// Modes a run may measure.
+const (
+	modeStream  = "stream"
+	modeBacklog = "backlog"
+	modeReclaim = "reclaim"
+)
+
+// AllModes are every mode Options.Modes may name, in the order they run.
+var AllModes = []string{modeStream, modeBacklog, modeReclaim}
 
 // Options size one benchmark run.
 type Options struct {
 	Nodes, GPUsPerNode, Pods int
-	// Only lists the contenders to run; empty means all.
+	// Only lists the contenders to run; empty means Contenders.
 	Only []string
-	// Creators is how many goroutines create pods at once; default 64.
+	// Modes lists the modes to run; empty means only the stream. Reclaim is measured for
+	// Sluice's contenders only.
+	Modes []string
+	// Repeats is how many times each stream and backlog runs on the contender's rig;
+	// default 3 (the summary gives medians).
+	Repeats int
+	// Creators is how many goroutines create pods at once; default 100.
 	Creators int
 	// Assets holds the rig's binaries (see cluster.Options.Assets).
 	Assets string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
-	// SluiceCommand, when set, runs Sluice as a process of its own, so its CPU and
-	// memory figures are its own: the command with the rig's kubeconfig appended must
-	// call RunSluiceOn (sluice bench runs itself). Empty runs Sluice in this process,
-	// whose figures then include the harness's creates and watch.
+	// SluiceBinary is the sluice binary the Sluice contender runs as `sluice server`.
+	SluiceBinary string
+	// SluiceCommand, when set, runs the sluice-scheduler contender as a process of its
+	// own, so its CPU and memory figures are its own: the command with the rig's
+	// kubeconfig appended must call RunSluiceOn (sluice bench runs itself). Empty runs it
+	// in this process, whose figures then include the harness's creates and watch.
 	SluiceCommand []string
 	// Constrained gives every pod, for every contender, a required node affinity (the
 	// pool's partition label, which every node has) and a toleration, as manifests often
@@ -52,24 +81,33 @@ type Options struct {
 	Constrained bool
 }
 
-// Result is one contender in one mode.
+// Result is one contender in one mode, one repeat.
 type Result struct {
 	Contender string
-	Mode      string // "stream" (a), "backlog" (b) or "reclaim" (see measureReclaim)
+	Mode      string // modeStream, modeBacklog or modeReclaim (see measureReclaim)
+	Repeat    int    // 1-based
 	Pods      int
-	ToBound   time.Duration // first create (a) or scheduler start (b) to all bound
+	ToBound   time.Duration // first create (stream) or scheduler start (backlog) to all bound
 	ToRunning time.Duration // the same to all Running
-	// BindP50 and BindMax are the median and the slowest time from a pod's creation (in
-	// backlog mode: from the scheduler's start) to its binding.
-	BindP50, BindMax time.Duration
+	// Created is the stream's first create to its last create's answer: what admission
+	// costs the creators.
+	Created time.Duration
+	// BindP50, BindP99 and BindMax are the median, 99th percentile and slowest time from
+	// a pod's creation (in backlog mode: from the scheduler's start) to its binding.
+	BindP50, BindP99, BindMax time.Duration
 	// Writes are the API server's write requests during the run, by verb and resource,
 	// without the benchmark's own pod creates and what kwok and node heartbeats write.
 	Writes map[string]float64
-	// CPUSeconds is the scheduler's process CPU (one in this process: this whole process):
-	// from the first create in a stream, from the start in a backlog, for the samples in
-	// a reclaim.
+	// CPUSeconds is the scheduler's process CPU (for one in this process: this whole
+	// process) over the run: from the first create, in a backlog too (Sluice's webhook
+	// admits it), without the process's start-up; for the samples in a reclaim.
 	CPUSeconds float64
 	PeakRSSMiB float64
+	// APIServerCPU is kube-apiserver's CPU seconds over the same window
+	// (process_cpu_seconds_total), the harness's creates and watch included.
+	APIServerCPU float64
+	// Load is the machine's 1-minute load average at the end of the run.
+	Load string
 }
 
 // BoundPerSecond is pods bound per second.
@@ -86,10 +124,16 @@ func (r Result) WritesPerPod() float64 {
 
 func (o Options) withDefaults() Options {
 	if o.Creators <= 0 {
-		o.Creators = 64
+		o.Creators = 100
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = 3
 	}
 	if len(o.Only) == 0 {
 		o.Only = Contenders
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = []string{modeStream}
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -97,8 +141,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run benchmarks each chosen contender on its own fresh rig and returns two results per
-// contender, stream then backlog, and for Sluice a third, reclaim.
+// Run benchmarks each chosen contender on its own fresh rig and returns its results:
+// Repeats streams, then Repeats backlogs, then a reclaim, as Options.Modes asks.
 func Run(ctx context.Context, opts Options) ([]Result, error) {
 	opts = opts.withDefaults()
 	// controller-runtime prints a stack trace to stderr when a client is made before a
@@ -108,20 +152,28 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		return nil, fmt.Errorf("bench: %d pods do not fit %d nodes x %d GPUs", opts.Pods, opts.Nodes, opts.GPUsPerNode)
 	}
 	for _, name := range opts.Only {
-		if !slices.Contains(Contenders, name) {
-			return nil, fmt.Errorf("bench: unknown contender %q (want one of %v)", name, Contenders)
+		if !slices.Contains(AllContenders, name) {
+			return nil, fmt.Errorf("bench: unknown contender %q (want one of %v)", name, AllContenders)
 		}
 	}
+	for _, m := range opts.Modes {
+		if !slices.Contains(AllModes, m) {
+			return nil, fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
+		}
+	}
+	if slices.Contains(opts.Only, Sluice) && opts.SluiceBinary == "" {
+		return nil, fmt.Errorf("bench: contender %s needs Options.SluiceBinary", Sluice)
+	}
 	var results []Result
-	for _, name := range Contenders {
+	for _, name := range AllContenders {
 		if !slices.Contains(opts.Only, name) {
 			continue
 		}
 		rs, err := runContender(ctx, opts, name)
+		results = append(results, rs...)
 		if err != nil {
 			return results, fmt.Errorf("bench %s: %w", name, err)
 		}
-		results = append(results, rs...)
 	}
 	return results, nil
 }
@@ -145,13 +197,18 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 	}
 	var results []Result
 	for _, mode := range []string{modeStream, modeBacklog} {
-		r, err := h.measure(ctx, mode)
-		if err != nil {
-			return results, fmt.Errorf("%s: %w", mode, err)
+		if !slices.Contains(opts.Modes, mode) {
+			continue
 		}
-		results = append(results, r)
+		for rep := 1; rep <= opts.Repeats; rep++ {
+			r, err := h.measure(ctx, mode, rep)
+			if err != nil {
+				return results, fmt.Errorf("%s %d: %w", mode, rep, err)
+			}
+			results = append(results, r)
+		}
 	}
-	if name == Sluice {
+	if slices.Contains(opts.Modes, modeReclaim) && (name == Sluice || name == SluiceScheduler) {
 		r, err := h.measureReclaim(ctx)
 		if err != nil {
 			return results, fmt.Errorf("%s: %w", modeReclaim, err)
@@ -159,17 +216,4 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 		results = append(results, r)
 	}
 	return results, nil
-}
-
-// PrintTable writes the results as an aligned table.
-func PrintTable(w io.Writer, results []Result) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "contender\tmode\tpods\tto bound\tbound pods/s\tbind p50\tbind max\tto Running\twrites/pod\tCPU-s\tCPU-s/1000 pods\tpeak RSS MiB\t")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.0f\t\n", r.Contender, r.Mode, r.Pods,
-			r.ToBound.Round(time.Millisecond), r.BoundPerSecond(), r.BindP50.Round(time.Millisecond), r.BindMax.Round(time.Millisecond),
-			r.ToRunning.Round(time.Millisecond),
-			r.WritesPerPod(), r.CPUSeconds, r.CPUSeconds*1000/float64(r.Pods), r.PeakRSSMiB)
-	}
-	return tw.Flush()
 }

@@ -4,29 +4,38 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
 )
 
+// TestMain builds the sluice binary the Sluice contender runs as `sluice server`.
+func TestMain(m *testing.M) {
+	os.Exit(sluiceproc.Main(m.Run))
+}
+
 // TestEveryContenderBindsEveryPod runs the whole benchmark small: 20 nodes x 8 GPUs and
-// 100 pods, every contender, both modes. It asserts that each run ends with every pod
-// bound and Running and that the scheduler's writes were counted; speed is for
-// `sluice bench`, never asserted here.
+// 100 pods, every contender, every mode, once each. It asserts that each run ends with
+// every pod bound and Running and that the scheduler's writes and the API server's CPU
+// were counted; speed is for `sluice bench`, never asserted here.
 func TestEveryContenderBindsEveryPod(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts three rigs")
+		t.Skip("starts four rigs")
 	}
 	if _, err := assetPath("", "kube-apiserver"); err != nil {
 		t.Skip(err)
 	}
-	results, err := Run(context.Background(), Options{Nodes: 20, GPUsPerNode: 8, Pods: 100, Log: testLog{t}})
+	results, err := Run(context.Background(), Options{Nodes: 20, GPUsPerNode: 8, Pods: 100, Repeats: 1,
+		Only: AllContenders, Modes: AllModes, SluiceBinary: sluiceproc.Binary(t), Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 2*len(Contenders)+1 {
-		t.Fatalf("%d results, want %d", len(results), 2*len(Contenders)+1)
+	// A stream and a backlog each, and a reclaim for both of Sluice's contenders.
+	if want := 2*len(AllContenders) + 2; len(results) != want {
+		t.Fatalf("%d results, want %d", len(results), want)
 	}
 	for _, r := range results {
-		if r.ToBound <= 0 || r.ToRunning < r.ToBound || r.BindP50 <= 0 || r.BindMax < r.BindP50 {
-			t.Errorf("%s %s: bound after %s (p50 %s, max %s), Running after %s", r.Contender, r.Mode, r.ToBound, r.BindP50, r.BindMax, r.ToRunning)
+		if r.ToBound <= 0 || r.ToRunning < r.ToBound || r.BindP50 <= 0 || r.BindP99 < r.BindP50 || r.BindMax < r.BindP99 {
+			t.Errorf("%s %s: bound after %s (p50 %s, p99 %s, max %s), Running after %s", r.Contender, r.Mode, r.ToBound, r.BindP50, r.BindP99, r.BindMax, r.ToRunning)
 		}
 		// Every contender binds each pod through pods/binding at least once.
 		if got := r.Writes["POST pods/binding"]; got < float64(r.Pods) {
@@ -35,6 +44,9 @@ func TestEveryContenderBindsEveryPod(t *testing.T) {
 		// Each reclaim sample found the cluster full: it had to evict a pod first.
 		if got := r.Writes["POST pods/eviction"]; r.Mode == modeReclaim && got < float64(r.Pods) {
 			t.Errorf("%s %s: %v evictions for %d pods", r.Contender, r.Mode, got, r.Pods)
+		}
+		if r.APIServerCPU <= 0 || r.CPUSeconds <= 0 || r.PeakRSSMiB <= 0 {
+			t.Errorf("%s %s: apiserver %.2f CPU-s, scheduler %.2f CPU-s and %.0f MiB: not measured", r.Contender, r.Mode, r.APIServerCPU, r.CPUSeconds, r.PeakRSSMiB)
 		}
 	}
 	if err := PrintTable(os.Stdout, results); err != nil {

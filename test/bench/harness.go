@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,11 +25,9 @@ import (
 )
 
 const (
-	modeStream  = "stream"
-	modeBacklog = "backlog"
-	poolName    = "h100"
-	benchQueue  = "bench"
-	waitLimit   = 10 * time.Minute
+	poolName   = "h100"
+	benchQueue = "bench"
+	waitLimit  = 10 * time.Minute
 )
 
 // harness runs one contender's two modes on one rig.
@@ -66,6 +65,15 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 	h := &harness{rig: rig, opts: opts, name: name, rc: rc, kube: kube, crs: crs}
 	switch name {
 	case Sluice:
+		h.sched = &serverProcess{bin: opts.SluiceBinary, kubeconfig: rig.ServerKubeconfig, clientCA: rig.WebhookClientCA,
+			dir: filepath.Dir(rig.Kubeconfig), kube: kube}
+		if err := h.sluiceSite(context.Background()); err != nil {
+			return nil, err
+		}
+		if err := h.reclaimSite(context.Background()); err != nil {
+			return nil, err
+		}
+	case SluiceScheduler:
 		h.sched = &sluiceContender{rc: rc, kubeconfig: rig.Kubeconfig, command: opts.SluiceCommand, log: opts.Log}
 		backend, err := slurmkube.New(rc, slurmkube.Options{Namespace: metav1.NamespaceDefault})
 		if err != nil {
@@ -108,9 +116,9 @@ func (h *harness) sluiceSite(ctx context.Context) error {
 }
 
 // measure runs one mode in a namespace of its own and removes its pods afterwards, so
-// the next mode finds the cluster empty.
-func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
-	ns := "bench-" + mode
+// the next run finds the cluster empty.
+func (h *harness) measure(ctx context.Context, mode string, rep int) (Result, error) {
+	ns := fmt.Sprintf("bench-%s-%d", mode, rep)
 	if err := h.namespace(ctx, ns); err != nil {
 		return Result{}, err
 	}
@@ -119,38 +127,77 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 		return Result{}, err
 	}
 	defer w.stop()
-	r := Result{Contender: h.name, Mode: mode, Pods: h.opts.Pods}
-	var before writeCounts
+	r := Result{Contender: h.name, Mode: mode, Repeat: rep, Pods: h.opts.Pods}
+	server, _ := h.sched.(*serverProcess)
+	var before apiServerReading
 	var began time.Time
 	var usage usageProbe
 	var startCPU float64
-	if mode == modeStream {
+	// created creates the run's pods and records how long the creates took.
+	created := func() error {
+		t0 := time.Now()
+		err := h.createPods(ctx, ns, h.opts.Pods)
+		r.Created = time.Since(t0)
+		return err
+	}
+	switch {
+	case mode == modeStream:
 		if usage, err = h.sched.start(ctx); err != nil {
 			return r, err
 		}
 		// The stream measures a running scheduler, not its start (backlog mode does).
-		if err := h.awaitReady(ctx, mode); err != nil {
+		if err := h.awaitReady(ctx, mode, rep, true); err != nil {
 			h.sched.stop()
 			return r, err
 		}
-		if before, err = scrapeWrites(ctx, h.kube); err != nil {
+		if before, err = scrapeAPIServer(ctx, h.kube); err != nil {
 			h.sched.stop()
 			return r, err
 		}
 		// Per pod, the stream charges a running scheduler's CPU, not its start (informer
 		// lists, discovery, the ready pod), as the reclaim run does.
 		startCPU, _ = usage()
-		fmt.Fprintf(h.opts.Log, "bench: %s stream: start-up and ready pod used %.2f CPU-s (not counted)\n", h.name, startCPU)
+		fmt.Fprintf(h.opts.Log, "bench: %s stream %d: start-up and ready pod used %.2f CPU-s (not counted)\n", h.name, rep, startCPU)
 		began = time.Now()
-		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
+		if err := created(); err != nil {
 			h.sched.stop()
 			return r, err
 		}
-	} else {
-		if before, err = scrapeWrites(ctx, h.kube); err != nil {
+	case server != nil:
+		// Sluice as installed: its webhook admits the backlog while the harness holds the
+		// Lease, and its scheduler starts when the harness lets go.
+		server.holdLease = true
+		defer func() { server.holdLease = false }()
+		if usage, err = h.sched.start(ctx); err != nil {
 			return r, err
 		}
-		if err := h.createPods(ctx, ns, h.opts.Pods); err != nil {
+		if err := h.awaitReady(ctx, mode, rep, false); err != nil {
+			h.sched.stop()
+			return r, err
+		}
+		if before, err = scrapeAPIServer(ctx, h.kube); err != nil {
+			h.sched.stop()
+			return r, err
+		}
+		startCPU, _ = usage()
+		if err := created(); err != nil {
+			h.sched.stop()
+			return r, err
+		}
+		if err := w.waitSeen(ctx); err != nil {
+			h.sched.stop()
+			return r, err
+		}
+		began = time.Now()
+		if err := server.releaseLease(ctx); err != nil {
+			h.sched.stop()
+			return r, err
+		}
+	default:
+		if before, err = scrapeAPIServer(ctx, h.kube); err != nil {
+			return r, err
+		}
+		if err := created(); err != nil {
 			return r, err
 		}
 		if err := w.waitSeen(ctx); err != nil {
@@ -164,18 +211,21 @@ func (h *harness) measure(ctx context.Context, mode string) (Result, error) {
 	bound, running, werr := w.wait(ctx, waitLimit)
 	r.CPUSeconds, r.PeakRSSMiB = usage()
 	r.CPUSeconds -= startCPU
+	after, serr := scrapeAPIServer(ctx, h.kube)
 	h.sched.stop()
 	if werr != nil {
 		return r, fmt.Errorf("%s: %w", h.name, werr)
 	}
-	r.ToBound, r.ToRunning = bound.Sub(began), running.Sub(began)
-	r.BindP50, r.BindMax = w.bindLatency(began)
-	after, err := scrapeWrites(ctx, h.kube)
-	if err != nil {
-		return r, err
+	if serr != nil {
+		return r, serr
 	}
-	r.Writes = after.minus(before).schedulerWrites()
-	fmt.Fprintf(h.opts.Log, "bench: %s %s: %.0f pods/s bound, writes %v\n", h.name, mode, r.BoundPerSecond(), r.Writes)
+	r.ToBound, r.ToRunning = bound.Sub(began), running.Sub(began)
+	r.BindP50, r.BindP99, r.BindMax = w.bindLatency(began)
+	r.Writes = after.writes.minus(before.writes).schedulerWrites()
+	r.APIServerCPU = after.cpu - before.cpu
+	r.Load = loadAverage()
+	fmt.Fprintf(h.opts.Log, "bench: %s %s %d: %.0f pods/s bound, created in %s, server %.2f CPU-s, apiserver %.2f CPU-s, load %s, writes %v\n",
+		h.name, mode, rep, r.BoundPerSecond(), round(r.Created), r.CPUSeconds, r.APIServerCPU, r.Load, r.Writes)
 	return r, h.clear(ctx, ns, h.opts.Pods)
 }
 
@@ -198,31 +248,56 @@ func (h *harness) namespace(ctx context.Context, ns string) error {
 // readyNamespace holds the pod that tells a started scheduler is ready.
 const readyNamespace = "bench-ready"
 
-// awaitReady waits until the scheduler binds one pod (in a namespace of its own, so the
-// run's watch does not count it), then removes that pod and waits until it is gone, so
-// the run finds every GPU free.
-func (h *harness) awaitReady(ctx context.Context, mode string) error {
+// awaitReady waits until the scheduler binds one probe pod (in a namespace of its own, so
+// the run's watch does not count it), then removes it and waits until it is gone, so the
+// run finds every GPU free. For Sluice as installed the probe must also have passed its
+// admission webhook (it carries a job id): a server just started registers the webhook
+// after it starts, and until then the API server admits pods without it, or refuses them
+// while an earlier run's registration names a port nobody listens on. With bound false
+// (a backlog: the scheduler waits for the Lease) the probe need only be admitted.
+func (h *harness) awaitReady(ctx context.Context, mode string, rep int, bound bool) error {
 	if err := h.namespace(ctx, readyNamespace); err != nil {
 		return err
 	}
-	name := "ready-" + mode
-	if err := h.createPod(ctx, readyNamespace, name, benchQueue); err != nil {
-		return err
-	}
-	if err := poll(ctx, func() bool {
-		p, err := h.kube.CoreV1().Pods(readyNamespace).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && p.Spec.NodeName != ""
-	}); err != nil {
-		return fmt.Errorf("the scheduler never bound pod %s/%s: %w", readyNamespace, name, err)
-	}
+	pods := h.kube.CoreV1().Pods(readyNamespace)
 	zero := int64(0)
-	if err := h.kube.CoreV1().Pods(readyNamespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-		return fmt.Errorf("delete pod %s/%s: %w", readyNamespace, name, err)
+	for try := 0; ; try++ {
+		name := fmt.Sprintf("ready-%s-%d-%d", mode, rep, try)
+		var created, ready, admitted bool
+		err := poll(ctx, func() bool {
+			if !created {
+				// Tried until it is: the API server refuses pods while the registration
+				// names a stopped server.
+				err := h.createPod(ctx, readyNamespace, name, benchQueue)
+				if created = err == nil || apierrors.IsAlreadyExists(err); !created {
+					return false
+				}
+			}
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			admitted = h.name != Sluice || p.Labels[v1alpha1.JobIDLabel] != ""
+			ready = admitted && (!bound || p.Spec.NodeName != "")
+			// A probe admitted without the webhook is removed and another one tried.
+			return ready || !admitted
+		})
+		if err != nil {
+			return fmt.Errorf("the scheduler never bound pod %s/%s: %w", readyNamespace, name, err)
+		}
+		if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			return fmt.Errorf("delete pod %s/%s: %w", readyNamespace, name, err)
+		}
+		if err := poll(ctx, func() bool {
+			_, err := pods.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}); err != nil {
+			return err
+		}
+		if ready {
+			return nil
+		}
 	}
-	return poll(ctx, func() bool {
-		_, err := h.kube.CoreV1().Pods(readyNamespace).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
 }
 
 // createPods creates n pods named p0..p(n-1) from Options.Creators goroutines.
@@ -255,11 +330,12 @@ func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) err
 	return <-errs // nil when the channel is empty
 }
 
-// createPod creates one single-GPU pod. Sluice's pods carry what its admission webhook
-// adds to a bare pod: the queue and partition labels, a job id from the Slurm API's
-// counter (blocks of ids, as the webhook takes them) and the PodGroup named by it,
-// which makes each a group of one: a PodGroup is written only for one that has to wait
-// or is evicted.
+// createPod creates one single-GPU pod as a user writes it: the scheduler's name and a
+// queue label (which other schedulers ignore), nothing else. For the sluice-scheduler
+// contender, which runs without its webhook, the pod also carries what the webhook adds
+// to a bare pod: the partition label, a job id from the Slurm API's counter (blocks of
+// ids, as the webhook takes them) and the PodGroup named by it, which makes each a group
+// of one: a PodGroup is written only for one that has to wait or is evicted.
 func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{SchedulerName: h.sched.schedulerName(), Containers: []corev1.Container{{Name: "main", Image: "busybox",
@@ -272,7 +348,8 @@ func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 				{Key: v1alpha1.PartitionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{poolName}}}}}}}}
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
 	}
-	if h.name == Sluice {
+	pod.Labels = map[string]string{v1alpha1.QueueLabel: queue}
+	if h.name == SluiceScheduler {
 		id, err := h.jobIDs.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("a job id for pod %s: %w", name, err)
@@ -308,7 +385,7 @@ func (h *harness) clear(ctx context.Context, ns string, n int) error {
 	}); err != nil {
 		return err
 	}
-	if h.name != Sluice {
+	if h.name != Sluice && h.name != SluiceScheduler {
 		return nil
 	}
 	// The groups go too (the grouper's with their pods, by garbage collection), so the

@@ -12,7 +12,6 @@ import (
 )
 
 const (
-	modeReclaim = "reclaim"
 	// reclaimQueue is the under-quota queue: its GPU quota covers every sample.
 	reclaimQueue   = "bench-under-quota"
 	reclaimSamples = 5
@@ -59,6 +58,10 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 	if err != nil {
 		return r, err
 	}
+	if err := h.awaitReady(ctx, modeReclaim, 1, true); err != nil {
+		h.sched.stop()
+		return r, err
+	}
 	if err := h.createPods(ctx, fillNS, capacity); err != nil {
 		h.sched.stop()
 		return r, err
@@ -67,7 +70,7 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 		h.sched.stop()
 		return r, fmt.Errorf("filling the cluster: %w", err)
 	}
-	before, err := scrapeWrites(ctx, h.kube)
+	before, err := scrapeAPIServer(ctx, h.kube)
 	if err != nil {
 		h.sched.stop()
 		return r, err
@@ -92,12 +95,14 @@ func (h *harness) measureReclaim(ctx context.Context) (Result, error) {
 		return r, werr
 	}
 	r.ToBound, r.ToRunning = bound.Sub(began), running.Sub(began)
-	r.BindP50, r.BindMax = w.bindLatency(began)
-	after, err := scrapeWrites(ctx, h.kube)
+	r.BindP50, r.BindP99, r.BindMax = w.bindLatency(began)
+	after, err := scrapeAPIServer(ctx, h.kube)
 	if err != nil {
 		return r, err
 	}
-	r.Writes = after.minus(before).schedulerWrites()
+	r.Writes = after.writes.minus(before.writes).schedulerWrites()
+	r.APIServerCPU = after.cpu - before.cpu
+	r.Load = loadAverage()
 	fmt.Fprintf(h.opts.Log, "bench: %s reclaim: p50 %s, max %s, writes %v\n", h.name, r.BindP50, r.BindMax, r.Writes)
 	if err := h.clear(ctx, ns, reclaimSamples); err != nil {
 		return r, err

@@ -65,3 +65,16 @@ func statusMiB(path, field string) float64 {
 	}
 	return 0
 }
+
+// loadAverage is the machine's 1-minute load average, as uptime shows it: the benchmark
+// shares its cores, and a run's figures mean little without it.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(data)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}

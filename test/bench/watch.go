@@ -128,10 +128,10 @@ func (w *podWatch) awaitBound(ctx context.Context, n int) error {
 
 func (w *podWatch) stop() { w.cancel() }
 
-// bindLatency is the median and the slowest time from a pod's creation (as the watch saw
-// it, or from since when later) to its binding: the scheduler's own delay, apart from how
-// fast the pods could be created.
-func (w *podWatch) bindLatency(since time.Time) (p50, max time.Duration) {
+// bindLatency is the median, the 99th percentile and the slowest time from a pod's
+// creation (as the watch saw it, or from since when later) to its binding: the
+// scheduler's own delay, apart from how fast the pods could be created.
+func (w *podWatch) bindLatency(since time.Time) (p50, p99, max time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	lat := make([]time.Duration, 0, len(w.podBoundAt))
@@ -143,8 +143,8 @@ func (w *podWatch) bindLatency(since time.Time) (p50, max time.Duration) {
 		lat = append(lat, at.Sub(from))
 	}
 	if len(lat) == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	slices.Sort(lat)
-	return lat[len(lat)/2], lat[len(lat)-1]
+	return lat[len(lat)/2], lat[(len(lat)*99)/100], lat[len(lat)-1]
 }

@@ -16,13 +16,33 @@ type writeCounts map[string]float64
 
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "DELETECOLLECTION": true}
 
-// scrapeWrites reads the API server's /metrics with the admin client.
-func scrapeWrites(ctx context.Context, kube kubernetes.Interface) (writeCounts, error) {
+// apiServerReading is what one scrape of the API server's /metrics tells: its write
+// requests so far and its process CPU seconds.
+type apiServerReading struct {
+	writes writeCounts
+	cpu    float64
+}
+
+// scrapeAPIServer reads the API server's /metrics with the admin client.
+func scrapeAPIServer(ctx context.Context, kube kubernetes.Interface) (apiServerReading, error) {
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("scrape kube-apiserver metrics: %w", err)
+		return apiServerReading{}, fmt.Errorf("scrape kube-apiserver metrics: %w", err)
 	}
-	return parseWrites(raw), nil
+	return apiServerReading{writes: parseWrites(raw), cpu: parseCPU(raw)}, nil
+}
+
+// parseCPU is process_cpu_seconds_total, 0 when absent.
+func parseCPU(raw []byte) float64 {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total "); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v
+		}
+	}
+	return 0
 }
 
 func parseWrites(raw []byte) writeCounts {

@@ -26,3 +26,13 @@ apiserver_request_total{code="201",component="apiserver",dry_run="",group="",res
 		}
 	}
 }
+
+func TestParseCPUReadsTheProcessCounter(t *testing.T) {
+	raw := []byte("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 123.45\nprocess_max_fds 1024\n")
+	if got := parseCPU(raw); got != 123.45 {
+		t.Errorf("parseCPU = %v, want 123.45", got)
+	}
+	if got := parseCPU([]byte("process_max_fds 1024\n")); got != 0 {
+		t.Errorf("parseCPU without the counter = %v, want 0", got)
+	}
+}
