@@ -28,6 +28,10 @@ import (
 const (
 	// Sluice is `sluice server` as installed (serverProcess).
 	Sluice = "sluice"
+	// SluiceNoWebhook is `sluice server` with its admission webhook (and the admission
+	// policy it registers) turned off, the harness writing what the webhook would: what
+	// the webhook's round trip costs is the difference from Sluice.
+	SluiceNoWebhook = "sluice-no-webhook"
 	// SluiceScheduler is Sluice's scheduler and pod grouper alone, the harness writing
 	// what the webhook would (sluiceContender).
 	SluiceScheduler = "sluice-scheduler"
@@ -39,7 +43,7 @@ const (
 var Contenders = []string{Sluice, Bare, KubeScheduler}
 
 // AllContenders are every contender Options.Only may name.
-var AllContenders = []string{Sluice, SluiceScheduler, Bare, KubeScheduler}
+var AllContenders = []string{Sluice, SluiceNoWebhook, SluiceScheduler, Bare, KubeScheduler}
 
 // Modes a run may measure.
 const (
@@ -161,8 +165,8 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 			return nil, fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
 		}
 	}
-	if slices.Contains(opts.Only, Sluice) && opts.SluiceBinary == "" {
-		return nil, fmt.Errorf("bench: contender %s needs Options.SluiceBinary", Sluice)
+	if (slices.Contains(opts.Only, Sluice) || slices.Contains(opts.Only, SluiceNoWebhook)) && opts.SluiceBinary == "" {
+		return nil, fmt.Errorf("bench: contenders %s and %s need Options.SluiceBinary", Sluice, SluiceNoWebhook)
 	}
 	var results []Result
 	for _, name := range AllContenders {
@@ -208,7 +212,7 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 			results = append(results, r)
 		}
 	}
-	if slices.Contains(opts.Modes, modeReclaim) && (name == Sluice || name == SluiceScheduler) {
+	if slices.Contains(opts.Modes, modeReclaim) && isSluice(name) {
 		r, err := h.measureReclaim(ctx)
 		if err != nil {
 			return results, fmt.Errorf("%s: %w", modeReclaim, err)
@@ -216,4 +220,9 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// isSluice says whether a contender is one of Sluice's.
+func isSluice(name string) bool {
+	return name == Sluice || name == SluiceNoWebhook || name == SluiceScheduler
 }

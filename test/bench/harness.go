@@ -39,7 +39,7 @@ type harness struct {
 	kube  kubernetes.Interface
 	crs   client.Client
 	sched contender
-	// jobIDs numbers Sluice's pods as its webhook would.
+	// jobIDs numbers Sluice's pods as its webhook would, for the contenders without it.
 	jobIDs *slurmkube.JobIDs
 }
 
@@ -64,28 +64,33 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 	}
 	h := &harness{rig: rig, opts: opts, name: name, rc: rc, kube: kube, crs: crs}
 	switch name {
-	case Sluice:
+	case Sluice, SluiceNoWebhook:
 		h.sched = &serverProcess{bin: opts.SluiceBinary, kubeconfig: rig.ServerKubeconfig, clientCA: rig.WebhookClientCA,
-			dir: filepath.Dir(rig.Kubeconfig), kube: kube}
-		if err := h.sluiceSite(context.Background()); err != nil {
-			return nil, err
-		}
-		if err := h.reclaimSite(context.Background()); err != nil {
-			return nil, err
-		}
+			dir: filepath.Dir(rig.Kubeconfig), kube: kube, noWebhook: name == SluiceNoWebhook}
 	case SluiceScheduler:
 		h.sched = &sluiceContender{rc: rc, kubeconfig: rig.Kubeconfig, command: opts.SluiceCommand, log: opts.Log}
-		backend, err := slurmkube.New(rc, slurmkube.Options{Namespace: metav1.NamespaceDefault})
+	}
+	if name == SluiceNoWebhook || name == SluiceScheduler {
+		// The counter the server (or RunSluice) numbers its own groups from.
+		counterNS := serverNamespace
+		if name == SluiceScheduler {
+			counterNS = metav1.NamespaceDefault
+		}
+		backend, err := slurmkube.New(rc, slurmkube.Options{Namespace: counterNS})
 		if err != nil {
 			return nil, err
 		}
 		h.jobIDs = backend.JobIDs()
+	}
+	if isSluice(name) {
 		if err := h.sluiceSite(context.Background()); err != nil {
 			return nil, err
 		}
 		if err := h.reclaimSite(context.Background()); err != nil {
 			return nil, err
 		}
+	}
+	switch name {
 	case Bare:
 		h.sched = &bareBinder{rc: rc}
 	case KubeScheduler:
@@ -331,8 +336,8 @@ func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) err
 }
 
 // createPod creates one single-GPU pod as a user writes it: the scheduler's name and a
-// queue label (which other schedulers ignore), nothing else. For the sluice-scheduler
-// contender, which runs without its webhook, the pod also carries what the webhook adds
+// queue label (which other schedulers ignore), nothing else. For Sluice's contenders
+// without the webhook, the pod also carries what the webhook adds
 // to a bare pod: the partition label, a job id from the Slurm API's counter (blocks of
 // ids, as the webhook takes them) and the PodGroup named by it, which makes each a group
 // of one: a PodGroup is written only for one that has to wait or is evicted.
@@ -349,7 +354,7 @@ func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	pod.Labels = map[string]string{v1alpha1.QueueLabel: queue}
-	if h.name == SluiceScheduler {
+	if h.jobIDs != nil { // a contender without the webhook
 		id, err := h.jobIDs.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("a job id for pod %s: %w", name, err)
@@ -385,7 +390,7 @@ func (h *harness) clear(ctx context.Context, ns string, n int) error {
 	}); err != nil {
 		return err
 	}
-	if h.name != Sluice && h.name != SluiceScheduler {
+	if !isSluice(h.name) {
 		return nil
 	}
 	// The groups go too (the grouper's with their pods, by garbage collection), so the

@@ -34,6 +34,8 @@ type serverProcess struct {
 	clientCA   string // cluster.Cluster.WebhookClientCA
 	dir        string // where each start's state directory and log go
 	kube       kubernetes.Interface
+	// noWebhook turns the webhook off (SluiceNoWebhook).
+	noWebhook bool
 	// holdLease: the next start waits for the harness to release the Lease (backlog).
 	holdLease bool
 	starts    int
@@ -60,6 +62,9 @@ func (s *serverProcess) start(ctx context.Context) (usageProbe, error) {
 		"listen":         "127.0.0.1:0",
 		"leaderElection": map[string]any{"enabled": s.holdLease},
 		"webhook":        map[string]any{"addr": "127.0.0.1:0", "clientCAFile": s.clientCA},
+	}
+	if s.noWebhook {
+		cfg["webhook"] = map[string]any{"enabled": false}
 	}
 	if s.holdLease {
 		if err := s.takeLease(ctx); err != nil {
