@@ -34,6 +34,9 @@ type Placement struct {
 	Exclusive bool `json:"exclusive,omitempty" yaml:"exclusive,omitempty"`
 	// Spread keeps the job's tasks even over the domains of a level (see SpreadRule).
 	Spread []SpreadRule `json:"spread,omitempty" yaml:"spread,omitempty"`
+	// Affinity places the job next to (or away from) the tasks of other jobs, by their
+	// labels (see AffinityRule and placement_affinity.go).
+	Affinity []AffinityRule `json:"affinity,omitempty" yaml:"affinity,omitempty"`
 }
 
 // SpreadRule is kube-scheduler's topology spread with whenUnsatisfiable DoNotSchedule,
@@ -44,6 +47,13 @@ type Placement struct {
 type SpreadRule struct {
 	Level   string `json:"level" yaml:"level"`
 	MaxSkew int32  `json:"maxSkew" yaml:"maxSkew"`
+	// Selector, when set, counts every running task whose job's labels it matches (other
+	// jobs' too, and the node's foreign pods), as kube-scheduler counts the pods its label
+	// selector matches; unset, only the job's own tasks count.
+	Selector *Selector `json:"selector,omitempty" yaml:"selector,omitempty"`
+	// MinDomains, when more domains are wanted than the task's nodes have, takes the
+	// emptiest domain's count as 0 (kube-scheduler's minDomains).
+	MinDomains int32 `json:"minDomains,omitempty" yaml:"minDomains,omitempty"`
 }
 
 // nodeBits is a set of node indices.
@@ -75,7 +85,7 @@ type jobTopo struct {
 	spread     []spreadRule
 }
 
-type spreadRule struct{ level, maxSkew int32 }
+type spreadRule struct{ level, maxSkew, sel, minDomains int32 }
 
 // maxDomainTries bounds how many domains of one level a gang tries in one attempt: each try
 // scans the partition, and the failure is remembered for the gang's shape anyway.
@@ -157,15 +167,24 @@ func (c *cycle) buildPlacement(js *jobState) {
 		g.set = s
 	}
 	js.constrained = js.constrained || len(pl.Spread) > 0
-	if pl.RequiredLevel == "" && pl.PreferredLevel == "" && len(pl.Spread) == 0 {
+	c.buildAffinity(js)
+	required := pl.RequiredLevel
+	if required == "" {
+		required = selfAffinityLevel(js.job)
+	}
+	if required == "" && pl.PreferredLevel == "" && len(pl.Spread) == 0 {
 		return
 	}
 	t := &jobTopo{required: -1, level: -1}
 	for _, sp := range pl.Spread {
-		t.spread = append(t.spread, spreadRule{c.level(sp.Level), max(sp.MaxSkew, 1)})
+		sr := spreadRule{level: c.level(sp.Level), maxSkew: max(sp.MaxSkew, 1), sel: -1, minDomains: sp.MinDomains}
+		if sp.Selector != nil {
+			sr.sel = c.selector(sp.Selector, sp.Level, true)
+		}
+		t.spread = append(t.spread, sr)
 	}
-	if pl.RequiredLevel != "" {
-		t.required = c.level(pl.RequiredLevel)
+	if required != "" {
+		t.required = c.level(required)
 	}
 	if pl.PreferredLevel != "" {
 		t.ladder = append(t.ladder, c.level(pl.PreferredLevel))
@@ -176,9 +195,9 @@ func (c *cycle) buildPlacement(js *jobState) {
 				outer = levels[:i]
 			}
 		}
-		for k := len(outer) - 1; k >= 0 && pl.PreferredLevel != pl.RequiredLevel; k-- {
+		for k := len(outer) - 1; k >= 0 && pl.PreferredLevel != required; k-- {
 			t.ladder = append(t.ladder, c.level(outer[k]))
-			if outer[k] == pl.RequiredLevel {
+			if outer[k] == required {
 				break
 			}
 		}
@@ -267,6 +286,9 @@ func (c *cycle) placementAllows(ji int32, g *groupReq, n int32) bool {
 	if js.onePerNode && c.hasTaskOn(js, n) {
 		return false
 	}
+	if js.aff != nil && !c.affinityAllows(js.aff, n) {
+		return false
+	}
 	t := js.topo
 	if t == nil {
 		return true
@@ -316,6 +338,9 @@ func (c *cycle) mayEverUse(js *jobState, g *groupReq, n int32) bool {
 	if g.set >= 0 && !c.sets[g.set].bits.has(n) {
 		return false
 	}
+	if js.aff != nil && !c.affinityEver(js.aff, n) {
+		return false
+	}
 	return js.topo == nil || js.topo.required < 0 || c.levels[js.topo.required].dom[n] >= 0
 }
 
@@ -346,12 +371,17 @@ func (c *cycle) appendPlacementKey(b []byte, js *jobState) []byte {
 	if js.exclusive {
 		b = append(b, "|excl"...)
 	}
+	b = appendAffinityKey(b, js)
 	if t := js.topo; t != nil {
 		for _, sp := range t.spread {
 			b = append(b, "|spread"...)
 			b = strconv.AppendInt(b, int64(sp.level), 10)
 			b = append(b, ':')
 			b = strconv.AppendInt(b, int64(sp.maxSkew), 10)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(sp.sel), 10)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(sp.minDomains), 10)
 		}
 		b = append(b, "|topo"...)
 		b = strconv.AppendInt(b, int64(t.required), 10)

@@ -18,6 +18,9 @@ func (c *cycle) explainPlacement(ji, gi int32) (string, string) {
 			return code, reason
 		}
 	}
+	if code, reason := c.explainAffinity(ji, gi); code != "" {
+		return code, reason
+	}
 	if js.onePerNode {
 		ever := int32(0)
 		for _, n := range ps.nodes {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -66,6 +67,7 @@ func checkPlacementRules(t *testing.T, s, next *Snapshot, d *Decisions) {
 			}
 		}
 	}
+	checkAffinityRules(t, s, next, bound)
 	for _, j := range next.Jobs {
 		if !j.Placement.Exclusive {
 			continue
@@ -80,4 +82,62 @@ func checkPlacementRules(t *testing.T, s, next *Snapshot, d *Decisions) {
 
 func anyBoundOn(d *Decisions, node string) bool {
 	return slices.ContainsFunc(d.Binds, func(b Bind) bool { return b.Node == node })
+}
+
+// checkAffinityRules verifies that every task of a bound job keeps to its required
+// affinity (a task its selector matches in the same domain, its own job's included, or
+// nothing it selects anywhere when it selects itself) and anti-affinity (no other task it
+// selects in the same domain).
+func checkAffinityRules(t *testing.T, s, next *Snapshot, bound map[string]bool) {
+	t.Helper()
+	type task struct {
+		job, name string
+		labels    map[string]string
+		node      *Node
+	}
+	nodes := map[string]*Node{}
+	var tasks []task
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		nodes[n.Name] = n
+		for k, l := range n.ForeignLabels {
+			tasks = append(tasks, task{job: "", name: fmt.Sprintf("foreign-%s-%d", n.Name, k), labels: l, node: n})
+		}
+	}
+	for _, j := range next.Jobs {
+		for _, r := range j.Running {
+			if n := nodes[r.Node]; n != nil {
+				tasks = append(tasks, task{job: j.ID, name: r.Name, labels: j.Labels, node: n})
+			}
+		}
+	}
+	for _, j := range next.Jobs {
+		if !bound[j.ID] {
+			continue
+		}
+		for _, rule := range j.Placement.Affinity {
+			any := false
+			for _, o := range tasks {
+				_, has := o.node.Labels[rule.Level]
+				any = any || (has && rule.Selector.Matches(o.labels))
+			}
+			for _, r := range j.Running {
+				dom, ok := nodes[r.Node].Labels[rule.Level]
+				near := false
+				for _, o := range tasks {
+					if o.name != r.Name && rule.Selector.Matches(o.labels) && ok && o.node.Labels[rule.Level] == dom {
+						near = true
+					}
+				}
+				switch {
+				case rule.Anti && near:
+					t.Errorf("job %s task %s on %s shares its %s domain with a task its anti-affinity %s selects", j.ID, r.Name, r.Node, rule.Level, rule.Text)
+				case !rule.Anti && !ok:
+					t.Errorf("job %s task %s on %s, which has no %s label its affinity needs", j.ID, r.Name, r.Node, rule.Level)
+				case !rule.Anti && !near && any && len(j.Running) == 1:
+					t.Errorf("job %s task %s on %s: no task its affinity %s selects in its %s domain", j.ID, r.Name, r.Node, rule.Text, rule.Level)
+				}
+			}
+		}
+	}
 }

@@ -34,6 +34,10 @@ type cycle struct {
 	setIdx   map[string]int32
 	levels   []levelState
 	levelIdx map[string]int32
+	// sels are the selectors of affinity and spread rules, each at its level
+	// (placement_affinity.go).
+	sels     []selState
+	selIdx   map[string]int32
 	spread   spreadCounts // the last count of a job's tasks per domain (placement_spread.go)
 	applies  int64        // placements applied or taken away so far, for spread's cache
 	// order is every pending job in the order allocate considered it.
@@ -270,7 +274,8 @@ type jobState struct {
 	reason    string
 	start     int64 // earliest task start, unix nanoseconds; 0: unknown
 	uu        *userUsage
-	topo      *jobTopo // nil: no topology asked for
+	topo      *jobTopo     // nil: no topology asked for
+	aff       *jobAffinity // nil: no affinity rule, and no selector matches it
 	// onePerNode and exclusive are the job's Placement flags; constrained is set when it
 	// has either or a topology.
 	onePerNode  bool
