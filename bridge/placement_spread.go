@@ -5,9 +5,9 @@ package bridge
 // is applied or taken away anywhere (cycle.applies), so a scan over many nodes counts once.
 type spreadCounts struct {
 	job, group, level, sel int32
-	applies           int64   // cycle.applies when counted
-	counts            []int32 // per domain; -1: no allowed node there
-	least             int32
+	applies                int64   // cycle.applies when counted
+	counts                 []int32 // per domain; -1: no allowed node there
+	least                  int32
 }
 
 // spreadAllows reports whether one more task of job ji, group g, on node n keeps the

@@ -36,10 +36,10 @@ type cycle struct {
 	levelIdx map[string]int32
 	// sels are the selectors of affinity and spread rules, each at its level
 	// (placement_affinity.go).
-	sels     []selState
-	selIdx   map[string]int32
-	spread   spreadCounts // the last count of a job's tasks per domain (placement_spread.go)
-	applies  int64        // placements applied or taken away so far, for spread's cache
+	sels    []selState
+	selIdx  map[string]int32
+	spread  spreadCounts // the last count of a job's tasks per domain (placement_spread.go)
+	applies int64        // placements applied or taken away so far, for spread's cache
 	// order is every pending job in the order allocate considered it.
 	order []int32
 	// victims caches, per partition, its running preemptible jobs in eviction order;
