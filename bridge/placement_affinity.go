@@ -22,10 +22,11 @@ type AffinityRule struct {
 	Text string `json:"text,omitempty" yaml:"text,omitempty"`
 }
 
-// Selector matches a job's labels (Job.Labels) or a foreign task's, as a Kubernetes label
-// selector does: every MatchLabels pair and every requirement must hold; an empty selector
-// matches everything.
+// Selector matches a job's tasks (Job.Labels and Scope) or a foreign task, as a Kubernetes
+// pod affinity term does: the task's scope must be one of Scopes (any scope when Scopes is
+// empty), and every MatchLabels pair and every requirement must hold.
 type Selector struct {
+	Scopes           []string          `json:"scopes,omitempty" yaml:"scopes,omitempty"`
 	MatchLabels      map[string]string `json:"matchLabels,omitempty" yaml:"matchLabels,omitempty"`
 	MatchExpressions []Requirement     `json:"matchExpressions,omitempty" yaml:"matchExpressions,omitempty"`
 }
@@ -46,7 +47,10 @@ const (
 )
 
 // Matches reports whether the selector selects a task with these labels.
-func (s *Selector) Matches(labels map[string]string) bool {
+func (s *Selector) Matches(scope string, labels map[string]string) bool {
+	if len(s.Scopes) > 0 && !slices.Contains(s.Scopes, scope) {
+		return false
+	}
 	for k, v := range s.MatchLabels {
 		if have, ok := labels[k]; !ok || have != v {
 			return false
@@ -92,6 +96,10 @@ func (s *Selector) check() string {
 
 // key is the selector in a canonical form: equal selectors share their counts.
 func (s *Selector) key(b *strings.Builder) {
+	for _, sc := range s.Scopes {
+		b.WriteString(strconv.Quote(sc) + ",")
+	}
+	b.WriteString("|")
 	keys := make([]string, 0, len(s.MatchLabels))
 	for k := range s.MatchLabels {
 		keys = append(keys, k)
@@ -162,9 +170,9 @@ func (c *cycle) buildSelectors() {
 		if !ok {
 			continue
 		}
-		for _, labels := range nd.ForeignLabels {
+		for _, f := range nd.Foreign {
 			for si := range c.sels {
-				if c.sels[si].sel.Matches(labels) {
+				if c.sels[si].sel.Matches(f.Scope, f.Labels) {
 					c.countMatch(int32(si), n, +1)
 				}
 			}
@@ -215,7 +223,7 @@ func (c *cycle) countMatch(si, n int32, sign int32) {
 // which kube-scheduler would not.
 func selfAffinityLevel(j *Job) string {
 	for k := range j.Placement.Affinity {
-		if r := &j.Placement.Affinity[k]; !r.Anti && r.Selector.Matches(j.Labels) {
+		if r := &j.Placement.Affinity[k]; !r.Anti && r.Selector.Matches(j.Scope, j.Labels) {
 			return r.Level
 		}
 	}
@@ -241,11 +249,11 @@ func (c *cycle) buildAffinity(js *jobState) {
 			a.holds = append(a.holds, si)
 		} else {
 			a.positive = true
-			a.selfMatch = a.selfMatch && r.Selector.Matches(js.job.Labels)
+			a.selfMatch = a.selfMatch && r.Selector.Matches(js.job.Scope, js.job.Labels)
 		}
 	}
 	for si := range c.sels {
-		if c.sels[si].sel.Matches(js.job.Labels) {
+		if c.sels[si].sel.Matches(js.job.Scope, js.job.Labels) {
 			a.matches = append(a.matches, int32(si))
 		}
 	}

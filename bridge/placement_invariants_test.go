@@ -91,23 +91,23 @@ func anyBoundOn(d *Decisions, node string) bool {
 func checkAffinityRules(t *testing.T, s, next *Snapshot, bound map[string]bool) {
 	t.Helper()
 	type task struct {
-		job, name string
-		labels    map[string]string
-		node      *Node
+		job, name, scope string
+		labels           map[string]string
+		node             *Node
 	}
 	nodes := map[string]*Node{}
 	var tasks []task
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		nodes[n.Name] = n
-		for k, l := range n.ForeignLabels {
-			tasks = append(tasks, task{job: "", name: fmt.Sprintf("foreign-%s-%d", n.Name, k), labels: l, node: n})
+		for k, f := range n.Foreign {
+			tasks = append(tasks, task{name: fmt.Sprintf("foreign-%s-%d", n.Name, k), scope: f.Scope, labels: f.Labels, node: n})
 		}
 	}
 	for _, j := range next.Jobs {
 		for _, r := range j.Running {
 			if n := nodes[r.Node]; n != nil {
-				tasks = append(tasks, task{job: j.ID, name: r.Name, labels: j.Labels, node: n})
+				tasks = append(tasks, task{job: j.ID, name: r.Name, scope: j.Scope, labels: j.Labels, node: n})
 			}
 		}
 	}
@@ -119,13 +119,13 @@ func checkAffinityRules(t *testing.T, s, next *Snapshot, bound map[string]bool) 
 			any := false
 			for _, o := range tasks {
 				_, has := o.node.Labels[rule.Level]
-				any = any || (has && rule.Selector.Matches(o.labels))
+				any = any || (has && rule.Selector.Matches(o.scope, o.labels))
 			}
 			for _, r := range j.Running {
 				dom, ok := nodes[r.Node].Labels[rule.Level]
 				near := false
 				for _, o := range tasks {
-					if o.name != r.Name && rule.Selector.Matches(o.labels) && ok && o.node.Labels[rule.Level] == dom {
+					if o.name != r.Name && rule.Selector.Matches(o.scope, o.labels) && ok && o.node.Labels[rule.Level] == dom {
 						near = true
 					}
 				}

@@ -32,20 +32,20 @@ type scenario struct {
 }
 
 type scNode struct {
-	Name          string              `yaml:"name"`
-	Count         int                 `yaml:"count"` // name-0 ... name-(count-1)
-	Partition     string              `yaml:"partition"`
-	GPUs          int32               `yaml:"gpus"`
-	GPUMemory     int64               `yaml:"gpuMemory"` // MiB per GPU, default 81920
-	CPU           int64               `yaml:"cpu"`       // cores, default 64
-	Memory        int64               `yaml:"memory"`    // GiB, default 512
-	Unschedulable bool                `yaml:"unschedulable"`
-	Unhealthy     []int32             `yaml:"unhealthy"`
-	MIG           bool                `yaml:"mig"`
-	Labels        map[string]string   `yaml:"labels"`
-	Extended      []Quantity          `yaml:"extended"`
-	Yielding      []string            `yaml:"yielding"`
-	ForeignLabels []map[string]string `yaml:"foreignLabels"`
+	Name          string            `yaml:"name"`
+	Count         int               `yaml:"count"` // name-0 ... name-(count-1)
+	Partition     string            `yaml:"partition"`
+	GPUs          int32             `yaml:"gpus"`
+	GPUMemory     int64             `yaml:"gpuMemory"` // MiB per GPU, default 81920
+	CPU           int64             `yaml:"cpu"`       // cores, default 64
+	Memory        int64             `yaml:"memory"`    // GiB, default 512
+	Unschedulable bool              `yaml:"unschedulable"`
+	Unhealthy     []int32           `yaml:"unhealthy"`
+	MIG           bool              `yaml:"mig"`
+	Labels        map[string]string `yaml:"labels"`
+	Extended      []Quantity        `yaml:"extended"`
+	Yielding      []string          `yaml:"yielding"`
+	Foreign       []ForeignTask     `yaml:"foreign"`
 }
 
 type scQuota struct {
@@ -110,6 +110,7 @@ type scJob struct {
 	TimeLimit   time.Duration     `yaml:"timeLimit"`
 	Selector    map[string]string `yaml:"selector"`
 	Labels      map[string]string `yaml:"labels"`
+	Scope       string            `yaml:"scope"`
 	StaleFor    time.Duration     `yaml:"staleFor"`
 	Placement   Placement         `yaml:"placement"`
 	scGroup     `yaml:",inline"`
@@ -217,7 +218,7 @@ func (sc *scenario) snapshot() *Snapshot {
 
 func (n scNode) node(name, defaultPartition string) Node {
 	nd := Node{Name: name, Partition: n.Partition, Labels: n.Labels, Unschedulable: n.Unschedulable, Yielding: n.Yielding,
-		ForeignLabels: n.ForeignLabels}
+		Foreign: n.Foreign}
 	if nd.Partition == "" {
 		nd.Partition = defaultPartition
 	}
@@ -291,7 +292,7 @@ func (g scGroup) group(name string) TaskGroup {
 
 func (j scJob) job(now time.Time, defaultPartition string) Job {
 	out := Job{ID: j.ID, Queue: j.Queue, Partition: j.Partition, User: j.User, QOS: j.QOS, Priority: j.Priority,
-		Preemptible: j.Preemptible, MinMember: j.MinMember, TimeLimit: j.TimeLimit, NodeSelector: j.Selector, Labels: j.Labels, Placement: j.Placement,
+		Preemptible: j.Preemptible, MinMember: j.MinMember, TimeLimit: j.TimeLimit, NodeSelector: j.Selector, Labels: j.Labels, Scope: j.Scope, Placement: j.Placement,
 		SubmitTime: now.Add(-time.Duration(j.Submitted) * time.Minute)}
 	if out.Partition == "" {
 		out.Partition = defaultPartition

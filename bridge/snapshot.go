@@ -82,10 +82,9 @@ type Node struct {
 	Used          Resources `json:"used,omitempty" yaml:"used,omitempty"`
 	Unschedulable bool      `json:"unschedulable,omitempty" yaml:"unschedulable,omitempty"`
 	GPUs          []GPU     `json:"gpus,omitempty" yaml:"gpus,omitempty"`
-	// ForeignLabels are the labels of the tasks on the node that belong to no job of the
-	// snapshot (other schedulers' pods), which affinity and spread selectors match too.
-	// The adapter may leave it empty when no job has a selector.
-	ForeignLabels []map[string]string `json:"foreignLabels,omitempty" yaml:"foreignLabels,omitempty"`
+	// Foreign are the tasks on the node that belong to no job of the snapshot (other
+	// schedulers' pods), which affinity and spread selectors match too.
+	Foreign []ForeignTask `json:"foreign,omitempty" yaml:"foreign,omitempty"`
 	// Yielding lists tasks of no job that give the node up the moment a job is placed on it
 	// (an idle-node validation): their use is in neither Used nor GPUs' Taken, so the node
 	// is placed on as if they were gone, and each bind onto the node asks them to go (Yields).
@@ -185,8 +184,10 @@ type Job struct {
 	SubmitTime   time.Time         `json:"submitTime" yaml:"submitTime"`
 	TimeLimit    time.Duration     `json:"timeLimit,omitempty" yaml:"timeLimit,omitempty"`
 	NodeSelector map[string]string `json:"nodeSelector,omitempty" yaml:"nodeSelector,omitempty"`
-	// Labels are what other jobs' affinity and spread selectors match the job's tasks by.
+	// Labels and Scope are what affinity and spread selectors match the job's tasks by
+	// (Selector): its pods' labels and namespace.
 	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Scope  string            `json:"scope,omitempty" yaml:"scope,omitempty"`
 	// Placement constrains where the gang's tasks go relative to one another and to other
 	// jobs: topology, one task per node, whole nodes.
 	Placement Placement     `json:"placement,omitempty" yaml:"placement,omitempty"`
@@ -253,4 +254,10 @@ type QueueUsage struct {
 	Queue     string    `json:"queue" yaml:"queue"`
 	Partition string    `json:"partition" yaml:"partition"`
 	Usage     Resources `json:"usage" yaml:"usage"`
+}
+
+// ForeignTask is a task of no job in the snapshot, as selectors see it.
+type ForeignTask struct {
+	Scope  string            `json:"scope,omitempty" yaml:"scope,omitempty"`
+	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
 }
