@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +47,11 @@ type cache struct {
 	// shared-GPU pods on each slot (reservations.go).
 	reservations map[slot]*reservation
 	sharedSlots  map[slot]int
+	// claims (by namespace/name), volumes (by name) and lateBinding (storage classes that
+	// bind on first consumer) place pods next to their volumes (placement_volumes.go).
+	claims      map[string]claimEntry
+	volumes     map[string]*volumeEntry
+	lateBinding map[string]bool
 }
 
 // nodeEntry is one node: its own conversion plus the pods of other schedulers on it.
@@ -68,6 +74,7 @@ func newCache() *cache {
 		access: map[string]queueAccess{}, nsLabels: map[string]map[string]string{},
 		groups: map[string]*groupEntry{}, pods: map[string]*podEntry{}, changed: make(chan struct{}, 1),
 		reservations: map[slot]*reservation{}, sharedSlots: map[slot]int{},
+		claims: map[string]claimEntry{}, volumes: map[string]*volumeEntry{}, lateBinding: map[string]bool{},
 	}
 }
 
@@ -225,7 +232,8 @@ func (p *podEntry) sameAs(o *podEntry) bool {
 		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
 		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
 		p.consKey() == o.consKey() && samePlacement(&p.placement, &o.placement) &&
-		(p.implied == nil) == (o.implied == nil)
+		(p.implied == nil) == (o.implied == nil) && len(p.rules) == len(o.rules) && maps.Equal(p.labels, o.labels) &&
+		slices.Equal(p.claims, o.claims)
 }
 
 func sameResources(a, b *bridge.Resources) bool {
@@ -348,6 +356,12 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 		if g.dirty {
 			g.build(def, c.slurmPods, c.queueRefusal)
 		}
+		if g.include && g.bound == 0 && len(g.assumed) == 0 && slices.ContainsFunc(g.claims, func(c []string) bool { return len(c) > 0 }) {
+			if why := c.volumesWait(g); why != "" {
+				blocked = append(blocked, bridge.Pending{Job: g.key, Code: ReasonWaitingForVolumes, Reason: why})
+				continue
+			}
+		}
 		if g.include {
 			s.Jobs = append(s.Jobs, g.job)
 		} else if g.blocked != nil {
@@ -414,6 +428,9 @@ func addForeign(b *bridge.Node, key string, p *podEntry) {
 	}
 	b.Used.Extended = slices.Clone(b.Used.Extended)
 	addUsed(&b.Used, p.request)
+	if !p.reservation { // a GPU reservation is the shares', which their jobs stand for
+		b.Foreign = append(slices.Clip(b.Foreign), bridge.ForeignTask{Scope: p.namespace, Labels: p.labels})
+	}
 }
 
 func (p *podEntry) hasGPUs() bool { return p.request.GPUMilli > 0 || p.assignment != nil }

@@ -32,6 +32,9 @@ func (c *cache) addPlacement(s *bridge.Snapshot) {
 			tg := &j.Groups[k]
 			tg.NodeSet = ""
 			if cons := g.classes[k]; cons != nil {
+				if k < len(g.claims) && len(g.claims[k]) > 0 {
+					cons = c.withVolumes(cons, j.Scope, g.claims[k])
+				}
 				if cl := c.classFor(cons); !cl.all {
 					tg.NodeSet = cons.key
 				}
@@ -44,6 +47,9 @@ func (c *cache) addPlacement(s *bridge.Snapshot) {
 		}
 		if g.switches > 0 {
 			c.resolveSwitches(j, g.switches)
+		}
+		if len(g.rules) > 0 {
+			j.Placement.Affinity = c.resolveRules(g.rules)
 		}
 	}
 	for key, cl := range c.classes {
@@ -75,6 +81,9 @@ func (c *cache) classFor(cons *nodeConstraints) *nodeClass {
 			aff = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: cons.affinity}}
 		}
 		cl = &nodeClass{cons: cons, req: nodeaffinity.NewRequiredNodeAffinity(cons.selector, aff), gen: c.nodeGen - 1}
+		for _, v := range cons.volumes {
+			cl.vols = append(cl.vols, nodeaffinity.NewLazyErrorNodeSelector(v))
+		}
 		c.classes[cons.key] = cl
 	}
 	cl.used = true

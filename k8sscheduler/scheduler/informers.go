@@ -28,11 +28,10 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 	if a, ok := p.Annotations[v1alpha1.GPUAssignmentAnnotation]; ok {
 		out.Annotations = map[string]string{v1alpha1.GPUAssignmentAnnotation: a}
 	}
-	if v, ok := p.Labels[v1alpha1.IdleValidationLabel]; ok { // gives its node up to a job
-		out.Labels = map[string]string{v1alpha1.IdleValidationLabel: v}
-	}
-	if v, ok := p.Labels[v1alpha1.GPUReservationLabel]; ok { // holds a shared GPU
-		out.Labels = map[string]string{v1alpha1.GPUReservationLabel: v}
+	// Every pod keeps its labels: our pods' affinity and spread selectors match other
+	// schedulers' pods too, and the labels mark idle validations and GPU reservations.
+	out.Labels = p.Labels
+	if _, ok := p.Labels[v1alpha1.GPUReservationLabel]; ok { // holds a shared GPU
 		if d, ok := p.Annotations[v1alpha1.ReservedGPUAnnotation]; ok {
 			if out.Annotations == nil {
 				out.Annotations = map[string]string{}
@@ -41,11 +40,12 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 		}
 	}
 	if p.Spec.SchedulerName == schedulerName {
-		out.Labels, out.Annotations = p.Labels, p.Annotations
+		out.Annotations = p.Annotations
 		out.Spec.NodeSelector, out.Spec.Priority = p.Spec.NodeSelector, p.Spec.Priority
 		out.Spec.Affinity, out.Spec.Tolerations = p.Spec.Affinity, p.Spec.Tolerations
 		out.Spec.TopologySpreadConstraints = p.Spec.TopologySpreadConstraints
 		out.Spec.ResourceClaims = p.Spec.ResourceClaims
+		out.Spec.Volumes = claimVolumes(p.Spec.Volumes)
 	}
 	return out
 }

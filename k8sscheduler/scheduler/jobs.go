@@ -37,6 +37,11 @@ type groupEntry struct {
 	// Slurm job's --switches (0: none), resolved against its partition's topology.
 	classes  []*nodeConstraints
 	switches int
+	// rules are the required pod affinity and anti-affinity terms of its pods, each once;
+	// resolved against namespace labels for each snapshot (addPlacement).
+	rules []podRule
+	// claims are, per task group, the PersistentVolumeClaims its pods mount.
+	claims [][]string
 
 	ranWhole   bool      // at least minMember tasks ran at once
 	staleSince time.Time // when a gang that ran whole fell below minMember
@@ -115,7 +120,7 @@ func (g *groupEntry) notStarted(pg *v1alpha1.PodGroup) bool {
 func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(*v1alpha1.PodGroup) string) {
 	g.dirty = false
 	g.include, g.blocked, g.job = false, nil, bridge.Job{}
-	g.classes, g.switches = g.classes[:0], 0
+	g.classes, g.switches, g.rules, g.claims = g.classes[:0], 0, nil, nil
 	g.bound = 0
 	for _, p := range g.pods {
 		if p.node != "" && !p.terminating {
@@ -143,7 +148,7 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 		}
 	}
 	j := bridge.Job{
-		ID: g.key, Queue: pg.Spec.Queue, Partition: pg.Spec.Partition, QOS: pg.Spec.QOS,
+		ID: g.key, Scope: pg.Namespace, Queue: pg.Spec.Queue, Partition: pg.Spec.Partition, QOS: pg.Spec.QOS,
 		// A group that states neither preemptibility nor a QOS is preemptible, as KAI
 		// treats training work: otherwise a queue without a quota could run nothing.
 		Preemptible: pg.Spec.Preemptibility == v1alpha1.Preemptible || (pg.Spec.Preemptibility == "" && pg.Spec.QOS == ""),
@@ -267,11 +272,13 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 		j.MinMember = int32(len(names))
 	}
 	shapes := map[string]int{}
-	for _, name := range names {
+	for i, name := range names {
 		p := g.pods[name]
 		if p.bad != "" {
 			return g.block(bridge.ReasonBadConstraints, "pod %s: %s", name, p.bad)
 		}
+		j.Labels = commonLabels(j.Labels, i == 0, p.labels)
+		g.rules = addRules(g.rules, p.rules)
 		if j.Partition == "" {
 			j.Partition = p.partition
 		}
@@ -291,6 +298,7 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 			req.GPUMilli = 0
 			j.Groups = append(j.Groups, bridge.TaskGroup{Name: fmt.Sprintf("g%d", gi), Request: req, GPU: p.gpu})
 			g.classes = append(g.classes, p.cons)
+			g.claims = append(g.claims, p.claims)
 		}
 		tg := &j.Groups[gi]
 		tg.Count++
@@ -310,6 +318,9 @@ func shapeKey(p *podEntry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d/%d/%s/%d/%d/%d/%s", p.request.CPUMilli, p.request.MemoryBytes, p.request.GPUMilli,
 		p.gpu.Kind, p.gpu.Devices, p.gpu.Milli, p.gpu.MemoryMiB, p.consKey())
+	for _, claim := range p.claims { // pods with their own volumes may need nodes of their own
+		fmt.Fprintf(&b, "/pvc=%s", claim)
+	}
 	for _, q := range p.request.Extended {
 		fmt.Fprintf(&b, "/%s=%d", q.Name, q.Value)
 	}

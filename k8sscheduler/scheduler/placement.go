@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +31,8 @@ type nodeConstraints struct {
 	selector    map[string]string
 	affinity    *corev1.NodeSelector
 	tolerations []corev1.Toleration
-	text        string // for why-pending
+	volumes     []*corev1.NodeSelector // node affinity of its bound PersistentVolumes
+	text        string                 // for why-pending
 }
 
 // plainConstraints are those of a pod that asks nothing: it may use any node whose taints
@@ -102,6 +105,7 @@ func requirementText(key string, op corev1.NodeSelectorOperator, values []string
 type nodeClass struct {
 	cons  *nodeConstraints
 	req   nodeaffinity.RequiredNodeAffinity
+	vols  []*nodeaffinity.LazyErrorNodeSelector
 	gen   uint64
 	nodes []string
 	all   bool // every node of the snapshot: the core needs no set
@@ -111,7 +115,7 @@ type nodeClass struct {
 // allows reports whether a node satisfies the class: kube-scheduler's NodeAffinity and
 // TaintToleration filters, with the configured taint keys tolerated by every pod.
 func (cl *nodeClass) allows(n *corev1.Node, tolerated []string) bool {
-	if ok, err := cl.req.Match(n); !ok || err != nil {
+	if ok, err := cl.req.Match(n); !ok || err != nil || !volumesAllow(cl.vols, n) {
 		return false
 	}
 	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, cl.cons.tolerations,
@@ -191,16 +195,7 @@ func (p *podEntry) consKey() string {
 func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
 	j.Placement = placementOf(pg.Annotations)
 	if !g.memberBased() {
-		first := g.firstPod()
-		if first == nil {
-			return true
-		}
-		pp := first.placement
-		if j.Placement.RequiredLevel == "" && j.Placement.PreferredLevel == "" {
-			j.Placement.RequiredLevel, j.Placement.PreferredLevel = pp.RequiredLevel, pp.PreferredLevel
-		}
-		j.Placement.Exclusive = j.Placement.Exclusive || pp.Exclusive
-		j.Placement.OnePerNode, j.Placement.Spread = pp.OnePerNode, pp.Spread
+		g.podsPlacement(&j.Placement)
 		return true
 	}
 	j.Placement.OnePerNode = true
@@ -224,35 +219,34 @@ func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
 	return true
 }
 
-// firstPod is the gang's pod first by name, nil when it has none.
-func (g *groupEntry) firstPod() *podEntry {
-	var first *podEntry
-	for name, p := range g.pods {
-		if first == nil || name < first.name {
-			first = p
+// podsPlacement adds what the gang's pods ask of their nodes together to what its PodGroup
+// asks: every pod's rules count (an MPIJob's launcher may ask less than its workers), the
+// strictest wins. A topology level the PodGroup does not name comes from the first pod by
+// name that names one.
+func (g *groupEntry) podsPlacement(pl *bridge.Placement) {
+	names := slices.Sorted(maps.Keys(g.pods))
+	levels := pl.RequiredLevel != "" || pl.PreferredLevel != ""
+	for _, name := range names {
+		pp := &g.pods[name].placement
+		if !levels && (pp.RequiredLevel != "" || pp.PreferredLevel != "") {
+			pl.RequiredLevel, pl.PreferredLevel, levels = pp.RequiredLevel, pp.PreferredLevel, true
+		}
+		pl.Exclusive = pl.Exclusive || pp.Exclusive
+		pl.OnePerNode = pl.OnePerNode || pp.OnePerNode
+		for _, sp := range pp.Spread {
+			if !slices.ContainsFunc(pl.Spread, func(o bridge.SpreadRule) bool { return sameSpread(&o, &sp) }) {
+				pl.Spread = append(pl.Spread, sp)
+			}
 		}
 	}
-	return first
 }
 
-// spreadRules are a pod's topology spread constraints that the core keeps: those with
-// whenUnsatisfiable DoNotSchedule whose selector matches the pod itself, so that they
-// spread its gang. Pods of other jobs that the selector matches are not counted, and
-// minDomains and the node inclusion policies are not read (docs/placement.md).
-func spreadRules(pod *corev1.Pod) []bridge.SpreadRule {
-	var out []bridge.SpreadRule
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.LabelSelector == nil {
-			continue
-		}
-		if sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector); err == nil && sel.Matches(labels.Set(pod.Labels)) {
-			out = append(out, bridge.SpreadRule{Level: c.TopologyKey, MaxSkew: c.MaxSkew})
-		}
-	}
-	return out
+func sameSpread(a, b *bridge.SpreadRule) bool {
+	return a.Level == b.Level && a.MaxSkew == b.MaxSkew && a.MinDomains == b.MinDomains &&
+		(a.Selector == nil) == (b.Selector == nil) && (a.Selector == nil || reflect.DeepEqual(*a.Selector, *b.Selector))
 }
 
 func samePlacement(a, b *bridge.Placement) bool {
 	return a.RequiredLevel == b.RequiredLevel && a.PreferredLevel == b.PreferredLevel && a.OnePerNode == b.OnePerNode &&
-		a.Exclusive == b.Exclusive && slices.Equal(a.Spread, b.Spread)
+		a.Exclusive == b.Exclusive && slices.EqualFunc(a.Spread, b.Spread, func(x, y bridge.SpreadRule) bool { return sameSpread(&x, &y) })
 }

@@ -121,25 +121,53 @@ func TestPlacementAgreesWithKubeScheduler(t *testing.T) {
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: op, Values: names}}}}}}}
 	}
 	a0, a1, b0 := cluster.NodeName("plc-a", 0), cluster.NodeName("plc-a", 1), cluster.NodeName("plc-b", 0)
+	// anchor is kube-scheduler's pod on a1, which the pod affinity cases select.
+	e.createPod("anchor", func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "anchor"}
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: a1}
+	})
+	e.waitBound([]string{"anchor"}, waitLong)
+	podAff := func(anti bool, key string, namespaces ...string) func(*corev1.Pod) {
+		term := corev1.PodAffinityTerm{TopologyKey: key, Namespaces: namespaces,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anchor"}}}
+		return func(p *corev1.Pod) {
+			terms := []corev1.PodAffinityTerm{term}
+			if anti {
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}}
+			} else {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}}
+			}
+		}
+	}
+	e.localVolume("local-data", b0)
+	mountLocal := func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "local-data"}}}}
+	}
 	cases := []struct {
 		name    string
 		mut     func(*corev1.Pod)
 		allowed []string // nil: no node may take it
+		reason  string   // for a pod no node takes: what the pending reason says; "" for "matches"
 	}{
-		{"plain pod: not the tainted node", func(*corev1.Pod) {}, []string{a0, a1, b0}},
-		{"nodeSelector", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"rack": "r2"} }, []string{b0}},
-		{"node affinity and toleration", func(p *corev1.Pod) { p.Spec.Affinity, p.Spec.Tolerations = zoneAffinity("b"), tolerateML }, []string{b0, tainted}},
-		{"affinity by node name", func(p *corev1.Pod) { p.Spec.Affinity = nameIs(corev1.NodeSelectorOpIn, a1) }, []string{a1}},
+		{"plain pod: not the tainted node", func(*corev1.Pod) {}, []string{a0, a1, b0}, ""},
+		{"nodeSelector", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"rack": "r2"} }, []string{b0}, ""},
+		{"node affinity and toleration", func(p *corev1.Pod) { p.Spec.Affinity, p.Spec.Tolerations = zoneAffinity("b"), tolerateML }, []string{b0, tainted}, ""},
+		{"affinity by node name", func(p *corev1.Pod) { p.Spec.Affinity = nameIs(corev1.NodeSelectorOpIn, a1) }, []string{a1}, ""},
 		{"nodeSelector and affinity together", func(p *corev1.Pod) {
 			p.Spec.NodeSelector, p.Spec.Affinity = map[string]string{"rack": "r1"}, nameIs(corev1.NodeSelectorOpNotIn, a0)
-		}, []string{a1}},
+		}, []string{a1}, ""},
 		{"host port", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 30080}}
-		}, []string{a0, a1, b0}},
+		}, []string{a0, a1, b0}, ""},
 		{"only a node whose taint it does not tolerate", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: tainted}
-		}, nil},
-		{"a zone no node is in", func(p *corev1.Pod) { p.Spec.Affinity = zoneAffinity("c") }, nil},
+		}, nil, ""},
+		{"a zone no node is in", func(p *corev1.Pod) { p.Spec.Affinity = zoneAffinity("c") }, nil, ""},
+		{"bound local volume", mountLocal, []string{b0}, ""},
+		{"pod affinity by hostname", podAff(false, corev1.LabelHostname), []string{a1}, ""},
+		{"pod anti-affinity by rack", podAff(true, "rack"), []string{b0}, ""},
+		{"pod affinity to a namespace where nothing matches", podAff(false, "rack", "elsewhere"), nil, "podAffinity app=anchor in namespaces elsewhere"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,8 +182,12 @@ func TestPlacementAgreesWithKubeScheduler(t *testing.T) {
 			})
 			if tc.allowed == nil {
 				c := e.condition(ours, v1alpha1.PodGroupConditionScheduled, metav1.ConditionFalse, waitLong)
-				if c.Reason != bridge.ReasonBadConstraints || !strings.Contains(c.Message, "matches") {
-					t.Errorf("pending condition %+v, want BadConstraints saying what no node matches", c)
+				want := tc.reason
+				if want == "" {
+					want = "matches"
+				}
+				if c.Reason != bridge.ReasonBadConstraints || !strings.Contains(c.Message, want) {
+					t.Errorf("pending condition %+v, want BadConstraints saying %q", c, want)
 				}
 				e.createPod(theirs, tc.mut)
 				e.waitUnschedulable(theirs)
@@ -261,4 +293,41 @@ func (e *env) rackGang(name string, gpus int64, ann map[string]string) []string 
 		names = append(names, pod)
 	}
 	return names
+}
+
+// localVolume makes a claim bound to a local PersistentVolume on one node, and waits until
+// the cluster's volume controller has bound them.
+func (e *env) localVolume(name, node string) {
+	e.t.Helper()
+	ctx := context.Background()
+	none := ""
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              none,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/data"}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: name},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}},
+		}}
+	if _, err := e.rig.Client().CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = e.rig.Client().CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &none, VolumeName: pv.Name,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := e.rig.Client().CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e2e.WaitFor(e.t, "claim "+name+" bound", waitLong, func(ctx context.Context) (bool, error) {
+		got, err := e.rig.Client().CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.Phase == corev1.ClaimBound, fmt.Errorf("phase %s", got.Status.Phase)
+	})
 }

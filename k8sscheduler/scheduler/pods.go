@@ -36,6 +36,9 @@ type podEntry struct {
 	cons        *nodeConstraints
 	tolerations int // how many cons was read with
 	placement   bridge.Placement
+	rules       []podRule // required pod affinity and anti-affinity
+	claims      []string  // the PersistentVolumeClaims it mounts
+	labels      map[string]string
 	priority    int32
 	queue       string
 	partition   string
@@ -76,6 +79,7 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 			e.assignment = &a
 		}
 	}
+	e.labels = pod.Labels // what selectors match the pod by, ours and others'
 	if !e.ours {
 		return e
 	}
@@ -86,6 +90,7 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 		e.implied = v1alpha1.ImpliedPodGroup(pod)
 	}
 	e.taskGroup = pod.Annotations[v1alpha1.TaskGroupAnnotation]
+	e.claims = podClaims(pod)
 	e.selector = pod.Spec.NodeSelector
 	// A pod's node selector and affinity never change and its tolerations may only be
 	// added to: a later version of the same pod with as many tolerations asks the same.
@@ -97,7 +102,13 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	e.tolerations = len(pod.Spec.Tolerations)
 	e.placement = placementOf(pod.Annotations)
 	e.placement.OnePerNode = onePerNode(pod)
-	e.placement.Spread = spreadRules(pod)
+	var err error
+	if e.placement.Spread, err = spreadRules(pod); err != nil {
+		e.bad = err.Error()
+	}
+	if e.rules, err = podRules(pod); err != nil {
+		e.bad = err.Error()
+	}
 	if pod.Spec.Priority != nil {
 		e.priority = *pod.Spec.Priority
 	}
@@ -109,7 +120,6 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	if e.partition == "" {
 		e.partition = pod.Spec.NodeSelector[v1alpha1.PartitionLabel]
 	}
-	var err error
 	e.gpu, err = gpuRequest(e.request.GPUMilli/1000, pod.Annotations)
 	if err != nil {
 		e.bad = err.Error()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -117,6 +118,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		{&v1alpha1.QOS{}, s.qosHandlers()},
 		{&v1alpha1.Partition{}, s.partitionHandlers()},
 		{&corev1.Namespace{}, s.namespaceHandlers()},
+		{&corev1.PersistentVolumeClaim{}, s.claimHandlers()},
+		{&corev1.PersistentVolume{}, s.volumeHandlers()},
+		{&storagev1.StorageClass{}, s.storageClassHandlers()},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)

@@ -174,6 +174,7 @@ func serverNeeds(ns string) []access {
 	}
 	// Every informer: list and watch cluster-wide.
 	for _, r := range []struct{ group, resource string }{{"", "pods"}, {"", "nodes"}, {"", "namespaces"},
+		{"", "persistentvolumeclaims"}, {"", "persistentvolumes"}, {"storage.k8s.io", "storageclasses"},
 		{sched, "podgroups"}, {sched, "queues"}, {sched, "qoses"}, {sched, "partitions"}} {
 		for _, verb := range []string{"list", "watch"} {
 			out = append(out, access{verb: verb, group: r.group, resource: r.resource})
