@@ -315,7 +315,9 @@ func (e *env) localVolume(name, node string) {
 	if _, err := e.rig.Client().CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(func() { _ = e.rig.Client().CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+	e.t.Cleanup(func() {
+		_ = e.rig.Client().CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &none, VolumeName: pv.Name,
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
