@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,26 +20,6 @@ type NotEligible struct {
 }
 
 func (e *NotEligible) Error() string { return e.Reason + ": " + e.Message }
-
-// refusedReason is the scheduler's Scheduled reason while the factory
-// refuses a job's pods (k8sscheduler/scheduler.ReasonPodCreateFailed,
-// which this package may not import); its message is the refusal.
-const refusedReason = v1alpha1.ReasonPodCreateFailed
-
-// eligibilityReason reads Slurm's pending reason back from a Scheduled
-// condition that carries a NotEligible refusal, so squeue shows
-// Dependency rather than a failure to create pods.
-func eligibilityReason(reason, message string) (string, bool) {
-	if reason != refusedReason {
-		return "", false
-	}
-	r, _, _ := strings.Cut(message, ": ")
-	switch r {
-	case "JobHeldUser", "BeginTime", "Dependency", "DependencyNeverSatisfied":
-		return r, true
-	}
-	return "", false
-}
 
 // Eligible reports whether the Slurm job pg may start: not held, its
 // --begin time reached, and its --dependency satisfied. It reads the PodGroups the dependency names.

@@ -43,9 +43,9 @@ func TestDependencyMet(t *testing.T) {
 // squeue shows Slurm's reason, not the scheduler's PodCreateFailed.
 func TestPendingReasonOfRefusedJob(t *testing.T) {
 	tests := []struct{ reason, message, want string }{
-		{refusedReason, (&NotEligible{Reason: "Dependency", Message: "waiting for job 3"}).Error(), "Dependency"},
-		{refusedReason, (&NotEligible{Reason: "DependencyNeverSatisfied", Message: "job 3 ended Failed"}).Error(), "DependencyNeverSatisfied"},
-		{refusedReason, "pods \"job-4-0\" is forbidden: quota", refusedReason},
+		{v1alpha1.ReasonPodCreateFailed, (&NotEligible{Reason: "Dependency", Message: "waiting for job 3"}).Error(), "Dependency"},
+		{v1alpha1.ReasonPodCreateFailed, (&NotEligible{Reason: "DependencyNeverSatisfied", Message: "job 3 ended Failed"}).Error(), "DependencyNeverSatisfied"},
+		{v1alpha1.ReasonPodCreateFailed, "pods \"job-4-0\" is forbidden: quota", v1alpha1.ReasonPodCreateFailed},
 		{"Unschedulable", "Dependency: not ours", "Unschedulable"},
 	}
 	for _, tc := range tests {

@@ -48,12 +48,13 @@ func setView(j *slurmapi.Job, pg *v1alpha1.PodGroup, pods []corev1.Pod) {
 	}
 	v := jobstate.Derive(pg, ptrs, time.Now())
 	j.State, j.Reason = []string{string(v.State)}, v.Reason
+	if v.Requeued {
+		j.State = append(j.State, string(jobstate.Requeued))
+	}
+	if v.Completing {
+		j.State = append(j.State, string(jobstate.Completing))
+	}
 	switch {
-	case v.State == jobstate.Pending:
-		if v.Requeued {
-			j.State = append(j.State, string(jobstate.Requeued))
-		}
-		j.Reason = pendingReason(pg)
 	case v.State == jobstate.Failed:
 		if _, refused := storeRefused(pg); refused {
 			j.Reason = reasonStoreRefused

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,7 +42,7 @@ const (
 	GPUTypeAnnotation = "sluice.dev/gpu-type"
 	// BeginTimeAnnotation (RFC 3339) is --begin: the job may not start
 	// before it (reason BeginTime).
-	BeginTimeAnnotation = "sluice.dev/begin-time"
+	BeginTimeAnnotation = v1alpha1.BeginTimeAnnotation
 	// ShardsAnnotation is the count of gres/shard:N, kept so the job
 	// shows what was asked for (gres/shard:2, not the GPU fraction).
 	ShardsAnnotation = "sluice.dev/gpu-shards"
@@ -241,29 +240,6 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 	}
 	sort.Strings(d.Environment)
 	return d
-}
-
-// pendingReason is why a pending job waits, as squeue shows it: held, not yet at its
-// begin time, not eligible (a dependency, a limit), else the scheduler's why-pending.
-func pendingReason(pg *v1alpha1.PodGroup) string {
-	if pg.Spec.Slurm != nil && pg.Spec.Slurm.Hold {
-		return "JobHeldUser"
-	}
-	if time.Now().Before(beginTime(pg)) {
-		return "BeginTime"
-	}
-	if c := meta.FindStatusCondition(pg.Status.Conditions, ConditionEligible); c != nil && c.Status == metav1.ConditionFalse {
-		return c.Reason
-	}
-	for _, c := range pg.Status.Conditions {
-		if c.Type == v1alpha1.PodGroupConditionScheduled && c.Status == metav1.ConditionFalse && c.Reason != "" {
-			if r, ok := eligibilityReason(c.Reason, c.Message); ok {
-				return r
-			}
-			return c.Reason
-		}
-	}
-	return "None"
 }
 
 // tres renders what the job asks for as Slurm's TRES string.

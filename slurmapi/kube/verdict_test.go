@@ -109,6 +109,15 @@ func TestJudge(t *testing.T) {
 		},
 		requeue: true, deletes: true,
 	}, {
+		// Node pressure killed the task for what it used: the job FAILED, as in Slurm,
+		// and is not requeued as a node failure would be.
+		name: "evicted by the kubelet for node pressure, with --requeue: FAILED", pg: runningJob(true),
+		pods: func(pg *v1alpha1.PodGroup) []*corev1.Pod {
+			return []*corev1.Pod{jobPod(pg, 0, "n1", ended(137, t0), disruptedBy("TerminationByKubelet"),
+				func(p *corev1.Pod) { p.Status.Reason = jobstate.PressureEvictedReason }), jobPod(pg, 1, "n2")}
+		},
+		phase: v1alpha1.PodGroupFailed, code: 137, deletes: true, nodes: []string{"n1", "n2"},
+	}, {
 		name: "evicted without --requeue: PREEMPTED", pg: runningJob(false),
 		pods: func(pg *v1alpha1.PodGroup) []*corev1.Pod {
 			return []*corev1.Pod{jobPod(pg, 0, "n1", disruptedBy("EvictionByEvictionAPI")), jobPod(pg, 1, "n2")}

@@ -21,6 +21,9 @@ type View struct {
 	Reason string
 	// Requeued: a pending job that ran before and was requeued (squeue's REQUEUED flag).
 	Requeued bool
+	// Completing: a job that ended while some of its pods still terminate (Slurm's
+	// COMPLETING flag: squeue and scontrol show COMPLETING, sacct the final state).
+	Completing bool
 	// ExitCode and Signal of a job that ended: its status's exit code, else its first
 	// failed pod's.
 	ExitCode, Signal int32
@@ -38,13 +41,18 @@ type View struct {
 // facts are what the rules look at, gathered once.
 type facts struct {
 	pg        *v1alpha1.PodGroup
-	run       []*corev1.Pod // the current run's live pods: bound, not being deleted
+	run       []*corev1.Pod // the current run's pods: bound, not being deleted before they ended
 	all       []*corev1.Pod
 	minMember int
 	ended     bool // the run holds every member (or one failed) and each of its pods ended
 	failure   Failure
 	failed    bool // a pod of the run failed
+	succeeded int  // the run's pods that succeeded
 	evicted   *metav1.Condition
+	// deleting: the workload is being deleted before its run ended (a manifest PodGroup
+	// with a deletion time, or a bare pod's pod), so its end is its cancellation, or
+	// the disruption that deleted the bare pod.
+	deleting State
 }
 
 // rule maps facts to a state. The table is read top to bottom; the first rule that
@@ -70,6 +78,9 @@ var rules = []rule{
 	{"phase Preempted", phaseIs(v1alpha1.PodGroupPreempted), constant(Preempted)},
 	// Nothing recreates an evicted bare pod: the eviction ended its job.
 	{"bare pod evicted", func(f *facts) bool { return f.evicted != nil && barePod(f.pg) && len(f.run) == 0 }, constant(Preempted)},
+	// Deleting a manifest workload (or a bare pod) that has not ended cancels it, as
+	// scancel does; a bare pod taken by a disruption ends with the disruption.
+	{"workload deleted", func(f *facts) bool { return f.deleting != "" }, func(f *facts) State { return f.deleting }},
 	// A job ends when every one of its run's pods has ended, not at the first failure:
 	// one task OOM-killed while others run leaves the job RUNNING (Slurm ends a job
 	// when its batch step does); the Slurm lifecycle ends a Slurm job at its first
@@ -98,9 +109,14 @@ func failedPhase(f *facts) State {
 	return Failed // its pods no longer show how
 }
 
-// runEnd: COMPLETED when no pod failed, else the state the failure's reason (or a node
-// failure that removed a pod) gives.
+// runEnd: COMPLETED when no pod failed, or when a manifest workload's controller
+// replaced its failed pods until every member succeeded (a Job within its backoffLimit:
+// the Job completed); else the state the failure's reason (or a node failure that
+// removed a pod) gives.
 func runEnd(f *facts) State {
+	if f.pg.Spec.Slurm == nil && !barePod(f.pg) && f.succeeded >= f.minMember {
+		return Completed
+	}
 	why := f.failure.Reason
 	if d := nodeFailure(f.all); d != "" {
 		why = d
@@ -124,8 +140,13 @@ func Derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) View {
 		}
 	}
 	v.Reason = reasons[v.State]
+	for _, fl := range flags {
+		if fl.when(f, &v) {
+			fl.set(&v)
+		}
+	}
 	if v.State == Pending {
-		v.Requeued = pg.Status.Requeues > 0
+		v.Reason = PendingReason(pg, now)
 		return v
 	}
 	v.Start = startOf(f)
@@ -133,7 +154,10 @@ func Derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) View {
 	if !v.State.Final() {
 		return v
 	}
-	v.End, v.ExitCode, v.Signal = endOf(f, now), f.failure.ExitCode, f.failure.Signal
+	v.End = endOf(f, now)
+	if v.State != Completed {
+		v.ExitCode, v.Signal = f.failure.ExitCode, f.failure.Signal
+	}
 	if c := pg.Status.ExitCode; c != nil {
 		v.ExitCode = *c
 	}
@@ -143,10 +167,30 @@ func Derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) View {
 	return v
 }
 
+// flags is the table of Slurm's state flags a view adds to the state the rules decided;
+// each row that holds sets its flag. Every row is covered by derive_test.go.
+var flags = []struct {
+	name State
+	when func(f *facts, v *View) bool
+	set  func(v *View)
+}{
+	{Requeued, func(f *facts, v *View) bool { return v.State == Pending && f.pg.Status.Requeues > 0 },
+		func(v *View) { v.Requeued = true }},
+	// The job ended, but a pod of it (of any run) has not: it is being deleted, or the
+	// lifecycle is about to delete it.
+	{Completing, func(f *facts, v *View) bool { return v.State.Final() && slices.ContainsFunc(f.all, live) },
+		func(v *View) { v.Completing = true }},
+}
+
+// live: the pod holds its node and has not ended.
+func live(p *corev1.Pod) bool { return p.Spec.NodeName != "" && !Ended(p) }
+
 func gather(pg *v1alpha1.PodGroup, pods []*corev1.Pod) *facts {
 	f := &facts{pg: pg, all: pods, minMember: max(int(pg.Spec.MinMember), 1)}
 	for _, p := range pods {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && inCurrentRun(pg, p) {
+		// A pod being deleted before it ended is being replaced (or its workload
+		// cancelled); one that ended still tells how the run ended.
+		if p.Spec.NodeName != "" && (p.DeletionTimestamp == nil || Ended(p)) && inCurrentRun(pg, p) {
 			f.run = append(f.run, p)
 		}
 	}
@@ -155,12 +199,46 @@ func gather(pg *v1alpha1.PodGroup, pods []*corev1.Pod) *facts {
 	// pods) ends with the failure.
 	f.ended = len(f.run) >= f.minMember || len(f.run) > 0 && f.failed
 	for _, p := range f.run {
-		f.ended = f.ended && Ended(p)
+		f.ended = f.ended && Ended(p) && !uncounted(p)
+		if p.Status.Phase == corev1.PodSucceeded {
+			f.succeeded++
+		}
 	}
 	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionEvicted); c != nil && c.Status == metav1.ConditionTrue {
 		f.evicted = c
 	}
+	f.deleting = deletionEnd(pg, pods)
 	return f
+}
+
+// jobTrackingFinalizer is the finalizer the Job controller keeps on a Job's pod until it
+// has counted the pod's end in the Job's status (and created its replacement, when the
+// Job retries a failed pod).
+const jobTrackingFinalizer = "batch.kubernetes.io/job-tracking"
+
+// uncounted: a failed pod whose Job has not yet decided whether to retry it; until it
+// has, the failure does not end the run.
+func uncounted(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed && slices.Contains(p.Finalizers, jobTrackingFinalizer)
+}
+
+// deletionEnd is the state a manifest workload being deleted before its run ended ends in:
+// CANCELLED, or for a bare pod taken by a disruption (a drain's eviction, a node
+// failure) that disruption's state; "" when it is not being deleted or its run ended.
+func deletionEnd(pg *v1alpha1.PodGroup, pods []*corev1.Pod) State {
+	if pg.Spec.Slurm != nil || len(pods) == 0 || !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !Ended(p) }) {
+		return ""
+	}
+	if pg.DeletionTimestamp != nil {
+		return Cancelled
+	}
+	if !barePod(pg) || pods[0].DeletionTimestamp == nil {
+		return ""
+	}
+	if d := Disruption(pods[0]); d != "" {
+		return d
+	}
+	return Cancelled
 }
 
 // inCurrentRun: a Slurm job's pod belongs to the run its requeue count names (pods of

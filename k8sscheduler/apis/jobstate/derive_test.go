@@ -63,6 +63,27 @@ func disrupted(reason string) podOpt {
 
 func deleting(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Minute)} }
 
+// tracked: the Job controller has not yet counted the pod's end.
+func tracked(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, jobTrackingFinalizer) }
+
+// pressureKilled: the kubelet evicted the pod for node pressure.
+func pressureKilled(p *corev1.Pod) {
+	p.Status.Reason = PressureEvictedReason
+	disrupted("TerminationByKubelet")(p)
+}
+
+// faulty: the remediation controller drains the pod off a faulty node.
+func faulty(p *corev1.Pod) {
+	p.Annotations = map[string]string{v1alpha1.NodeFaultAnnotation: "XID 79"}
+	disrupted("EvictionByEvictionAPI")(p)
+}
+
+// named renames a pod (a Job's replacement pod has a name of its own).
+func named(name string, p *corev1.Pod) *corev1.Pod {
+	p.Name = name
+	return p
+}
+
 func with(pg *v1alpha1.PodGroup, f func(*v1alpha1.PodGroupStatus)) *v1alpha1.PodGroup {
 	f(&pg.Status)
 	return pg
@@ -81,6 +102,12 @@ func TestRuleTable(t *testing.T) {
 	bare.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: types.UID("p")}}
 	bare.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupConditionEvicted, Status: metav1.ConditionTrue,
 		Reason: "Preempt", LastTransitionTime: metav1.NewTime(t0.Add(5 * time.Minute))}}
+	bareOnly := bare.DeepCopy()
+	bareOnly.Status.Conditions = nil
+	three := group("", false)
+	three.Spec.MinMember = 3
+	deleted := group("", false)
+	deleted.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Minute)}
 	tests := []struct {
 		name   string
 		pg     *v1alpha1.PodGroup
@@ -124,6 +151,24 @@ func TestRuleTable(t *testing.T) {
 			Pending, "None", "otherwise"},
 		{"Slurm requeued, the new run's pods bound", requeued, []*corev1.Pod{pod(requeued, 0, "c", corev1.PodRunning), pod(requeued, 1, "d", corev1.PodRunning)},
 			Running, "None", "the run's pods are bound"},
+		// A Job's failed pod retried within its backoffLimit: the Job completed.
+		{"Job pod failed, retried, every member succeeded", manifest, []*corev1.Pod{pod(manifest, 0, "a", corev1.PodFailed, terminated(3, "Error")),
+			pod(manifest, 1, "b", corev1.PodSucceeded), named("train-retry", pod(manifest, 2, "c", corev1.PodSucceeded))},
+			Completed, "None", "every pod of the run ended"},
+		// The Job controller has not counted the failure yet (it may retry it).
+		{"Job pod failed, not yet counted by its Job", manifest, []*corev1.Pod{pod(manifest, 0, "a", corev1.PodFailed, terminated(3, "Error"), tracked),
+			pod(manifest, 1, "b", corev1.PodSucceeded)}, Running, "None", "the run's pods are bound"},
+		{"first pod of three failed, the others run", three, []*corev1.Pod{pod(three, 0, "a", corev1.PodFailed, terminated(3, "Error")),
+			pod(three, 1, "b", corev1.PodRunning), pod(three, 2, "c", corev1.PodRunning)}, Running, "None", "the run's pods are bound"},
+		{"every pod ended, one evicted for node pressure", manifest, []*corev1.Pod{pod(manifest, 0, "a", corev1.PodSucceeded),
+			pod(manifest, 1, "b", corev1.PodFailed, terminated(137, ""), pressureKilled)}, Failed, "NonZeroExitCode", "every pod of the run ended"},
+		{"Job deleted while its pods run", deleted, []*corev1.Pod{pod(deleted, 0, "a", corev1.PodRunning, deleting), pod(deleted, 1, "b", corev1.PodRunning, deleting)},
+			Cancelled, "None", "workload deleted"},
+		{"Job deleted after its pods succeeded", deleted, []*corev1.Pod{pod(deleted, 0, "a", corev1.PodSucceeded, deleting), pod(deleted, 1, "b", corev1.PodSucceeded, deleting)},
+			Completed, "None", "every pod of the run ended"},
+		{"bare pod deleted while it runs", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting)}, Cancelled, "None", "workload deleted"},
+		{"bare pod drained off a faulty node", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting, faulty)}, NodeFail, "NodeDown", "workload deleted"},
+		{"bare pod deleted while pending", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "", corev1.PodPending, deleting)}, Cancelled, "None", "workload deleted"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {
@@ -132,6 +177,9 @@ func TestRuleTable(t *testing.T) {
 			covered[v.Rule] = true
 			if v.State != tt.state || v.Reason != tt.reason || v.Rule != tt.rule {
 				t.Errorf("got %s (%s) by %q, want %s (%s) by %q", v.State, v.Reason, v.Rule, tt.state, tt.reason, tt.rule)
+			}
+			if v.State == Completed && v.ExitCode != 0 {
+				t.Errorf("completed with exit code %d", v.ExitCode)
 			}
 			if v.State == Pending && (!v.Start.IsZero() || v.Nodes != nil) {
 				t.Errorf("pending job started %v on %v", v.Start, v.Nodes)
@@ -208,10 +256,87 @@ func TestDisruption(t *testing.T) {
 		{"evicted", pod(pg, 0, "a", corev1.PodRunning, disrupted("EvictionByEvictionAPI")), Preempted},
 		{"drained off a fault", drained, NodeFail},
 		{"taint manager", pod(pg, 0, "a", corev1.PodRunning, disrupted("DeletionByTaintManager")), NodeFail},
+		{"node shutdown", pod(pg, 0, "a", corev1.PodFailed, disrupted("TerminationByKubelet")), NodeFail},
+		// Node pressure killed the pod for what it used: its failure, not a disruption.
+		{"node-pressure eviction", pod(pg, 0, "a", corev1.PodFailed, pressureKilled), ""},
 	}
 	for _, tt := range tests {
 		if got := Disruption(tt.pod); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	requeued := with(group(v1alpha1.PodGroupPending, true), func(s *v1alpha1.PodGroupStatus) { s.Requeues = 1 })
+	cancelled := group(v1alpha1.PodGroupCancelled, true)
+	failed := with(group(v1alpha1.PodGroupFailed, true), func(s *v1alpha1.PodGroupStatus) { s.EndReason = "Error" })
+	deletedJob := group("", false)
+	deletedJob.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Minute)}
+	tests := []struct {
+		name                 string
+		pg                   *v1alpha1.PodGroup
+		pods                 []*corev1.Pod
+		state                State
+		requeued, completing bool
+	}{
+		{"requeued, pending", requeued, nil, Pending, true, false},
+		{"cancelled, its pods terminating", cancelled, []*corev1.Pod{pod(cancelled, 0, "a", corev1.PodRunning, deleting), pod(cancelled, 1, "b", corev1.PodRunning, deleting)},
+			Cancelled, false, true},
+		{"cancelled, its pods gone", cancelled, nil, Cancelled, false, false},
+		{"failed, the other task still running", failed, []*corev1.Pod{pod(failed, 0, "a", corev1.PodFailed, terminated(2, "Error")), pod(failed, 1, "b", corev1.PodRunning)},
+			Failed, false, true},
+		{"failed, every task ended", failed, []*corev1.Pod{pod(failed, 0, "a", corev1.PodFailed, terminated(2, "Error")), pod(failed, 1, "b", corev1.PodFailed, terminated(143, "Error"))},
+			Failed, false, false},
+		{"Job deleted, its pods terminating", deletedJob, []*corev1.Pod{pod(deletedJob, 0, "a", corev1.PodRunning, deleting), pod(deletedJob, 1, "b", corev1.PodSucceeded, deleting)},
+			Cancelled, false, true},
+		{"running: never completing", group(v1alpha1.PodGroupRunning, true), []*corev1.Pod{pod(cancelled, 0, "a", corev1.PodRunning)}, Running, false, false},
+	}
+	covered := map[State]bool{}
+	for _, tt := range tests {
+		v := Derive(tt.pg, tt.pods, now)
+		covered[Requeued] = covered[Requeued] || v.Requeued
+		covered[Completing] = covered[Completing] || v.Completing
+		if v.State != tt.state || v.Requeued != tt.requeued || v.Completing != tt.completing {
+			t.Errorf("%s: %s requeued=%v completing=%v, want %s requeued=%v completing=%v", tt.name, v.State, v.Requeued, v.Completing, tt.state, tt.requeued, tt.completing)
+		}
+	}
+	for _, fl := range flags {
+		if !covered[fl.name] {
+			t.Errorf("flag %s is not covered", fl.name)
+		}
+	}
+}
+
+func TestPendingReason(t *testing.T) {
+	held := group(v1alpha1.PodGroupPending, true)
+	held.Spec.Slurm.Hold = true
+	later := group(v1alpha1.PodGroupPending, true)
+	later.Annotations = map[string]string{v1alpha1.BeginTimeAnnotation: now.Add(time.Hour).Format(time.RFC3339)}
+	begun := group(v1alpha1.PodGroupPending, true)
+	begun.Annotations = map[string]string{v1alpha1.BeginTimeAnnotation: now.Add(-time.Hour).Format(time.RFC3339)}
+	cond := func(typ, reason, msg string) *v1alpha1.PodGroup {
+		return with(group(v1alpha1.PodGroupPending, true), func(s *v1alpha1.PodGroupStatus) {
+			s.Conditions = []metav1.Condition{{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}
+		})
+	}
+	tests := []struct {
+		name string
+		pg   *v1alpha1.PodGroup
+		want string
+	}{
+		{"held", held, "JobHeldUser"},
+		{"before its begin time", later, "BeginTime"},
+		{"past its begin time", begun, "None"},
+		{"dependency", cond(v1alpha1.PodGroupConditionEligible, "Dependency", "waiting for job 3"), "Dependency"},
+		{"no room", cond(v1alpha1.PodGroupConditionScheduled, "Resources", "no node has 8 GPUs free"), "Resources"},
+		{"factory refused: not eligible", cond(v1alpha1.PodGroupConditionScheduled, v1alpha1.ReasonPodCreateFailed, "Dependency: waiting for job 3"), "Dependency"},
+		{"factory refused: quota", cond(v1alpha1.PodGroupConditionScheduled, v1alpha1.ReasonPodCreateFailed, "forbidden: quota"), v1alpha1.ReasonPodCreateFailed},
+	}
+	for _, tt := range tests {
+		v := Derive(tt.pg, nil, now)
+		if v.State != Pending || v.Reason != tt.want {
+			t.Errorf("%s: %s (%s), want PENDING (%s)", tt.name, v.State, v.Reason, tt.want)
 		}
 	}
 }

@@ -16,9 +16,17 @@ const JobContainer = "job"
 // Preempted (the Eviction API: the scheduler's preemption and reclaim; another
 // scheduler's preemption) or NodeFail (the node failed under it, or it was drained off a
 // faulty node); "" when the pod was not disrupted.
+//
+// A kubelet's node-pressure eviction is not a disruption but the pod's failure: the node
+// is up, and the pod was killed for using what the node ran short of (memory, disk),
+// which Slurm reports as the job's FAILED (or OUT_OF_MEMORY), not NODE_FAIL, and does not
+// requeue; Kubernetes too reports the pod Failed with reason Evicted.
 func Disruption(p *corev1.Pod) State {
 	if drainedOffFault(p) {
 		return NodeFail
+	}
+	if pressureEvicted(p) {
+		return ""
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
@@ -27,15 +35,22 @@ func Disruption(p *corev1.Pod) State {
 		switch c.Reason {
 		case "EvictionByEvictionAPI", "PreemptionByScheduler", "PreemptionByKubeScheduler":
 			return Preempted
-		default: // DeletionByTaintManager, DeletionByPodGC, TerminationByKubelet
+		default: // DeletionByTaintManager, DeletionByPodGC, TerminationByKubelet (node shutdown)
 			return NodeFail
 		}
 	}
-	if p.Status.Reason == "NodeLost" || p.Status.Reason == "Evicted" {
+	if p.Status.Reason == "NodeLost" {
 		return NodeFail
 	}
 	return ""
 }
+
+// PressureEvictedReason is the pod status reason the kubelet gives a pod it evicted for
+// node pressure (its DisruptionTarget reason, TerminationByKubelet, is also a graceful
+// node shutdown's, whose status reason is Terminated).
+const PressureEvictedReason = "Evicted"
+
+func pressureEvicted(p *corev1.Pod) bool { return p.Status.Reason == PressureEvictedReason }
 
 // drainedOffFault: the remediation controller marked the pod with the fault it drains
 // the node for and the pod is on its way out (evicted, or deleted past the drain
@@ -139,6 +154,9 @@ func nodeFailure(pods []*corev1.Pod) string {
 	for _, p := range pods {
 		if p.Status.Reason == "NodeLost" {
 			return p.Status.Reason
+		}
+		if pressureEvicted(p) {
+			continue
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {

@@ -24,6 +24,11 @@ const (
 	// Requeued is never a job's whole state: a requeued job is PENDING with the REQUEUED
 	// flag (squeue), and the ledger records the requeue as a transition.
 	Requeued State = "REQUEUED"
+	// Completing is never a job's whole state either: a job that ended while some of its
+	// pods are still terminating keeps its final state with the COMPLETING flag, as
+	// Slurm's job that ended while its nodes still clean up (squeue and scontrol print
+	// COMPLETING, sacct the final state).
+	Completing State = "COMPLETING"
 )
 
 // Final reports whether a job in state s has ended for good. PREEMPTED is final only

@@ -38,6 +38,10 @@ const (
 	// scheduler orders pending jobs. Only operators may set it below 0.
 	NiceAnnotation = "sluice.dev/nice"
 
+	// BeginTimeAnnotation (RFC 3339) on a Slurm job's PodGroup is sbatch --begin: the
+	// job may not start before it (pending reason BeginTime).
+	BeginTimeAnnotation = "sluice.dev/begin-time"
+
 	// SubmitTimeAnnotation (RFC 3339, nanoseconds) on a PodGroup is when its
 	// job was submitted, where that is earlier than the PodGroup's creation (a
 	// Slurm job acknowledged in a batch); see PodGroup.SubmitTime.
