@@ -22,6 +22,7 @@ type jobUpdateIn struct {
 	QOS        *string `json:"qos"`
 	Account    *string `json:"account"`
 	Dependency *string `json:"dependency"`
+	Requeue    *bool   `json:"requeue"`
 }
 
 // updatableFields are the job_desc_msg fields POST job/{job_id} acts on;
@@ -29,7 +30,7 @@ type jobUpdateIn struct {
 // update that answered 200 and changed nothing would mislead.
 var updatableFields = map[string]bool{
 	"hold": true, "time_limit": true, "priority": true, "nice": true, "comment": true, "name": true,
-	"partition": true, "qos": true, "account": true, "dependency": true, "job_id": true,
+	"partition": true, "qos": true, "account": true, "dependency": true, "requeue": true, "job_id": true,
 }
 
 // refuseUnknownUpdates names the first field given that no update acts on.
@@ -48,7 +49,7 @@ func refuseUnknownUpdates(body []byte) *Error {
 		return nil
 	}
 	sort.Strings(refused)
-	return BadRequest(ErrNotSupported, refused[0], "changing %s of a job is not supported; a job update may change hold, time_limit, priority, nice, comment, name, partition, qos and dependency", strings.Join(refused, ", "))
+	return BadRequest(ErrNotSupported, refused[0], "changing %s of a job is not supported; a job update may change hold, time_limit, priority, nice, comment, name, requeue, partition, qos and dependency", strings.Join(refused, ", "))
 }
 
 func handleUpdateJob(s *Server, c *call) (map[string]any, error) {
@@ -71,7 +72,10 @@ func handleUpdateJob(s *Server, c *call) (map[string]any, error) {
 	if e := refuseUnknownUpdates(body); e != nil {
 		return nil, e
 	}
-	u := JobUpdate{Hold: in.Hold, Comment: in.Comment, Name: in.Name}
+	// requeue is scontrol update Requeue=0|1: whether a node failure or preemption
+	// requeues the job, changeable at any time as in Slurm. (It was once taken for an
+	// empty field and answered 200 with nothing changed.)
+	u := JobUpdate{Hold: in.Hold, Comment: in.Comment, Name: in.Name, Requeue: in.Requeue}
 	if in.Name != nil {
 		if e := checkText("name", *in.Name, MaxNameChars, false); e != nil {
 			return nil, e

@@ -135,6 +135,8 @@ type JobUpdate struct {
 	Nice      *int64
 	Comment   *string
 	Name      *string
+	// Requeue is whether a disruption requeues the job (scontrol update Requeue=).
+	Requeue *bool
 	// Partition, QOS and Dependency change only while the job is
 	// pending; the server has checked them against the catalogue.
 	Partition  *string

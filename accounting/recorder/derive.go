@@ -73,6 +73,9 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 		ts = append(ts, accounting.Transition{JobID: id, At: at.UTC().Truncate(time.Second), State: accounting.JobState(st), Reason: reason})
 	}
 	if r, ok := jobstate.LastRequeue(pg); ok {
+		for _, at := range unseenRequeues(pg, prev, r.At) {
+			add(at, jobstate.Requeued, "requeued (seen only by its count: recorded at most this late)")
+		}
 		add(r.At, jobstate.Requeued, r.Reason)
 	}
 	if !v.Start.IsZero() {
@@ -87,6 +90,23 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 	}
 	j.State, j.End = ledgerState(prev, ts)
 	return j, ts
+}
+
+// unseenRequeues are the times to record the Slurm job's requeues before its last (at
+// last) that the ledger does not hold: the object keeps only the last requeue's time, so
+// two requeues between two flushes (or while the recorder was down) show as a count that
+// rose by two. Each is recorded one second before the next, the latest it can have
+// happened, so the ledger counts every requeue (Slurm's sacct counts each restart).
+func unseenRequeues(pg *v1alpha1.PodGroup, prev *accounting.Job, last time.Time) []time.Time {
+	recorded := 0
+	if prev != nil {
+		recorded = prev.RequeueCount
+	}
+	var out []time.Time
+	for k := int(pg.Status.Requeues) - recorded - 1; k > 0; k-- {
+		out = append(out, last.Add(-time.Duration(k)*time.Second))
+	}
+	return out
 }
 
 // ledgerState is the state (and end, when final) the ledger holds once ts is written

@@ -91,3 +91,35 @@ func TestFlushSkipsWhatCannotBeRecorded(t *testing.T) {
 		t.Errorf("ledger %+v, %v: want job 12 alone", jobs, err)
 	}
 }
+
+// Two requeues between two flushes (the group's count rose by two, its last requeue time
+// names only the second) are two REQUEUED in the ledger, and a third requeue seen on its
+// own makes three: the ledger counts every restart, as sacct does.
+func TestFlushRecordsEveryRequeueBetweenFlushes(t *testing.T) {
+	r, db := newOfflineRecorder(t, func() time.Time { return at(500) })
+	ctx := context.Background()
+	pg := slurmGroup("21", func(pg *v1alpha1.PodGroup) { pg.Status.Phase = v1alpha1.PodGroupRunning })
+	count := func() int {
+		t.Helper()
+		if err := r.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := db.Jobs(ctx, accounting.JobFilter{JobIDs: []int64{21}})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("jobs %v, %v", jobs, err)
+		}
+		return jobs[0].RequeueCount
+	}
+	r.st.setGroup(pg)
+	if n := count(); n != 0 {
+		t.Fatalf("running job: %d requeues, want 0", n)
+	}
+	for _, step := range []struct{ requeues, at, want int }{{2, 60, 2}, {2, 60, 2}, {3, 90, 3}} {
+		pg = pg.DeepCopy()
+		pg.Status.Phase, pg.Status.Requeues, pg.Status.LastRequeueTime = v1alpha1.PodGroupPending, int32(step.requeues), mt(step.at)
+		r.st.setGroup(pg)
+		if n := count(); n != step.want {
+			t.Errorf("count %d (last at %d): ledger has %d requeues, want %d", step.requeues, step.at, n, step.want)
+		}
+	}
+}

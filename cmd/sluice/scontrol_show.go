@@ -116,7 +116,7 @@ func jobRecord(j client.Job, now time.Time) record {
 		first,
 		{kv("UserId", j.UserName), kv("Account", j.Account), kv("QOS", orNull(j.QOS))},
 		{kv("Priority", noValString(j.Priority, "0")), kv("Hold", yesNo(j.Hold))},
-		{kv("JobState", j.State()), kv("Reason", reason), kv("Dependency", orNull(j.Dependency))},
+		{kv("JobState", j.ShownState()), kv("Reason", reason), kv("Dependency", orNull(j.Dependency))},
 		{kv("Requeue", boolDigit(j.Requeue)), kv("Restarts", strconv.FormatInt(j.RestartCount, 10)),
 			kv("BatchFlag", boolDigit(j.BatchFlag)), kv("ExitCode", fmt.Sprintf("%d:%d", rc, sig))},
 		{kv("RunTime", sbatch.FormatTimeLimit(elapsed(j, now).Truncate(time.Second))), kv("TimeLimit", scontrolLimit(j.TimeLimit, "UNLIMITED"))},

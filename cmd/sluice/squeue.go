@@ -47,9 +47,9 @@ func squeueValue(j client.Job, letter byte, now time.Time) string {
 	case 'u':
 		return j.UserName
 	case 't':
-		return stateCode(j.State())
+		return stateCode(j.ShownState())
 	case 'T':
-		return j.State()
+		return j.ShownState()
 	case 'M':
 		return slurmDuration(elapsed(j, now))
 	case 'l':
@@ -318,7 +318,7 @@ type jobFilter struct {
 func filterJobs(jobs []client.Job, f jobFilter) []client.Job {
 	var out []client.Job
 	for _, j := range jobs {
-		state := j.State()
+		state := j.ShownState()
 		if len(f.states) > 0 {
 			if !slices.ContainsFunc(f.states, func(s string) bool {
 				s = strings.ToUpper(s)

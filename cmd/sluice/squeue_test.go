@@ -49,3 +49,28 @@ func TestSqueueLayouts(t *testing.T) {
 		t.Error("a bad sort key was accepted")
 	}
 }
+
+// TestSqueueShowsCompleting: a job that ended while its pods still terminate is listed
+// by default and shown as COMPLETING (CG), as Slurm's squeue shows it; once its pods are
+// gone it leaves the default list.
+func TestSqueueShowsCompleting(t *testing.T) {
+	now := time.Unix(1_700_000_100, 0)
+	jobs := []client.Job{
+		{JobID: 50, JobState: []string{"CANCELLED", "COMPLETING"}},
+		{JobID: 51, JobState: []string{"CANCELLED"}},
+		{JobID: 52, JobState: []string{"PENDING", "REQUEUED"}},
+	}
+	listed := filterJobs(jobs, jobFilter{})
+	if len(listed) != 2 || listed[0].JobID != 50 || listed[1].JobID != 52 {
+		t.Fatalf("listed %v, want jobs 50 and 52", listed)
+	}
+	if got := squeueValue(listed[0], 't', now); got != "CG" {
+		t.Errorf("%%t: %q, want CG", got)
+	}
+	if got := squeueValue(listed[0], 'T', now); got != "COMPLETING" {
+		t.Errorf("%%T: %q, want COMPLETING", got)
+	}
+	if got := squeueValue(listed[1], 'T', now); got != "PENDING" {
+		t.Errorf("a requeued job's %%T: %q, want PENDING", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 )
 
@@ -77,6 +78,16 @@ func (j Job) State() string {
 		return "UNKNOWN"
 	}
 	return j.JobState[0]
+}
+
+// ShownState is the state squeue and scontrol print: COMPLETING for a job that ended
+// while its pods still terminate (the COMPLETING flag of job_state), as Slurm's print a
+// completing job's state, else State.
+func (j Job) ShownState() string {
+	if slices.Contains(j.JobState, "COMPLETING") {
+		return "COMPLETING"
+	}
+	return j.State()
 }
 
 // Jobs lists the jobs the caller may see.

@@ -430,6 +430,9 @@ func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 	if u.Comment != nil {
 		s.Comment = *u.Comment
 	}
+	if u.Requeue != nil {
+		s.Requeue = *u.Requeue
+	}
 	if u.Partition != nil || u.QOS != nil || u.Dependency != nil {
 		// The server checked that the job was pending; a job that
 		// started since has pods placed for the old values.

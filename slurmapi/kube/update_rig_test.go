@@ -78,6 +78,9 @@ func TestUpdatePendingJobOnRig(t *testing.T) {
 		{"the dependency cleared", `{"dependency":""}`, http.StatusOK, 0, "dependency", ""},
 		{"another account", `{"account":"vision"}`, http.StatusBadRequest, slurmapi.ErrInvalidAccount, "account", "nlp"},
 		{"a field no update acts on", `{"mail_type":["END"]}`, http.StatusBadRequest, slurmapi.ErrNotSupported, "", nil},
+		// requeue:false was once taken for an empty field: 200, nothing changed.
+		{"requeue off", `{"requeue":false}`, http.StatusOK, 0, "requeue", false},
+		{"requeue on again", `{"requeue":true}`, http.StatusOK, 0, "requeue", true},
 	}
 	for _, c := range cases {
 		status, doc := call(t, ts, "alice", "POST", path, c.body)

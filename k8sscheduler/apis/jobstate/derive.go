@@ -161,8 +161,13 @@ func Derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) View {
 	if c := pg.Status.ExitCode; c != nil {
 		v.ExitCode = *c
 	}
-	if v.Rule == "bare pod evicted" {
+	switch v.Rule {
+	case "bare pod evicted":
 		v.End = f.evicted.LastTransitionTime.Time
+	case "workload deleted":
+		if v.End = DeletionRequested(pods[0]); pg.DeletionTimestamp != nil {
+			v.End = pg.DeletionTimestamp.Time
+		}
 	}
 	return v
 }
@@ -189,8 +194,8 @@ func gather(pg *v1alpha1.PodGroup, pods []*corev1.Pod) *facts {
 	f := &facts{pg: pg, all: pods, minMember: max(int(pg.Spec.MinMember), 1)}
 	for _, p := range pods {
 		// A pod being deleted before it ended is being replaced (or its workload
-		// cancelled); one that ended still tells how the run ended.
-		if p.Spec.NodeName != "" && (p.DeletionTimestamp == nil || Ended(p)) && inCurrentRun(pg, p) {
+		// cancelled); one that ended before still tells how the run ended.
+		if p.Spec.NodeName != "" && (p.DeletionTimestamp == nil || endedBeforeDeletion(p)) && inCurrentRun(pg, p) {
 			f.run = append(f.run, p)
 		}
 	}
@@ -226,7 +231,7 @@ func uncounted(p *corev1.Pod) bool {
 // CANCELLED, or for a bare pod taken by a disruption (a drain's eviction, a node
 // failure) that disruption's state; "" when it is not being deleted or its run ended.
 func deletionEnd(pg *v1alpha1.PodGroup, pods []*corev1.Pod) State {
-	if pg.Spec.Slurm != nil || len(pods) == 0 || !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !Ended(p) }) {
+	if pg.Spec.Slurm != nil || len(pods) == 0 || !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !endedBeforeDeletion(p) }) {
 		return ""
 	}
 	if pg.DeletionTimestamp != nil {
@@ -249,6 +254,30 @@ func inCurrentRun(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
 	}
 	i, err := strconv.Atoi(p.Labels[v1alpha1.NodeIndexLabel])
 	return err == nil && p.Name == PodName(pg, i)
+}
+
+// endedBeforeDeletion: the pod ended, and not because it was deleted: it finished before
+// its deletion was asked for (a pod the kubelet stops for its deletion ends after).
+func endedBeforeDeletion(p *corev1.Pod) bool {
+	if !Ended(p) {
+		return false
+	}
+	asked := DeletionRequested(p)
+	finished := LastFinish([]*corev1.Pod{p})
+	return asked.IsZero() || finished.IsZero() || !finished.After(asked)
+}
+
+// DeletionRequested is when the pod's deletion was asked for: its deletionTimestamp less
+// the grace period it was given; zero when it is not being deleted.
+func DeletionRequested(p *corev1.Pod) time.Time {
+	if p.DeletionTimestamp == nil {
+		return time.Time{}
+	}
+	at := p.DeletionTimestamp.Time
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		at = at.Add(-time.Duration(*g) * time.Second)
+	}
+	return at
 }
 
 // PodName names pod index of a Slurm job's current run: requeued runs get new names, so
