@@ -12,6 +12,7 @@ func newCycle(s *Snapshot, b *buffers) *cycle {
 	c.buildPartitions()
 	c.buildNodes()
 	c.buildNodeSets()
+	c.buildScores()
 	c.buildSelectors()
 	c.buildQueues()
 	c.buildQOS()

@@ -4,6 +4,13 @@ package bridge
 // partition's buckets in strategy order, so it looks only at nodes with enough free devices:
 // binpack takes the fullest node that fits, spread the emptiest.
 func (c *cycle) pickNode(at *attempt, ji, gi int32) int32 {
+	if c.groups[gi].score >= 0 {
+		return c.pickScored(at, ji, gi)
+	}
+	return c.pickUnscored(at, ji, gi)
+}
+
+func (c *cycle) pickUnscored(at *attempt, ji, gi int32) int32 {
 	js := &c.jobs[ji]
 	g := &c.groups[gi]
 	p := &c.parts[js.part]
@@ -73,6 +80,9 @@ func minRoomBucket(g *groupReq, maxGPUMem int64) int32 {
 }
 
 func (c *cycle) scan(at *attempt, ji, gi int32, list []int32) int32 {
+	if c.groups[gi].score >= 0 {
+		return c.scanScored(at, ji, gi, list)
+	}
 	for _, n := range list {
 		if c.fits(at, ji, gi, n) {
 			return n

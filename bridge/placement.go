@@ -154,7 +154,14 @@ func (c *cycle) buildPlacement(js *jobState) {
 	js.constrained = pl.OnePerNode || pl.Exclusive || pl.RequiredLevel != "" || pl.PreferredLevel != ""
 	for gi := js.g0; gi < js.gn; gi++ {
 		g := &c.groups[gi]
-		g.set = -1
+		g.set, g.score = -1, -1
+		if sc := js.job.Groups[gi-js.g0].NodeScore; sc != "" {
+			if s, ok := c.scoreIdx[sc]; ok {
+				g.score = s
+			} else {
+				js.block(ReasonBadConstraints, "group "+g.name+": node score "+sc+" is not in the snapshot")
+			}
+		}
 		name := js.job.Groups[gi-js.g0].NodeSet
 		if name == "" {
 			continue

@@ -28,6 +28,7 @@ type scenario struct {
 	Jobs        []scJob     `yaml:"jobs"`
 	Usage       []scUsage   `yaml:"usage"`
 	NodeSets    []NodeSet   `yaml:"nodeSets"`
+	NodeScores  []NodeScore `yaml:"nodeScores"`
 	Expect      scExpect    `yaml:"expect"`
 }
 
@@ -85,6 +86,7 @@ type scGroup struct {
 	Extended  []Quantity `yaml:"extended"`
 	Kind      GPUKind    `yaml:"kind"` // overrides the kind derived from the fields above
 	NodeSet   string     `yaml:"nodeSet"`
+	NodeScore string     `yaml:"nodeScore"`
 }
 
 type scRunning struct {
@@ -172,7 +174,7 @@ func (sc *scenario) snapshot() *Snapshot {
 	if sc.Now.IsZero() {
 		sc.Now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	}
-	s := &Snapshot{Now: sc.Now, Config: sc.Config, Partitions: sc.Partitions, NodeSets: sc.NodeSets}
+	s := &Snapshot{Now: sc.Now, Config: sc.Config, Partitions: sc.Partitions, NodeSets: sc.NodeSets, NodeScores: sc.NodeScores}
 	if len(s.Partitions) == 0 {
 		s.Partitions = []Partition{{Name: "gpu", Placement: Binpack}}
 	}
@@ -259,7 +261,7 @@ func (q scQueue) queue() Queue {
 }
 
 func (g scGroup) group(name string) TaskGroup {
-	tg := TaskGroup{Name: name, Count: g.Tasks, NodeSet: g.NodeSet}
+	tg := TaskGroup{Name: name, Count: g.Tasks, NodeSet: g.NodeSet, NodeScore: g.NodeScore}
 	if g.Name != "" {
 		tg.Name = g.Name
 	}

@@ -17,6 +17,8 @@ type Snapshot struct {
 	Usage      []QueueUsage `json:"usage,omitempty" yaml:"usage,omitempty"`
 	// NodeSets are the node lists task groups name in TaskGroup.NodeSet (see placement.go).
 	NodeSets []NodeSet `json:"nodeSets,omitempty" yaml:"nodeSets,omitempty"`
+	// NodeScores rank the nodes task groups prefer, named in TaskGroup.NodeScore.
+	NodeScores []NodeScore `json:"nodeScores,omitempty" yaml:"nodeScores,omitempty"`
 }
 
 // Config tunes the cycle. The zero value is usable.
@@ -210,6 +212,9 @@ type TaskGroup struct {
 	// (what their node affinity, tolerations, --constraint, -w and -x allow); empty: any
 	// node of the partition.
 	NodeSet string `json:"nodeSet,omitempty" yaml:"nodeSet,omitempty"`
+	// NodeScore names the Snapshot.NodeScores entry that ranks the nodes its tasks prefer
+	// (preferred node affinity); empty: no preference.
+	NodeScore string `json:"nodeScore,omitempty" yaml:"nodeScore,omitempty"`
 	// PendingTasks optionally names the tasks not yet running (existing pods); binds use
 	// these names in order, otherwise "<job>-<group>-<n>".
 	PendingTasks []string `json:"pendingTasks,omitempty" yaml:"pendingTasks,omitempty"`

@@ -34,6 +34,9 @@ type cycle struct {
 	setIdx   map[string]int32
 	levels   []levelState
 	levelIdx map[string]int32
+	scores   []scoreState // the snapshot's node scores (placement_score.go)
+	scoreIdx map[string]int32
+	best     scored // the best node of the scored search under way
 	// sels are the selectors of affinity and spread rules, each at its level
 	// (placement_affinity.go).
 	sels    []selState
@@ -295,6 +298,7 @@ type groupReq struct {
 	malformed bool
 	names     []string
 	set       int32 // its node set in cycle.sets, -1: any node
+	score     int32 // its node score in cycle.scores, -1: none
 }
 
 type extAmount struct {

@@ -30,13 +30,17 @@ func (c *cache) addPlacement(s *bridge.Snapshot) {
 		}
 		for k := range j.Groups {
 			tg := &j.Groups[k]
-			tg.NodeSet = ""
+			tg.NodeSet, tg.NodeScore = "", ""
 			if cons := g.classes[k]; cons != nil {
 				if k < len(g.claims) && len(g.claims[k]) > 0 {
 					cons = c.withVolumes(cons, j.Scope, g.claims[k])
 				}
-				if cl := c.classFor(cons); !cl.all {
+				cl := c.classFor(cons)
+				if !cl.all {
 					tg.NodeSet = cons.key
+				}
+				if len(cl.scores) > 0 {
+					tg.NodeScore = cons.key
 				}
 			}
 			for _, q := range tg.Request.Extended {
@@ -58,6 +62,9 @@ func (c *cache) addPlacement(s *bridge.Snapshot) {
 			delete(c.classes, key)
 		case !cl.all:
 			s.NodeSets = append(s.NodeSets, bridge.NodeSet{Name: key, Nodes: cl.nodes, Constraint: cl.cons.text})
+		}
+		if cl.used && len(cl.scores) > 0 {
+			s.NodeScores = append(s.NodeScores, bridge.NodeScore{Name: key, Scores: cl.scores})
 		}
 	}
 	if len(ports) > 0 {
@@ -84,6 +91,11 @@ func (c *cache) classFor(cons *nodeConstraints) *nodeClass {
 		for _, v := range cons.volumes {
 			cl.vols = append(cl.vols, nodeaffinity.NewLazyErrorNodeSelector(v))
 		}
+		if len(cons.preferred) > 0 {
+			// The terms were accepted by the API server's validation; one that still
+			// does not parse scores nothing.
+			cl.prefer, _ = nodeaffinity.NewPreferredSchedulingTerms(cons.preferred)
+		}
 		c.classes[cons.key] = cl
 	}
 	cl.used = true
@@ -91,12 +103,20 @@ func (c *cache) classFor(cons *nodeConstraints) *nodeClass {
 		return cl
 	}
 	cl.gen, cl.all, cl.nodes = c.nodeGen, true, cl.nodes[:0]
+	if cl.prefer != nil {
+		cl.scores = map[string]int32{}
+	}
 	for name, e := range c.nodes {
 		if !e.seen || e.kube == nil {
 			continue
 		}
 		if cl.allows(e.kube, c.tolerated) {
 			cl.nodes = append(cl.nodes, name)
+			if cl.prefer != nil {
+				if s := cl.prefer.Score(e.kube); s > 0 {
+					cl.scores[name] = int32(min(s, 1<<30))
+				}
+			}
 		} else {
 			cl.all = false
 		}

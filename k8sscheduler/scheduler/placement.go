@@ -32,6 +32,7 @@ type nodeConstraints struct {
 	affinity    *corev1.NodeSelector
 	tolerations []corev1.Toleration
 	volumes     []*corev1.NodeSelector // node affinity of its bound PersistentVolumes
+	preferred   []corev1.PreferredSchedulingTerm
 	text        string                 // for why-pending
 }
 
@@ -42,13 +43,21 @@ var plainConstraints = &nodeConstraints{key: "plain", text: "the pod's toleratio
 // podConstraints reads a pod's node constraints.
 func podConstraints(spec *corev1.PodSpec) *nodeConstraints {
 	var aff *corev1.NodeSelector
+	var pref []corev1.PreferredSchedulingTerm
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
 		aff = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		pref = a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
 	}
-	if len(spec.NodeSelector) == 0 && aff == nil && len(spec.Tolerations) == 0 {
+	if len(spec.NodeSelector) == 0 && aff == nil && len(spec.Tolerations) == 0 && len(pref) == 0 {
 		return plainConstraints
 	}
-	return newConstraints(spec.NodeSelector, aff, spec.Tolerations)
+	c := newConstraints(spec.NodeSelector, aff, spec.Tolerations)
+	if len(pref) > 0 {
+		raw, _ := json.Marshal(pref)
+		sum := sha256.Sum256(append([]byte(c.key), raw...))
+		c.key, c.preferred = hex.EncodeToString(sum[:12]), pref
+	}
+	return c
 }
 
 func newConstraints(sel map[string]string, aff *corev1.NodeSelector, tol []corev1.Toleration) *nodeConstraints {
@@ -106,6 +115,10 @@ type nodeClass struct {
 	cons  *nodeConstraints
 	req   nodeaffinity.RequiredNodeAffinity
 	vols  []*nodeaffinity.LazyErrorNodeSelector
+	// prefer scores nodes by the preferred node affinity; scores holds the nodes scoring
+	// above 0, as of gen.
+	prefer *nodeaffinity.PreferredSchedulingTerms
+	scores map[string]int32
 	gen   uint64
 	nodes []string
 	all   bool // every node of the snapshot: the core needs no set

@@ -96,3 +96,43 @@ func TestUnhonouredSpreadPolicyWaits(t *testing.T) {
 		t.Errorf("bad = %q, want the refusal naming nodeAffinityPolicy Ignore", e.bad)
 	}
 }
+
+// TestPreferredNodeAffinityScores: a pod that prefers zone b (weight 10) and rack r1
+// (weight 30) goes to the node with the highest sum of weights it matches that fits, as
+// kube-scheduler's NodeAffinity score ranks them; binpack alone would take n-a1, where
+// another pod already holds GPUs.
+func TestPreferredNodeAffinityScores(t *testing.T) {
+	term := func(w int32, key, value string) corev1.PreferredSchedulingTerm {
+		return corev1.PreferredSchedulingTerm{Weight: w, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}}}}
+	}
+	cases := []struct {
+		name  string
+		terms []corev1.PreferredSchedulingTerm
+		want  string
+	}{
+		{"zone b", []corev1.PreferredSchedulingTerm{term(10, corev1.LabelTopologyZone, "b")}, "n-b1"},
+		{"rack r2 outweighs zone a", []corev1.PreferredSchedulingTerm{term(10, corev1.LabelTopologyZone, "a"), term(30, "rack", "r2")}, "n-b1"},
+		{"no node matches: binpack", []corev1.PreferredSchedulingTerm{term(10, "rack", "r9")}, "n-a1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCache()
+			for _, n := range placementNodes() {
+				setTestNode(c, n)
+			}
+			c.setQueue("q", &bridge.Queue{Name: "q"})
+			c.setPodGroup(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}})
+			c.setPod("ns/busy", convertPod(testPod("busy", "4", map[string]string{v1alpha1.PodGroupAnnotation: "busy"}, "n-a1"), "sluice"))
+			c.setPodGroup(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}})
+			pod := testPod("w", "1", nil, "")
+			pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: tc.terms}}
+			c.setPod("ns/w", convertPod(pod, "sluice"))
+			snap, _ := c.snapshot(metav1.Now().Time)
+			d := bridge.Schedule(snap)
+			if len(d.Binds) != 1 || d.Binds[0].Node != tc.want {
+				t.Errorf("binds %+v (pending %+v), want it on %s", d.Binds, d.Pending, tc.want)
+			}
+		})
+	}
+}

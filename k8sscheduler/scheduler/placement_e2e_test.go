@@ -165,6 +165,11 @@ func TestPlacementAgreesWithKubeScheduler(t *testing.T) {
 		}, nil, ""},
 		{"a zone no node is in", func(p *corev1.Pod) { p.Spec.Affinity = zoneAffinity("c") }, nil, ""},
 		{"bound local volume", mountLocal, []string{b0}, ""},
+		{"preferred node affinity: the best-scoring node", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+				{Weight: 50, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r2"}}}}}}}}
+		}, []string{b0}, ""},
 		{"pod affinity by hostname", podAff(false, corev1.LabelHostname), []string{a1}, ""},
 		{"pod anti-affinity by rack", podAff(true, "rack"), []string{b0}, ""},
 		{"pod affinity to a namespace where nothing matches", podAff(false, "rack", "elsewhere"), nil, "podAffinity app=anchor in namespaces elsewhere"},
