@@ -33,7 +33,7 @@ type nodeConstraints struct {
 	tolerations []corev1.Toleration
 	volumes     []*corev1.NodeSelector // node affinity of its bound PersistentVolumes
 	preferred   []corev1.PreferredSchedulingTerm
-	text        string                 // for why-pending
+	text        string // for why-pending
 }
 
 // plainConstraints are those of a pod that asks nothing: it may use any node whose taints
@@ -112,17 +112,17 @@ func requirementText(key string, op corev1.NodeSelectorOperator, values []string
 // nodeClass is the set of nodes one key of constraints allows, valid while no node
 // changed (gen).
 type nodeClass struct {
-	cons  *nodeConstraints
-	req   nodeaffinity.RequiredNodeAffinity
-	vols  []*nodeaffinity.LazyErrorNodeSelector
+	cons *nodeConstraints
+	req  nodeaffinity.RequiredNodeAffinity
+	vols []*nodeaffinity.LazyErrorNodeSelector
 	// prefer scores nodes by the preferred node affinity; scores holds the nodes scoring
 	// above 0, as of gen.
 	prefer *nodeaffinity.PreferredSchedulingTerms
 	scores map[string]int32
-	gen   uint64
-	nodes []string
-	all   bool // every node of the snapshot: the core needs no set
-	used  bool // named by a job of the snapshot being built
+	gen    uint64
+	nodes  []string
+	all    bool // every node of the snapshot: the core needs no set
+	used   bool // named by a job of the snapshot being built
 }
 
 // allows reports whether a node satisfies the class: kube-scheduler's NodeAffinity and
