@@ -57,7 +57,7 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
 		out[i] = corev1.Container{Name: cs[i].Name, Resources: corev1.ResourceRequirements{Requests: cs[i].Resources.Requests},
-			Ports: hostPorts(cs[i].Ports)}
+			Ports: hostPorts(cs[i].Ports), RestartPolicy: cs[i].RestartPolicy}
 	}
 	return out
 }

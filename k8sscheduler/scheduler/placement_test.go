@@ -303,3 +303,22 @@ func TestTopologySpreadConstraints(t *testing.T) {
 		t.Errorf("binds %+v (per zone %v), want two in each zone", d.Binds, perZone)
 	}
 }
+
+// TestHostPortsCountedOncePerPod: a port named by an init container and an app container
+// takes one of the node's port, so the pod fits; a plain init container's port is free
+// again once it ends (kube-scheduler's NodePorts counts only sidecars).
+func TestHostPortsCountedOncePerPod(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	port := []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+	spec := corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "sidecar", RestartPolicy: &always, Ports: port}, {Name: "setup", Ports: []corev1.ContainerPort{{HostPort: 9090}}}},
+		Containers:     []corev1.Container{{Name: "main", Ports: port}},
+	}
+	got := map[string]int64{}
+	for _, q := range podRequest(&spec).Extended {
+		got[q.Name] = q.Value
+	}
+	if got[hostPortResource("", 8080)] != 1 || got[hostPortResource("", 9090)] != 0 {
+		t.Errorf("extended %v, want host port 8080 once and 9090 not at all", got)
+	}
+}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -132,18 +133,27 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 
 // podRequest is what the pod holds on its node: the sum of its containers, or its largest
 // init container if that is more, plus the runtime overhead; one of the node's pods; and
-// each host port it takes.
+// each host port it takes, once however many of its containers name it. As in
+// kube-scheduler's NodePorts, an init container's ports count only for a sidecar
+// (restartPolicy Always), which runs as long as the pod.
 func podRequest(spec *corev1.PodSpec) bridge.Resources {
 	r := containerRequest(spec)
 	r.Extended = addQuantity(r.Extended, podsResource, 1)
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for i := range cs {
-			for _, p := range cs[i].Ports {
-				if p.HostPort > 0 {
-					r.Extended = addQuantity(r.Extended, hostPortResource(p.Protocol, p.HostPort), 1)
-				}
+	addPorts := func(ps []corev1.ContainerPort) {
+		for _, p := range ps {
+			name := hostPortResource(p.Protocol, p.HostPort)
+			if p.HostPort > 0 && !slices.ContainsFunc(r.Extended, func(q bridge.Quantity) bool { return q.Name == name }) {
+				r.Extended = addQuantity(r.Extended, name, 1)
 			}
 		}
+	}
+	for i := range spec.InitContainers {
+		if rp := spec.InitContainers[i].RestartPolicy; rp != nil && *rp == corev1.ContainerRestartPolicyAlways {
+			addPorts(spec.InitContainers[i].Ports)
+		}
+	}
+	for i := range spec.Containers {
+		addPorts(spec.Containers[i].Ports)
 	}
 	return r
 }
