@@ -39,6 +39,9 @@ func (c *cycle) apply(pi int32, sign int64) {
 	if js.aff != nil {
 		c.noteAffinity(js.aff, pl.node, int32(sign))
 	}
+	if js.onePerNode {
+		c.notePerNode(js, pl.node, int32(sign))
+	}
 	if sign > 0 {
 		js.use.add(pl.use)
 		c.noteBusy(nd, js, pl)

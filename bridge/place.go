@@ -161,6 +161,14 @@ func (c *cycle) addPlacement(pl placement) int32 {
 			pl.use[DimGPUMemory] += pl.mem
 		}
 	}
+	if js := &c.jobs[pl.job]; js.exclusive && js.onePerNode {
+		// A task that holds its node alone is charged the whole node, as Slurm charges an
+		// --exclusive job: its queue, QOS and user pay for what no one else may use.
+		cap := c.nodes[pl.node].capacity
+		for d := range pl.use {
+			pl.use[d] = max(pl.use[d], cap[d])
+		}
+	}
 	c.places = append(c.places, pl)
 	pi := int32(len(c.places) - 1)
 	c.jobs[pl.job].places = append(c.jobs[pl.job].places, pi)

@@ -87,8 +87,9 @@ type jobTopo struct {
 
 type spreadRule struct{ level, maxSkew, sel, minDomains int32 }
 
-// maxDomainTries bounds how many domains of one level a gang tries in one attempt: each try
-// scans the partition, and the failure is remembered for the gang's shape anyway.
+// maxDomainTries bounds how many domains of a preferred level a gang tries in one attempt:
+// each try scans the partition, and a gang that finds none falls back to the next outer
+// level. A required level has no fallback, so every domain with room is tried.
 const maxDomainTries = 32
 
 // buildNodeSets turns the snapshot's node sets into bit sets over the cycle's nodes. A name
@@ -233,7 +234,11 @@ func (c *cycle) placeGang(at *attempt, ji int32, action Action) bool {
 			}
 			continue
 		}
-		for _, d := range c.domainsToTry(ji, lv) {
+		doms := c.domainsToTry(ji, lv)
+		if lv != t.required {
+			doms = doms[:min(len(doms), maxDomainTries)]
+		}
+		for _, d := range doms {
 			t.level, t.dom = lv, d
 			ok := c.placeTasks(at, ji, action)
 			t.level = -1
@@ -273,7 +278,7 @@ func (c *cycle) domainsToTry(ji, lv int32) []int32 {
 		}
 		return cmp.Compare(room[a], room[b])
 	})
-	return out[:min(len(out), maxDomainTries)]
+	return out
 }
 
 // placementAllows reports whether the job's own placement rules let one more task of group
@@ -321,6 +326,9 @@ func (c *cycle) placementAllows(ji int32, g *groupReq, n int32) bool {
 }
 
 func (c *cycle) hasTaskOn(js *jobState, n int32) bool {
+	if js.perNode != nil {
+		return js.perNode[n] > 0
+	}
 	for _, pi := range js.places {
 		if pl := &c.places[pi]; pl.live && pl.node == n {
 			return true
@@ -402,4 +410,27 @@ func (c *cycle) appendPlacementKey(b []byte, js *jobState) []byte {
 		}
 	}
 	return b
+}
+
+// perNodeAfter is how many placements a one-per-node job may have before it keeps a count
+// per node: walking its placements for every node tried costs O(tasks) per node, which a
+// job of a thousand nodes cannot pay.
+const perNodeAfter = 16
+
+// notePerNode keeps a large one-per-node job's count of live tasks per node as a placement
+// of it comes (sign +1) or goes (-1).
+func (c *cycle) notePerNode(js *jobState, n int32, sign int32) {
+	if js.perNode == nil {
+		if len(js.places) <= perNodeAfter {
+			return
+		}
+		js.perNode = map[int32]int32{}
+		for _, pi := range js.places {
+			if pl := &c.places[pi]; pl.live { // the placement coming is live already, one going not
+				js.perNode[pl.node]++
+			}
+		}
+		return
+	}
+	js.perNode[n] += sign
 }

@@ -277,8 +277,9 @@ type jobState struct {
 	reason    string
 	start     int64 // earliest task start, unix nanoseconds; 0: unknown
 	uu        *userUsage
-	topo      *jobTopo     // nil: no topology asked for
-	aff       *jobAffinity // nil: no affinity rule, and no selector matches it
+	topo      *jobTopo        // nil: no topology asked for
+	aff       *jobAffinity    // nil: no affinity rule, and no selector matches it
+	perNode   map[int32]int32 // a large one-per-node job's live tasks per node; nil: walk places
 	// onePerNode and exclusive are the job's Placement flags; constrained is set when it
 	// has either or a topology.
 	onePerNode  bool
