@@ -10,6 +10,7 @@ var routes = []route{
 	{"slurm", "/diag", http.MethodGet, handleDiag, false},
 	{"slurm", "/licenses", http.MethodGet, handleLicenses, false},
 	{"slurm", "/job/submit", http.MethodPost, handleSubmit, true},
+	{"slurm", "/job/allocate", http.MethodPost, handleAllocate, true}, // before job/{job_id}
 	{"slurm", "/jobs", http.MethodGet, handleJobs, true},
 	{"slurm", "/jobs", http.MethodDelete, handleKillJobs, true},
 	{"slurm", "/jobs/state", http.MethodGet, handleJobsState, true},

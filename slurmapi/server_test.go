@@ -178,7 +178,7 @@ func TestErrorsAndUnimplemented(t *testing.T) {
 		{"requeue only in v0.0.45", "GET", "/slurm/v0.0.41/job/5/requeue", 404, ErrRestUnknownURL, "no endpoint"},
 		{"wrong method", "PUT", "/slurm/v0.0.45/ping", 405, ErrRestUnknownMethod, "not a method"},
 		{"reservations", "GET", "/slurm/v0.0.45/reservations/", 501, ErrNotSupported, "no reservations"},
-		{"allocate", "POST", "/slurm/v0.0.43/job/allocate", 501, ErrNotSupported, "salloc"},
+		{"allocate without backend", "POST", "/slurm/v0.0.43/job/allocate", 503, ErrNotSupported, "without a cluster backend"},
 		{"node delete", "DELETE", "/slurm/v0.0.42/node/n1", 501, ErrNotSupported, "kubectl delete node"},
 		{"wckeys", "GET", "/slurmdb/v0.0.41/wckeys", 501, ErrNotSupported, "workload characterization"},
 		{"jobs without backend", "GET", "/slurm/v0.0.45/jobs", 503, ErrNotSupported, "without a cluster backend"},
@@ -220,12 +220,12 @@ func TestOpenAPIDocumentDescribesThisServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("document does not load: %v", err)
 	}
-	for _, want := range []string{"/slurm/v0.0.41/job/submit", "/slurm/v0.0.45/job/{job_id}/requeue", "/slurmdb/v0.0.43/qos/{qos}"} {
+	for _, want := range []string{"/slurm/v0.0.41/job/submit", "/slurm/v0.0.41/job/allocate", "/slurm/v0.0.45/job/{job_id}/requeue", "/slurmdb/v0.0.43/qos/{qos}"} {
 		if doc.Paths.Value(want) == nil {
 			t.Errorf("document lacks %s", want)
 		}
 	}
-	for _, absent := range []string{"/slurm/v0.0.45/reservations/", "/slurm/v0.0.45/job/allocate"} {
+	for _, absent := range []string{"/slurm/v0.0.45/reservations/", "/slurm/v0.0.45/reconfigure/"} {
 		if doc.Paths.Value(absent) != nil {
 			t.Errorf("document lists unimplemented %s", absent)
 		}

@@ -8,7 +8,6 @@ import (
 // notImplementedWhy says, per endpoint of the official documents that
 // Sluice does not serve, why. Anything not listed is "not implemented yet".
 var notImplementedWhy = map[string]string{
-	"slurm/job/allocate":                   "interactive allocations (salloc) need a login shell on a node; Sluice runs batch jobs only",
 	"slurm/jobs/requeue":                   "use job/{job_id}/requeue per job",
 	"slurm/reconfigure":                    "configuration comes from Kubernetes objects, which apply without reconfigure",
 	"slurm/reservations":                   "Sluice has no reservations",

@@ -2,8 +2,6 @@ package kube
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -33,6 +31,10 @@ type PodOptions struct {
 	LauncherImage string
 	// Timeout bounds the reads and the Service create of one call; default 10s.
 	Timeout time.Duration
+	// LaunchKeySeed derives each job's launch key (LaunchKey); the server
+	// gives its token key, so every replica derives the same keys. Empty:
+	// a random seed for this factory's life.
+	LaunchKeySeed []byte
 }
 
 // DefaultLauncherImage is the launcher image of a factory not given one.
@@ -61,6 +63,9 @@ func NewPodFactory(cfg *rest.Config, opts PodOptions) (*PodFactory, error) {
 	}
 	if opts.LauncherImage == "" {
 		opts.LauncherImage = DefaultLauncherImage
+	}
+	if len(opts.LaunchKeySeed) == 0 {
+		opts.LaunchKeySeed = randomSeed()
 	}
 	return &PodFactory{c: c, opts: opts, services: map[string]bool{}}, nil
 }
@@ -108,15 +113,19 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if run.Image == "" {
 		run.Image = f.opts.DefaultImage
 	}
+	serves := ServesLaunches(pg, len(binds))
+	if serves {
+		run.LaunchKey = LaunchKey(f.opts.LaunchKeySeed, pg)
+	}
 	pods, err := BuildPods(pg, binds, run)
 	if err != nil {
 		return nil, err
 	}
-	if len(binds) > 1 {
+	if serves {
 		if err := f.ensureService(ctx, pg.Namespace); err != nil {
 			return nil, err
 		}
-		if err := f.ensureLaunchKey(ctx, pg); err != nil {
+		if err := f.ensureLaunchKey(ctx, pg, run.LaunchKey); err != nil {
 			return nil, err
 		}
 	}
@@ -173,15 +182,14 @@ func (f *PodFactory) ensureService(ctx context.Context, ns string) error {
 // ensureLaunchKey creates the job's launch key Secret, once for all its
 // runs; the PodGroup owns it, so it goes with the job. Only the job's pods
 // mount it: srun and the launchers of other jobs cannot sign for this one.
-func (f *PodFactory) ensureLaunchKey(ctx context.Context, pg *v1alpha1.PodGroup) error {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
+// A Secret already there is either this job's from an earlier run (the
+// same derived key) or planted, which the pods refuse (EnvKeySHA256).
+func (f *PodFactory) ensureLaunchKey(ctx context.Context, pg *v1alpha1.PodGroup, key string) error {
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(pg), Namespace: pg.Namespace,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice", v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel]}},
-		Data: map[string][]byte{LaunchKeyField: []byte(hex.EncodeToString(key))},
+		Data:      map[string][]byte{LaunchKeyField: []byte(key)},
+		Immutable: ptrTo(true), // no later update swaps the key under the job
 	}
 	if pg.UID != "" {
 		sec.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID}}
@@ -191,3 +199,5 @@ func (f *PodFactory) ensureLaunchKey(ctx context.Context, pg *v1alpha1.PodGroup)
 	}
 	return nil
 }
+
+func ptrTo[T any](v T) *T { return &v }

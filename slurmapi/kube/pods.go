@@ -89,6 +89,24 @@ type RunAs struct {
 	// LauncherImage is the sluice image the init container copies the
 	// launcher (and srun) from.
 	LauncherImage string
+	// LaunchKey is the job's launch key (LaunchKey) when its pods serve
+	// launches: the pods carry its SHA-256 to check the mounted key with.
+	LaunchKey string
+}
+
+// ServesLaunches reports whether the pods of pg on nodes nodes run a
+// launcher that serves step launches and attaches (port 6818, the launch
+// key): a multi-node job's, for srun, and an allocation's (a job with no
+// script, from job/allocate), for attaches. A one-node batch job runs
+// its steps locally and needs neither.
+func ServesLaunches(pg *v1alpha1.PodGroup, nodes int) bool {
+	return nodes > 1 || IsAllocation(pg)
+}
+
+// IsAllocation reports whether pg is an allocation (job/allocate: salloc,
+// srun from a user's shell): a Slurm job with no batch script.
+func IsAllocation(pg *v1alpha1.PodGroup) bool {
+	return pg.Spec.Slurm != nil && pg.Spec.Slurm.Script == ""
 }
 
 // SharedVolume is a filesystem all of a partition's nodes share, as /home
@@ -130,7 +148,7 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 	for i := range binds {
 		pods[i] = buildPod(pg, member, &binds[i], i, hosts, run)
 	}
-	if len(pods) > 0 {
+	if len(pods) > 0 && !IsAllocation(pg) {
 		// Only the batch host runs the script and writes the output
 		// files, as in Slurm; the other pods run the launcher only.
 		c := &pods[0].Spec.Containers[0]
@@ -234,7 +252,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		// The launcher runs the batch script on node 0 and serves step
 		// launches on every node (slurmapi/launch).
 		Command:    append([]string{launcherDir + "/sluice", "launch"}, s.Argv...),
-		Env:        append(jobEnv(pg, b, index, hosts), launcherEnv(pg, hosts)...),
+		Env:        append(jobEnv(pg, b, index, hosts), launcherEnv(pg, hosts, run.LaunchKey)...),
 		Resources:  corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
 		WorkingDir: s.WorkingDirectory,
 		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-script", MountPath: scriptDir},
@@ -256,7 +274,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}},
 		{Name: "sluice-launcher", VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(512<<20, resource.BinarySI)}}}}
-	if len(hosts) > 1 {
+	if ServesLaunches(pg, len(hosts)) {
 		// Step launches come in on the launcher's port, signed with the
 		// job's key, which only the job's pods mount.
 		c.Ports = []corev1.ContainerPort{{Name: "sluice-launch", ContainerPort: launch.Port, Protocol: corev1.ProtocolTCP}}
@@ -381,7 +399,8 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 // a job's own environment cannot redirect it.
 var launcherOwned = map[string]bool{launch.EnvScript: true, launch.EnvStdout: true, launch.EnvStderr: true, launch.EnvStdin: true,
 	launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
-	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true}
+	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true,
+	launch.EnvAllocation: true, launch.EnvKeySHA256: true}
 
 // deviceOwned are the variables that choose and limit a job's GPUs: the
 // device plugin or Sluice sets them. From a job's own environment (sbatch
@@ -392,11 +411,17 @@ var deviceOwned = map[string]bool{v1alpha1.VisibleDevicesEnv: true, v1alpha1.GPU
 	v1alpha1.MPSThreadPercentageEnv: true, v1alpha1.MPSMemoryLimitEnv: true}
 
 // launcherEnv tells the launcher and srun where they are (launch.JobFromEnv).
-func launcherEnv(pg *v1alpha1.PodGroup, hosts []string) []corev1.EnvVar {
+func launcherEnv(pg *v1alpha1.PodGroup, hosts []string, key string) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: launch.EnvDir, Value: launcherDir}, {Name: launch.EnvRunDir, Value: scriptDir},
 		{Name: launch.EnvHosts, Value: strings.Join(hosts, ",")}}
-	if len(hosts) < 2 {
+	if IsAllocation(pg) {
+		env = append(env, corev1.EnvVar{Name: launch.EnvAllocation, Value: "1"})
+	}
+	if !ServesLaunches(pg, len(hosts)) {
 		return env
+	}
+	if key != "" {
+		env = append(env, corev1.EnvVar{Name: launch.EnvKeySHA256, Value: launchKeySHA256(key)})
 	}
 	peers := make([]string, len(hosts))
 	for i, h := range hosts {

@@ -32,10 +32,10 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	var done <-chan struct{}
+	var srv *server
 	stop := func() {}
 	if len(job.Peers) > 0 {
-		if done, stop, err = serve(ctx, job, getenv); err != nil {
+		if srv, stop, err = serve(ctx, job, getenv); err != nil {
 			fmt.Fprintf(stderr, "sluice launch: %v\n", err)
 			return 1
 		}
@@ -43,15 +43,40 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 	defer stop()
 	if job.Node != 0 {
 		select {
-		case <-done: // the batch script ended
+		case <-srv.done: // the batch script ended
 			return 0
 		case s := <-sigs: // the pod is deleted: the job was cancelled or timed out
 			return 128 + int(s.(syscall.Signal))
 		}
 	}
-	rc := runBatch(job, args, getenv, stdout, stderr, sigs)
+	var rc int
+	if job.Allocation {
+		rc = holdAllocation(job, srv, sigs, stderr)
+	} else {
+		rc = runBatch(job, args, getenv, stdout, stderr, sigs)
+	}
 	if len(job.Peers) > 0 {
 		shutdownPeers(job, stderr)
+	}
+	return rc
+}
+
+// holdAllocation is the batch host of an allocation (job/allocate: salloc,
+// srun from a user's shell), which has no script: it serves attaches
+// until the allocation is released, with the status of the user's
+// command or shell, or the pod is deleted (scancel, the time limit). The
+// steps that ran are reported as a batch host's are.
+func holdAllocation(job *Job, srv *server, sigs <-chan os.Signal, stderr io.Writer) int {
+	var rc int
+	select {
+	case rc = <-srv.released:
+	case s := <-sigs:
+		srv.killAll(s.(syscall.Signal))
+		rc = 128 + int(s.(syscall.Signal))
+	}
+	srv.killAll(syscall.SIGKILL)
+	if err := reportSteps(job, nil); err != nil {
+		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
 	}
 	return rc
 }
@@ -150,7 +175,7 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 		ExitCode: x.Code, Signal: x.Signal, Start: start, End: end, Tasks: 1, NodeList: job.Hosts[0],
 		TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}}
 	batch.JobID, _ = strconv.ParseInt(job.ID, 10, 64)
-	if err := reportSteps(job, batch); err != nil {
+	if err := reportSteps(job, &batch); err != nil {
 		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
 	}
 	return x.rc()

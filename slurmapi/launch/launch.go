@@ -9,6 +9,9 @@
 package launch
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +46,14 @@ const (
 	EnvStderr = "SLUICE_STDERR"
 	// EnvStdin is the script's --input; without it, /dev/null.
 	EnvStdin = "SLUICE_STDIN"
+	// EnvAllocation, "1", marks a job without a script (job/allocate):
+	// its batch host serves attaches until the allocation is released.
+	EnvAllocation = "SLUICE_ALLOCATION"
+	// EnvKeySHA256 is the SHA-256 (hex) of the launch key the Sluice
+	// server made for the job. The pod's spec carries it, so a key
+	// Secret planted under the job's name before the job existed is
+	// refused rather than used.
+	EnvKeySHA256 = "SLUICE_LAUNCH_KEY_SHA256"
 )
 
 // Port is the launcher's port, slurmd's.
@@ -61,12 +72,16 @@ type Job struct {
 	TermLog  string
 	CPUs     int // SLURM_CPUS_PER_TASK of the job
 	JobTasks int // SLURM_NTASKS of the job
+	// Allocation: the job has no script (EnvAllocation).
+	Allocation bool
+	KeySHA256  string
 }
 
 // JobFromEnv reads the allocation from the environment getenv gives.
 func JobFromEnv(getenv func(string) string) (*Job, error) {
 	j := &Job{ID: getenv("SLURM_JOB_ID"), Dir: getenv(EnvDir), RunDir: getenv(EnvRunDir),
-		KeyFile: getenv(EnvKeyFile), Addr: getenv(EnvAddr), TermLog: getenv(EnvTerminationLog)}
+		KeyFile: getenv(EnvKeyFile), Addr: getenv(EnvAddr), TermLog: getenv(EnvTerminationLog),
+		Allocation: getenv(EnvAllocation) == "1", KeySHA256: getenv(EnvKeySHA256)}
 	if j.ID == "" || j.RunDir == "" {
 		return nil, fmt.Errorf("not inside a Slurm job of Sluice (SLURM_JOB_ID and %s unset)", EnvRunDir)
 	}
@@ -81,6 +96,9 @@ func JobFromEnv(getenv func(string) string) (*Job, error) {
 	j.Peers = split(getenv(EnvPeers))
 	if len(j.Peers) > 0 && len(j.Peers) != len(j.Hosts) {
 		return nil, fmt.Errorf("%s names %d launchers for %d nodes", EnvPeers, len(j.Peers), len(j.Hosts))
+	}
+	if j.Allocation && len(j.Peers) == 0 {
+		return nil, fmt.Errorf("an allocation's launchers serve attaches, but %s is empty", EnvPeers)
 	}
 	if j.Node < 0 || j.Node >= len(j.Hosts) {
 		return nil, fmt.Errorf("SLURM_NODEID %d is not a node of the job (%d nodes)", j.Node, len(j.Hosts))
@@ -115,6 +133,12 @@ func (j *Job) key() ([]byte, error) {
 	k = []byte(strings.TrimSpace(string(k)))
 	if len(k) < 16 {
 		return nil, fmt.Errorf("launch key %s is shorter than 16 bytes", j.KeyFile)
+	}
+	if j.KeySHA256 != "" {
+		sum := sha256.Sum256(k)
+		if !hmac.Equal([]byte(hex.EncodeToString(sum[:])), []byte(strings.ToLower(j.KeySHA256))) {
+			return nil, fmt.Errorf("launch key %s is not the key Sluice made for job %s (a Secret of that name was there before the job): refusing it", j.KeyFile, j.ID)
+		}
 	}
 	return k, nil
 }

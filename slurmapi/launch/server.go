@@ -31,15 +31,17 @@ type server struct {
 	verify *verifier
 	getenv func(string) string
 
-	mu    sync.Mutex
-	steps map[int]*nodeStep
-	done  chan struct{} // closed by a shutdown request
-	once  sync.Once
+	mu       sync.Mutex
+	steps    map[int]*nodeStep
+	attached map[*attachedCmd]bool
+	done     chan struct{} // closed by a shutdown request
+	once     sync.Once
+	released chan int // an allocation's end and status (attach.go)
 }
 
 // serve listens on the job's launcher address until ctx ends or the batch
 // host asks it to shut down (then done is closed).
-func serve(ctx context.Context, job *Job, getenv func(string) string) (done <-chan struct{}, stop func(), err error) {
+func serve(ctx context.Context, job *Job, getenv func(string) string) (s *server, stop func(), err error) {
 	key, err := job.key()
 	if err != nil {
 		return nil, nil, err
@@ -48,11 +50,13 @@ func serve(ctx context.Context, job *Job, getenv func(string) string) (done <-ch
 	if err != nil {
 		return nil, nil, fmt.Errorf("launcher: %w", err)
 	}
-	s := &server{job: job, verify: newVerifier(key), getenv: getenv, steps: map[int]*nodeStep{}, done: make(chan struct{})}
+	s = &server{job: job, verify: newVerifier(key), getenv: getenv, steps: map[int]*nodeStep{},
+		attached: map[*attachedCmd]bool{}, done: make(chan struct{}), released: make(chan int, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+pathLaunch, s.launch)
 	mux.HandleFunc("POST "+pathSignal, s.signal)
 	mux.HandleFunc("POST "+pathShutdown, s.shutdown)
+	mux.HandleFunc("GET "+pathAttach, s.attach)
 	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(ln) }()
 	stop = func() {
@@ -64,7 +68,7 @@ func serve(ctx context.Context, job *Job, getenv func(string) string) (done <-ch
 			_ = srv.Close()
 		}
 	}
-	return s.done, stop, nil
+	return s, stop, nil
 }
 
 // body reads and authenticates a request's body.
@@ -175,5 +179,8 @@ func (s *server) killAll(sig syscall.Signal) {
 	defer s.mu.Unlock()
 	for _, st := range s.steps {
 		st.signal(sig)
+	}
+	for a := range s.attached {
+		a.signal(sig)
 	}
 }

@@ -85,11 +85,15 @@ func recordedSteps(job *Job) ([]accounting.Step, error) {
 	return out, sc.Err()
 }
 
-// reportSteps leaves the batch step and the srun steps as the container's
-// termination message.
-func reportSteps(job *Job, batch accounting.Step) error {
+// reportSteps leaves the batch step (nil for an allocation, which has
+// none) and the srun steps as the container's termination message.
+func reportSteps(job *Job, batch *accounting.Step) error {
 	steps, err := recordedSteps(job)
-	all := append([]accounting.Step{batch}, steps...)
+	var all []accounting.Step
+	if batch != nil {
+		all = append(all, *batch)
+	}
+	all = append(all, steps...)
 	if werr := os.WriteFile(job.TermLog, []byte(accounting.EncodeSteps(all)), 0o644); werr != nil {
 		return fmt.Errorf("write the step report: %w", werr)
 	}

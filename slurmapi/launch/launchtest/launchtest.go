@@ -54,6 +54,7 @@ type Node struct {
 	Cmd     *exec.Cmd
 	Root    string // the pod's directories live under it
 	TermLog string // its termination message file
+	Addr    string // where its launcher listens (the pod's IP and port 6818)
 	out     *Lines
 	err     *Lines
 }
@@ -137,7 +138,7 @@ func Start(t testing.TB, pods []*corev1.Pod, key string) []*Node {
 		termLog := filepath.Join(root, "termination-log")
 		env = append(env, launch.EnvAddr+"="+addrs[i], launch.EnvTerminationLog+"="+termLog)
 		cmd := &exec.Cmd{Path: argv[0], Args: argv, Env: env, Dir: c.WorkingDir}
-		n := &Node{Pod: pod, Cmd: cmd, Root: root, TermLog: termLog}
+		n := &Node{Pod: pod, Cmd: cmd, Root: root, TermLog: termLog, Addr: addrs[i]}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

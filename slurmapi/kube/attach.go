@@ -1,0 +1,89 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/launch"
+)
+
+// Launchers opens attaches on Slurm jobs' batch hosts
+// (slurmapi.AttachSource): the launcher of node 0, at its pod's IP on the
+// launcher port, with the job's key derived from the seed the pod
+// factory uses.
+type Launchers struct {
+	c    client.Client
+	seed []byte
+	// Addr is where a pod's launcher listens; default its IP and
+	// launch.Port. Tests that run pods as local processes replace it.
+	Addr func(*corev1.Pod) string
+}
+
+// NewLaunchers connects to the cluster of cfg; seed is the pod factory's
+// LaunchKeySeed.
+func NewLaunchers(cfg *rest.Config, seed []byte) (*Launchers, error) {
+	c, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Launchers{c: c, seed: seed, Addr: podLauncherAddr}, nil
+}
+
+func podLauncherAddr(p *corev1.Pod) string {
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(launch.Port))
+}
+
+// Attach checks request, finds job's batch host and dials its launcher.
+func (l *Launchers) Attach(ctx context.Context, job *slurmapi.Job, request string) (*websocket.Conn, error) {
+	_, raw, err := launch.DecodeAttach(request)
+	if err != nil {
+		return nil, slurmapi.BadRequest(slurmapi.ErrRestInvalidQuery, "attach", "%v", err)
+	}
+	if job.Manifest {
+		return nil, notAttachable(job, "it was not submitted through the Slurm API")
+	}
+	var pg v1alpha1.PodGroup
+	if err := l.c.Get(ctx, client.ObjectKey{Namespace: Namespace(job.Desc.Account), Name: PodGroupName(job.ID)}, &pg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, notAttachable(job, "it has ended")
+		}
+		return nil, fmt.Errorf("read the PodGroup of job %d: %w", job.ID, err)
+	}
+	var pod corev1.Pod
+	err = l.c.Get(ctx, client.ObjectKey{Namespace: pg.Namespace, Name: PodName(&pg, 0)}, &pod)
+	if apierrors.IsNotFound(err) {
+		return nil, notAttachable(job, "its batch host has not started (job state "+strings.Join(job.State, ",")+")")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the batch host of job %d: %w", job.ID, err)
+	}
+	if !ServesLaunches(&pg, int(pg.Spec.MinMember)) {
+		return nil, notAttachable(job, "a one-node batch job runs no launcher to attach to; `srun` inside its script starts steps")
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		return nil, notAttachable(job, fmt.Sprintf("its batch host %s is %s, not Running", pod.Name, pod.Status.Phase))
+	}
+	ws, err := launch.DialLauncher(ctx, l.Addr(&pod), []byte(LaunchKey(l.seed, &pg)), raw)
+	if err != nil {
+		return nil, slurmapi.Errorf(http.StatusBadGateway, slurmapi.ErrNotSupported, "job_id",
+			"job %d's launcher on %s cannot be reached: %v (the site's network policy must let the Sluice server reach port %d of job pods)",
+			job.ID, pod.Spec.NodeName, err, launch.Port)
+	}
+	return ws, nil
+}
+
+func notAttachable(job *slurmapi.Job, why string) *slurmapi.Error {
+	return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrNotSupported, "job_id", "job %d cannot be attached to: %s", job.ID, why)
+}
