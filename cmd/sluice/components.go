@@ -148,6 +148,14 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	s.jobIDs = backend.JobIDs()
 	s.jobIDs.StartAbove(s.highestLedgerJobID)
 	s.router.Handle(slurmapi.JobLogPath, api.JobLogHandler(logs)).Methods(http.MethodGet)
+	// srun --pty and salloc's steps reach a job's launcher through here,
+	// signed with the key the pod factory derives from the same seed.
+	s.launchSeed = auth.Key
+	launchers, err := kube.NewLaunchers(s.restConfig, s.launchSeed)
+	if err != nil {
+		return fmt.Errorf("job launchers: %w", err)
+	}
+	s.router.Handle(slurmapi.JobAttachPath, api.JobAttachHandler(launchers)).Methods(http.MethodGet)
 	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
 		s.router.PathPrefix(prefix).Handler(api)
 	}

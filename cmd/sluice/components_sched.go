@@ -27,7 +27,7 @@ import (
 func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
 	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: s.cfg.Slurm.UserMap(),
-		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage()})
+		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage(), LaunchKeySeed: s.launchSeed})
 	if err != nil {
 		return err
 	}

@@ -18,10 +18,8 @@ func init() {
 			}
 			return launch.Install(args[0])
 		}})
-	register(command{name: "srun", summary: "run a job step across the allocation (inside a Slurm job)",
-		run: func(args []string) error {
-			return exitWith(launch.Srun(args, os.Getenv, os.Environ(), os.Stdout, os.Stderr))
-		}})
+	register(command{name: "srun", summary: "run a job step (inside a job), or a command in a new allocation (srun --pty bash)",
+		run: runSrun})
 }
 
 // exitWith ends the process with rc: the launcher's and srun's status is

@@ -54,6 +54,7 @@ type Server struct {
 	identity   string
 	ledger     accounting.Store // set by addAccounting
 	jobIDs     *kube.JobIDs     // set by addREST; the pod grouper shares it
+	launchSeed []byte           // set by addREST (the token key): derives jobs' launch keys
 
 	// leader is 1 while this replica runs the leader-only components, so
 	// operators (and the hand-over test) see which replica schedules.

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
+	"github.com/sluicehq/sluice/slurmapi/launch"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+)
+
+// runSrun is `sluice srun` (also the srun link in a job pod). Inside a
+// job's pod it is the launcher's srun. From a user's shell it runs a
+// step through the Sluice server: in the allocation named by
+// SLURM_JOB_ID (inside `sluice salloc`) or --jobid, else in a new
+// allocation made for this command, which ends with it.
+func runSrun(args []string) error {
+	if os.Getenv(launch.EnvRunDir) != "" {
+		return exitWith(launch.Srun(args, os.Getenv, os.Environ(), os.Stdout, os.Stderr))
+	}
+	o, err := parseInteractive("srun", args)
+	if err != nil || o.help {
+		return err
+	}
+	if len(o.command) == 0 {
+		return usageError{"no command given (e.g. sluice srun --pty -p h100 --gres=gpu:1 bash)"}
+	}
+	c, _, cancel, err := connect(o.token, time.Minute)
+	if err != nil {
+		return err
+	}
+	cancel()
+	ctx := context.Background()
+	req := launch.AttachRequest{Argv: o.command, Pty: o.pty, Srun: !o.pty}
+	if o.jobID == 0 {
+		if id := os.Getenv("SLURM_JOB_ID"); id != "" {
+			n, err := strconv.ParseUint(id, 10, 32)
+			if err != nil {
+				return usageError{fmt.Sprintf("SLURM_JOB_ID=%q is not a job id", id)}
+			}
+			o.jobID = uint32(n)
+		}
+	}
+	if o.jobID != 0 {
+		// A step in an allocation: srun's own options go with the command.
+		if !o.pty {
+			req.Argv = append(o.stepArgs, o.command...)
+		}
+		return exitWith(attachOrFail(ctx, c, o.jobID, req))
+	}
+	job, err := allocationJob(o)
+	if err != nil {
+		return err
+	}
+	a, err := allocateInterruptibly(ctx, c, job, "srun")
+	if err != nil {
+		return err
+	}
+	req.EndJob = true
+	rc, err := launch.AttachWhenUp(ctx, c, a.ID, req, terminal())
+	if err != nil {
+		// The allocation was made for this command: it must not outlive it.
+		fmt.Fprintf(os.Stderr, "srun: error: %v\n", err)
+		cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+		defer ccancel()
+		_ = c.Cancel(cctx, a.ID, "")
+		return exitWith(1)
+	}
+	return exitWith(rc)
+}
+
+func terminal() launch.Terminal {
+	return launch.Terminal{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+}
+
+// attachOrFail attaches and returns the command's status, printing a
+// failure as srun does.
+func attachOrFail(ctx context.Context, c *client.Client, id uint32, req launch.AttachRequest) int {
+	rc, err := launch.AttachWhenUp(ctx, c, id, req, terminal())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "srun: error: %v\n", err)
+		return 1
+	}
+	return rc
+}
+
+// interactiveOptions are srun's and salloc's command line from a user's
+// shell: allocation options (sbatch's), --pty, --jobid, and srun's step
+// options, which go to the launcher's srun inside an allocation.
+type interactiveOptions struct {
+	alloc    *sbatch.Options
+	stepArgs []string // srun step options (-l, -K, ...) for an existing allocation
+	pty      bool
+	jobID    uint32
+	token    string
+	command  []string
+	help     bool
+}
+
+// stepOnly are srun's options that shape a step, not an allocation.
+var stepOnly = map[string]bool{"-l": true, "--label": true, "-K": true, "--kill-on-bad-exit": true}
+
+func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
+	o := &interactiveOptions{}
+	var rest []string
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-h" || a == "--help":
+			interactiveUsage(os.Stdout, prog)
+			o.help = true
+			return o, nil
+		case a == "--pty" && prog == "srun":
+			o.pty = true
+		case a == "--token" && i+1 < len(args):
+			o.token = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--token="):
+			o.token = strings.TrimPrefix(a, "--token=")
+		case (a == "--jobid" && i+1 < len(args)) || strings.HasPrefix(a, "--jobid="):
+			v := strings.TrimPrefix(a, "--jobid=")
+			if a == "--jobid" {
+				v = args[i+1]
+				i++
+			}
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil || n == 0 {
+				return nil, usageError{fmt.Sprintf("--jobid %q is not a job id", v)}
+			}
+			o.jobID = uint32(n)
+		case stepOnly[a] && prog == "srun":
+			o.stepArgs = append(o.stepArgs, a)
+		case a == "--":
+			o.command = args[i+1:]
+			i = len(args)
+		case !strings.HasPrefix(a, "-") || a == "-":
+			o.command = args[i:]
+			i = len(args)
+		default:
+			rest = append(rest, a)
+		}
+	}
+	opts, _, warnings, err := sbatch.Parse(rest)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "%s: warning: %s\n", prog, w)
+	}
+	o.alloc = opts
+	// Inside an allocation the step options the launcher's srun knows
+	// (-n, -N, --gpus-per-task, -c, -o, -e, --export) shape the step.
+	o.stepArgs = append(o.stepArgs, rest...)
+	return o, nil
+}
+
+// allocationJob is the job_desc_msg of the allocation o asks for: what
+// sbatch would send, without a script or output files.
+func allocationJob(o *interactiveOptions) (map[string]any, error) {
+	if o.alloc.Set["array"] {
+		return nil, usageError{"an allocation cannot be a job array"}
+	}
+	job, err := sbatchJob(o.alloc, "", os.Environ(), time.Now())
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	delete(job, "script")
+	delete(job, "standard_output")
+	delete(job, "standard_error")
+	delete(job, "standard_input")
+	if !o.alloc.Set["job-name"] {
+		job["name"] = "interactive"
+		if len(o.command) > 0 {
+			job["name"] = o.command[0]
+		}
+	}
+	return job, nil
+}
+
+// allocateInterruptibly allocates and waits for the job to run; Ctrl-C
+// while it waits cancels the allocation, as salloc's does.
+func allocateInterruptibly(ctx context.Context, c *client.Client, job map[string]any, prog string) (*launch.Allocation, error) {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return launch.Allocate(ctx, c, job, prog, os.Stderr)
+}
+
+func interactiveUsage(w io.Writer, prog string) {
+	switch prog {
+	case "srun":
+		fmt.Fprintln(w, "Usage: sluice srun [--pty] [--jobid=N] [OPTIONS...] COMMAND [ARGS...]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "From your shell: allocates a job with sbatch's options (-p, -N, -n, --gres, -t, ...),")
+		fmt.Fprintln(w, "runs COMMAND in it through the Sluice server and ends the job with COMMAND's status.")
+		fmt.Fprintln(w, "--pty runs COMMAND as one task on the first node, on a terminal (sluice srun --pty bash).")
+		fmt.Fprintln(w, "Inside `sluice salloc` (SLURM_JOB_ID set) or with --jobid, runs a step in that job:")
+		fmt.Fprintln(w, "srun's step options (-n, -N, -l, -K, -c, --gpus-per-task, -o, -e, --export) apply.")
+	case "salloc":
+		fmt.Fprintln(w, "Usage: sluice salloc [OPTIONS...] [COMMAND [ARGS...]]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Allocates a job with sbatch's options, then runs COMMAND (default: your $SHELL) here")
+		fmt.Fprintln(w, "with SLURM_JOB_ID and the job's variables set, so `sluice srun` inside runs steps in")
+		fmt.Fprintln(w, "the job. The job ends with COMMAND's status when it exits.")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "      --token=TOKEN           auth/jwt token (default $SLURM_JWT)")
+	fmt.Fprintln(w, "Allocation options: see `sluice sbatch --help`.")
+}
