@@ -6,11 +6,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/launch"
 	"github.com/sluicehq/sluice/test/e2e"
 )
 
@@ -73,5 +75,33 @@ func TestFactoryGivesMultiNodeJobsALaunchKey(t *testing.T) {
 	checkLauncher(t, single[0], "")
 	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(one)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a one-node job got a launch key Secret (%v)", err)
+	}
+	// A Secret planted under a job's name before the job starts is not
+	// the job's key: the pods' fingerprint names the derived key, so the
+	// launchers refuse the planted one (slurmapi/launch).
+	third := load(2)
+	planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(third), Namespace: third.Namespace},
+		Data: map[string][]byte{LaunchKeyField: []byte("a-key-the-tenant-knows-0123456789")}}
+	if err := b.c.Create(ctx, planted); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.c.Delete(ctx, planted) })
+	pods, err = f.Pods(third, []bridge.Bind{{Node: "h100-0", Group: memberName}, {Node: "h100-1", Group: memberName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		fp := ""
+		for _, e := range p.Spec.Containers[0].Env {
+			if e.Name == launch.EnvKeySHA256 {
+				fp = e.Value
+			}
+		}
+		if fp == "" || fp == launchKeySHA256(string(planted.Data[LaunchKeyField])) || fp != launchKeySHA256(LaunchKey(f.opts.LaunchKeySeed, third)) {
+			t.Errorf("pod %s carries key fingerprint %q: want the derived key's, never the planted one's", p.Name, fp)
+		}
+	}
+	if sec.Immutable == nil || !*sec.Immutable {
+		t.Errorf("the launch key Secret is not immutable")
 	}
 }

@@ -1,15 +1,11 @@
 package launch_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,54 +70,6 @@ func relayServer(t *testing.T, launcherAddr string) string {
 	return ts.URL
 }
 
-// screen collects what the terminal shows.
-type screen struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	text strings.Builder
-	done bool
-}
-
-func watch(r io.Reader) *screen {
-	s := &screen{}
-	s.cond = sync.NewCond(&s.mu)
-	go func() {
-		br := bufio.NewReader(r)
-		buf := make([]byte, 4096)
-		for {
-			n, err := br.Read(buf)
-			s.mu.Lock()
-			s.text.Write(buf[:n])
-			s.done = err != nil
-			s.cond.Broadcast()
-			s.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return s
-}
-
-// waitFor blocks until the screen shows want, or the terminal closed.
-func (s *screen) waitFor(want string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for !strings.Contains(s.text.String(), want) {
-		if s.done {
-			return false
-		}
-		s.cond.Wait()
-	}
-	return true
-}
-
-func (s *screen) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.text.String()
-}
-
 // TestPtyShellThroughRelay is `sluice srun --pty bash` on a two-node
 // allocation: the user's terminal (a pty here) reaches a shell on the
 // batch host through the relay; the shell sees a terminal of the user's
@@ -139,7 +87,7 @@ func TestPtyShellThroughRelay(t *testing.T) {
 	if err := pty.Setsize(tty, &pty.Winsize{Rows: 40, Cols: 100}); err != nil {
 		t.Fatal(err)
 	}
-	scr := watch(ptmx)
+	scr := launchtest.Watch(ptmx)
 	type result struct {
 		rc  int
 		err error
@@ -157,7 +105,7 @@ func TestPtyShellThroughRelay(t *testing.T) {
 	}
 	type_(`test -t 0 && echo "tty-$((1+1))"; stty size; echo "job $SLURM_JOB_ID step $SLURM_STEP_ID task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME"` + "\n")
 	for _, want := range []string{"tty-2", "40 100", "job 42 step 0 task 0 of 1 on job-42-0"} {
-		if !scr.waitFor(want) {
+		if !scr.WaitFor(want) {
 			t.Fatalf("the shell did not show %q:\n%s", want, scr)
 		}
 	}
@@ -171,7 +119,7 @@ func TestPtyShellThroughRelay(t *testing.T) {
 	// The resize frame and the typed line travel on separate paths: ask
 	// until the new size shows.
 	resized := make(chan bool, 1)
-	go func() { resized <- scr.waitFor("50 132") }()
+	go func() { resized <- scr.WaitFor("50 132") }()
 	for asking := true; asking; {
 		type_("stty size\n")
 		select {

@@ -2,8 +2,12 @@ package launch
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,6 +45,29 @@ func TestLaunchRefusesBadSignatures(t *testing.T) {
 	} {
 		if err := v.verify(r, []byte(`{"step":0}`)); err == nil {
 			t.Errorf("%s was accepted", name)
+		}
+	}
+}
+
+// TestPlantedKeyIsRefused: a key file whose SHA-256 is not the one the
+// pod's spec carries (a Secret planted under the job's name before the
+// job existed) is refused; the key Sluice made is read.
+func TestPlantedKeyIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/key"
+	made := "0123456789abcdef0123456789abcdef"
+	sum := sha256.Sum256([]byte(made))
+	job := &Job{ID: "7", KeyFile: file, KeySHA256: hex.EncodeToString(sum[:])}
+	for content, ok := range map[string]bool{made + "\n": true, "planted-by-a-tenant-0123456789": false} {
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k, err := job.key()
+		if ok && (err != nil || string(k) != made) {
+			t.Errorf("Sluice's key refused: %v", err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "not the key Sluice made")) {
+			t.Errorf("planted key: %v, want it refused", err)
 		}
 	}
 }

@@ -40,7 +40,8 @@ func slurmSite(t *testing.T) *httptest.Server {
 	cfg := rig.RESTConfig()
 	c := sluiceproc.InstallSite(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	factory, err := kube.NewPodFactory(cfg, kube.PodOptions{Users: kube.UserMap{Users: map[string]kube.UserIDs{"alice": {UID: 1001, GID: 1001}}}})
+	factory, err := kube.NewPodFactory(cfg, kube.PodOptions{Users: kube.UserMap{Users: map[string]kube.UserIDs{"alice": {UID: 1001, GID: 1001}}},
+		LaunchKeySeed: slurmKey}) // as the server: its token key derives launch keys
 	if err != nil {
 		t.Fatal(err)
 	}
