@@ -19,7 +19,7 @@ const (
 // document says exactly what the code does.
 func CompatibilityMarkdown() string {
 	var b strings.Builder
-	b.WriteString("### job_desc_msg fields (POST job/submit)\n\n")
+	b.WriteString("### job_desc_msg fields (POST job/submit, and job/allocate without a script)\n\n")
 	b.WriteString("| field | status | what Sluice does |\n|---|---|---|\n")
 	fields := slices.Clone(JobDescFields)
 	slices.SortFunc(fields, func(a, b FieldRule) int { return strings.Compare(a.Name, b.Name) })

@@ -122,7 +122,7 @@ var JobDescFields = []FieldRule{
 	honour("required_nodes", "nodes the job must use (sbatch -w); see docs/placement.md"),
 	honour("requeue", "default true (Slurm's JobRequeue=1)"),
 	refuseField("reservation", ErrReservationInvalid, "there are no reservations"),
-	honour("script", "required; #SBATCH directives apply to the fields not given"),
+	honour("script", "required by job/submit; #SBATCH directives apply to the fields not given. job/allocate takes none (400 if given): its job is an allocation whose batch host serves `sluice srun` and `salloc` steps"),
 	honour("shared", "[\"none\"] is --exclusive (whole nodes); [\"oversubscribe\"] is what Sluice does anyway (nodes are shared); other values are refused"),
 	warn("site_factor", "ignored: no site priority factor"),
 	warn("spank_environment", "ignored: no SPANK plugins run"),

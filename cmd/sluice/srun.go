@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -146,6 +147,10 @@ func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
 			i = len(args)
 		default:
 			rest = append(rest, a)
+			if takesSeparateValue(a) && i+1 < len(args) {
+				i++
+				rest = append(rest, args[i])
+			}
 		}
 	}
 	opts, _, warnings, err := sbatch.Parse(rest)
@@ -160,6 +165,20 @@ func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
 	// (-n, -N, --gpus-per-task, -c, -o, -e, --export) shape the step.
 	o.stepArgs = append(o.stepArgs, rest...)
 	return o, nil
+}
+
+// takesSeparateValue reports whether sbatch option a takes its value from
+// the next argument (-p h100, --time 30).
+func takesSeparateValue(a string) bool {
+	for _, o := range slices.Concat(sbatch.Table, sbatch.Ignored) {
+		if o.Arg != sbatch.RequiredArg {
+			continue
+		}
+		if a == "--"+o.Long || (o.Short != 0 && a == "-"+string(o.Short)) {
+			return true
+		}
+	}
+	return false
 }
 
 // allocationJob is the job_desc_msg of the allocation o asks for: what
