@@ -35,6 +35,11 @@ const DefaultFlushInterval = 500 * time.Millisecond
 type Config struct {
 	Store      accounting.Store
 	RESTConfig *rest.Config
+	// Informers, when set, is the informer cache the recorder reads, shared with other
+	// readers and run by the caller; its transform must keep what derive reads of Sluice's
+	// pods and PodGroups and a node's capacity. The recorder's maps then point at the
+	// cache's objects: nothing is held twice. When nil it runs informers of its own.
+	Informers crcache.Informers
 	// SchedulerName selects the pods that belong to Sluice's groups; "" means "sluice".
 	SchedulerName string
 	// FlushInterval batches writes; 0 means DefaultFlushInterval.
@@ -87,9 +92,14 @@ func (r *Recorder) Synced() <-chan struct{} { return r.synced }
 // Run watches PodGroups and pods and writes the ledger until ctx ends; the changes seen
 // by then are written before it returns. It fails only when the informers cannot start.
 func (r *Recorder) Run(ctx context.Context) error {
-	informers, err := crcache.New(r.cfg.RESTConfig, crcache.Options{Scheme: r.scheme, DefaultTransform: slim})
-	if err != nil {
-		return fmt.Errorf("recorder: informers: %w", err)
+	informers := r.cfg.Informers
+	var own crcache.Cache // the recorder's own informers, when it is given none
+	if informers == nil {
+		var err error
+		if own, err = crcache.New(r.cfg.RESTConfig, crcache.Options{Scheme: r.scheme, DefaultTransform: slim}); err != nil {
+			return fmt.Errorf("recorder: informers: %w", err)
+		}
+		informers = own
 	}
 	watches := []struct {
 		obj client.Object
@@ -99,20 +109,28 @@ func (r *Recorder) Run(ctx context.Context) error {
 		{&corev1.Pod{}, handler(r.st.setPod, r.st.deletePod)},
 		{&corev1.Node{}, handler(r.st.setNode, r.st.deleteNode)},
 	}
+	var synced []toolscache.InformerSynced
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
 		if err != nil {
 			return fmt.Errorf("recorder: informer for %T: %w", w.obj, err)
 		}
-		if _, err := inf.AddEventHandler(w.h); err != nil {
+		reg, err := inf.AddEventHandler(w.h)
+		if err != nil {
 			return fmt.Errorf("recorder: informer for %T: %w", w.obj, err)
 		}
+		synced = append(synced, reg.HasSynced)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- informers.Start(runCtx) }()
-	if !informers.WaitForCacheSync(runCtx) {
+	if own != nil {
+		go func() { cacheDone <- own.Start(runCtx) }()
+	} else {
+		close(cacheDone) // the caller runs the shared cache
+	}
+	// The handlers' own sync: a shared cache may have synced long before they were added.
+	if !toolscache.WaitForCacheSync(runCtx.Done(), synced...) {
 		cancel()
 		if err := <-cacheDone; err != nil {
 			return fmt.Errorf("recorder: informers: %w", err)

@@ -23,6 +23,9 @@ func (s *Server) addComponents() error {
 	if err != nil {
 		return err
 	}
+	if err := s.addInformers(); err != nil {
+		return err
+	}
 	// The ledger opens first: the REST API's slurmdb views read it.
 	if err := s.addAccounting(context.Background(), auth); err != nil {
 		return err
@@ -64,8 +67,9 @@ func (s *Server) addWebhook() error {
 		return fmt.Errorf("webhook queue reader: %w", err)
 	}
 	hook, err := webhook.New(webhook.Config{
-		Owners: owners,
-		Queues: queues,
+		Informers: s.informers,
+		Owners:    owners,
+		Queues:    queues,
 		// Bare pods are numbered at admission (groups of one): their PodGroup is written
 		// only if they have to wait or are evicted (addREST ran first).
 		JobIDs:         s.jobIDs.Next,
@@ -165,6 +169,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 func (s *Server) addRemediation() {
 	r := s.cfg.Remediation
 	cfg := controller.Config{
+		Informers:          s.informers,
 		BreakerShare:       r.BreakerShare,
 		BreakerWindow:      time.Duration(r.BreakerWindow),
 		DrainTimeout:       time.Duration(r.DrainTimeout),

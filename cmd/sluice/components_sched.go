@@ -37,9 +37,10 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("pod grouper: %w", err)
 	}
-	grouper.WithJobIDs(s.jobIDs.Next) // manifest workloads are jobs in squeue and sacct (addREST ran first)
+	grouper.WithJobIDs(s.jobIDs.Next)  // manifest workloads are jobs in squeue and sacct (addREST ran first)
+	s.podObserver = grouper.Observer() // the shared pod informer feeds it (addInformers)
 	sched, err := scheduler.New(scheduler.Config{
-		PodObserver:   grouper.Observer(), // one pod watch for both (both run on the leader)
+		Informers:     s.informers,
 		Usage:         usage.QueueUsage,
 		SchedulerName: s.cfg.SchedulerName,
 		Period:        time.Duration(sc.Period),
@@ -53,7 +54,7 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
-	lifecycle, err := kube.NewLifecycle(s.restConfig)
+	lifecycle, err := kube.NewLifecycle(s.restConfig, s.informers)
 	if err != nil {
 		return fmt.Errorf("slurm job lifecycle: %w", err)
 	}
@@ -86,7 +87,7 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 		return fmt.Errorf("accounting ledger: %w", err)
 	}
 	usage := accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}
-	rec, err := recorder.New(recorder.Config{Store: st, RESTConfig: s.restConfig, SchedulerName: s.cfg.SchedulerName})
+	rec, err := recorder.New(recorder.Config{Store: st, RESTConfig: s.restConfig, Informers: s.informers, SchedulerName: s.cfg.SchedulerName})
 	if err != nil {
 		return fmt.Errorf("accounting recorder: %w", err)
 	}

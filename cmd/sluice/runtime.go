@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -55,6 +56,10 @@ type Server struct {
 	ledger     accounting.Store // set by addAccounting
 	jobIDs     *kube.JobIDs     // set by addREST; the pod grouper shares it
 	launchSeed []byte           // set by addREST (the token key): derives jobs' launch keys
+	// informers is the one informer cache per kind the components share (addInformers).
+	informers crcache.Cache
+	// podObserver sees each pod whole before the shared cache trims it (the pod grouper).
+	podObserver func(*corev1.Pod)
 
 	// leader is 1 while this replica runs the leader-only components, so
 	// operators (and the hand-over test) see which replica schedules.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -50,10 +51,16 @@ type Config struct {
 	Usage func(ctx context.Context) ([]bridge.QueueUsage, error)
 	// UsageRefresh is the least time between two Usage calls; default 30s.
 	UsageRefresh time.Duration
+	// Informers, when set, is the informer cache the scheduler reads, shared with other
+	// readers and run (Start) by the caller, whose transform must keep what the scheduler
+	// reads (SharedTransform does). When nil the scheduler runs informers of its own,
+	// slimmed to what it reads.
+	Informers crcache.Informers
 	// PodObserver, when set, sees every pod the scheduler's informer receives, whole,
 	// before the cache slims it: the pod grouper takes its pods from here rather than
 	// from a watch of its own (podgrouper.Controller.Observer). It runs on the informer's
-	// goroutine and must not block.
+	// goroutine and must not block. With Informers set, the shared cache's transform
+	// calls the observer instead (SharedTransform), and New refuses a PodObserver.
 	PodObserver func(*corev1.Pod)
 	// GPUReservationNamespace is where the reservation pods of shared GPUs run (one per
 	// shared GPU, asking the device plugin for it: reservations.go); default kube-system.

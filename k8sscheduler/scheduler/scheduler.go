@@ -7,6 +7,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -58,6 +59,9 @@ type Scheduler struct {
 // nil factory, PodGroups describing Slurm jobs stay pending with a reason.
 func New(cfg Config, rc *rest.Config, reg prometheus.Registerer, factory PodFactory) (*Scheduler, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Informers != nil && cfg.PodObserver != nil {
+		return nil, errors.New("scheduler: a PodObserver needs the scheduler's own informers: give it to the shared cache's transform")
+	}
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
 	scheme := runtime.NewScheme()
@@ -103,9 +107,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer broadcaster.Shutdown()
 	s.events = broadcaster.NewRecorder(s.scheme, corev1.EventSource{Component: s.cfg.SchedulerName})
 
-	informers, err := crcache.New(s.rest, crcache.Options{Scheme: s.scheme, DefaultTransform: transform(s.cfg.SchedulerName, s.cfg.PodObserver)})
-	if err != nil {
-		return fmt.Errorf("scheduler: informers: %w", err)
+	informers := s.cfg.Informers
+	var own crcache.Cache // the scheduler's own informers, when it is given none
+	if informers == nil {
+		var err error
+		if own, err = crcache.New(s.rest, crcache.Options{Scheme: s.scheme, DefaultTransform: transform(s.cfg.SchedulerName, s.cfg.PodObserver)}); err != nil {
+			return fmt.Errorf("scheduler: informers: %w", err)
+		}
+		informers = own
 	}
 	watches := []struct {
 		obj client.Object
@@ -122,20 +131,29 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		{&corev1.PersistentVolume{}, s.volumeHandlers()},
 		{&storagev1.StorageClass{}, s.storageClassHandlers()},
 	}
+	var synced []toolscache.InformerSynced
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
 		if err != nil {
 			return fmt.Errorf("scheduler: informer for %T: %w", w.obj, err)
 		}
-		if _, err := inf.AddEventHandler(w.h); err != nil {
+		reg, err := inf.AddEventHandler(w.h)
+		if err != nil {
 			return fmt.Errorf("scheduler: informer for %T: %w", w.obj, err)
 		}
+		synced = append(synced, reg.HasSynced)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- informers.Start(ctx) }()
-	if !informers.WaitForCacheSync(ctx) {
+	if own != nil {
+		go func() { cacheDone <- own.Start(ctx) }()
+	} else {
+		close(cacheDone) // the caller runs the shared cache
+	}
+	// Each handler's own sync: with a shared cache started long ago, the informers are
+	// synced before this scheduler's handlers have seen what they hold.
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		cancel()
 		if err := <-cacheDone; err != nil {
 			return fmt.Errorf("scheduler: informers: %w", err)

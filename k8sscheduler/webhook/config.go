@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -51,6 +52,10 @@ type Config struct {
 	// DefaultQueue is the queue of a pod that names none, in a namespace
 	// that names none. Default "default".
 	DefaultQueue string
+	// Informers, when set, is the shared informer cache (run by the caller) the webhook
+	// reads namespaces and Queues from; when nil it runs informers of its own through
+	// Client and Queues. With Informers, Queues only turns the queue check on.
+	Informers crcache.Informers
 	// Client reads namespaces (through an informer) for their queue label.
 	Client kubernetes.Interface
 	// Queues reads the Queues (through an informer) for their spec.namespaceSelector:

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -16,35 +18,49 @@ import (
 // queueIndex keeps every Queue's namespace selector, parsed, from an informer, so
 // admission checks queue access without a read.
 type queueIndex struct {
-	informer toolscache.SharedIndexInformer
-	mu       sync.RWMutex
-	byName   map[string]v1alpha1.QueueAccess
+	synced toolscache.InformerSynced
+	mu     sync.RWMutex
+	byName map[string]v1alpha1.QueueAccess
 }
 
 func newQueueIndex(dyn dynamic.Interface) (*queueIndex, dynamicinformer.DynamicSharedInformerFactory, error) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	x := &queueIndex{informer: factory.ForResource(v1alpha1.GroupVersion.WithResource("queues")).Informer(), byName: map[string]v1alpha1.QueueAccess{}}
-	_, err := x.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	x, err := queueIndexOn(factory.ForResource(v1alpha1.GroupVersion.WithResource("queues")).Informer())
+	return x, factory, err
+}
+
+// queueIndexOn indexes the Queues of informer: unstructured ones (the webhook's own
+// dynamic informer) or typed ones (a shared cache's).
+func queueIndexOn(informer crcache.Informer) (*queueIndex, error) {
+	x := &queueIndex{byName: map[string]v1alpha1.QueueAccess{}}
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    x.set,
 		UpdateFunc: func(_, obj any) { x.set(obj) },
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if u, ok := obj.(*unstructured.Unstructured); ok {
+			if o, ok := obj.(metav1.Object); ok {
 				x.mu.Lock()
-				delete(x.byName, u.GetName())
+				delete(x.byName, o.GetName())
 				x.mu.Unlock()
 			}
 		},
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("webhook: queue informer: %w", err)
+		return nil, fmt.Errorf("webhook: queue informer: %w", err)
 	}
-	return x, factory, nil
+	x.synced = reg.HasSynced
+	return x, nil
 }
 
 func (x *queueIndex) set(obj any) {
+	if q, ok := obj.(*v1alpha1.Queue); ok {
+		x.mu.Lock()
+		x.byName[q.Name] = v1alpha1.AccessOf(q)
+		x.mu.Unlock()
+		return
+	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // certCheckEvery is how often a running server checks whether its serving
@@ -30,9 +32,9 @@ type Server struct {
 	cfg      Config
 	listener net.Listener
 	certs    *certStore
-	informer cache.SharedIndexInformer
-	factory  informers.SharedInformerFactory
-	queues   *queueIndex // nil without Config.Queues
+	synced   []cache.InformerSynced          // the namespace and queue caches
+	factory  informers.SharedInformerFactory // nil with Config.Informers
+	queues   *queueIndex                     // nil without Config.Queues
 	qfactory dynamicinformer.DynamicSharedInformerFactory
 	handler  http.Handler
 	adm      *admitter
@@ -56,19 +58,16 @@ func New(cfg Config) (*Server, error) {
 	for _, why := range renewed {
 		cfg.Log.Info("webhook: "+why, "dir", cfg.StateDir)
 	}
-	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
-	nsInformer := factory.Core().V1().Namespaces()
-	s := &Server{cfg: cfg, certs: certs, informer: nsInformer.Informer(), factory: factory}
-	if cfg.Queues != nil {
-		if s.queues, s.qfactory, err = newQueueIndex(cfg.Queues); err != nil {
-			return nil, err
-		}
+	s := &Server{cfg: cfg, certs: certs}
+	namespaces, err := s.informers()
+	if err != nil {
+		return nil, err
 	}
 	adm := &admitter{
 		queues:         s.queues,
 		schedulerNames: cfg.SchedulerNames,
 		defaultQueue:   cfg.DefaultQueue,
-		namespace:      s.namespaceFrom(nsInformer.Lister()),
+		namespace:      s.namespaceFrom(namespaces),
 		log:            cfg.Log,
 		jobIDs:         cfg.JobIDs,
 	}
@@ -91,6 +90,45 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("webhook: listen: %w", err)
 	}
 	return s, nil
+}
+
+// informers sets up the namespace and queue caches: the shared cache's informers
+// (Config.Informers), else informers of the webhook's own.
+func (s *Server) informers() (corelisters.NamespaceLister, error) {
+	if shared := s.cfg.Informers; shared != nil {
+		// Not yet started, the shared cache returns its informers at once; started, once synced.
+		ns, err := shared.GetInformer(context.Background(), &corev1.Namespace{})
+		if err != nil {
+			return nil, fmt.Errorf("webhook: namespace informer: %w", err)
+		}
+		store, ok := ns.(cache.SharedIndexInformer)
+		if !ok {
+			return nil, fmt.Errorf("webhook: the shared namespace informer (%T) has no store to read", ns)
+		}
+		s.synced = append(s.synced, store.HasSynced)
+		if s.cfg.Queues != nil {
+			q, err := shared.GetInformer(context.Background(), &v1alpha1.Queue{})
+			if err != nil {
+				return nil, fmt.Errorf("webhook: queue informer: %w", err)
+			}
+			if s.queues, err = queueIndexOn(q); err != nil {
+				return nil, err
+			}
+			s.synced = append(s.synced, s.queues.synced)
+		}
+		return corelisters.NewNamespaceLister(store.GetIndexer()), nil
+	}
+	s.factory = informers.NewSharedInformerFactory(s.cfg.Client, 0)
+	ns := s.factory.Core().V1().Namespaces()
+	s.synced = append(s.synced, ns.Informer().HasSynced)
+	if s.cfg.Queues != nil {
+		var err error
+		if s.queues, s.qfactory, err = newQueueIndex(s.cfg.Queues); err != nil {
+			return nil, err
+		}
+		s.synced = append(s.synced, s.queues.synced)
+	}
+	return ns.Lister(), nil
 }
 
 // namespaceFrom reads namespaces from the informer's cache; only one the
@@ -134,13 +172,13 @@ func (s *Server) Registration() Registration {
 // ctx ends and a clean shutdown, or the error that stopped it.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.listener.Close()
-	s.factory.Start(ctx.Done())
-	defer s.factory.Shutdown()
-	synced := []cache.InformerSynced{s.informer.HasSynced}
-	if s.queues != nil {
+	if s.factory != nil { // the webhook's own informers; a shared cache runs by its owner
+		s.factory.Start(ctx.Done())
+		defer s.factory.Shutdown()
+	}
+	if s.qfactory != nil {
 		s.qfactory.Start(ctx.Done())
 		defer s.qfactory.Shutdown()
-		synced = append(synced, s.queues.informer.HasSynced)
 	}
 	// Sluice's own identity, so pods the server creates keep what it wrote on them.
 	self, err := SelfUser(ctx, s.cfg.Client)
@@ -151,7 +189,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	s.adm.self = []string{self}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		if ctx.Err() != nil {
 			return nil
 		}

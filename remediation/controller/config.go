@@ -10,12 +10,20 @@ import (
 	"errors"
 	"time"
 
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
 )
 
 // Config configures the controller. Zero values take the documented defaults.
 type Config struct {
+	// Informers, when set, is the informer cache the controller reads nodes and pods from,
+	// shared with other readers and run by the caller (the server's); its transform must
+	// keep what a drain reads of every pod (phase, owners, annotations, the validation
+	// label) and a node's conditions, taints and annotations. When nil the controller
+	// runs informers of its own.
+	Informers crcache.Informers
 	// PartitionLabel groups nodes for the circuit breaker; default sluice.dev/partition.
 	// Nodes without it form one unnamed partition.
 	PartitionLabel string

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // podsByNode indexes pods by spec.nodeName.
@@ -36,10 +38,11 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("remediation controller: %w", err)
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	nodeInf := factory.Core().V1().Nodes()
-	podInf := factory.Core().V1().Pods()
-	if err := podInf.Informer().AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
+	nodeInf, podInf, start, err := nodeAndPodInformers(ctx, cfg.Informers, client)
+	if err != nil {
+		return fmt.Errorf("remediation controller: %w", err)
+	}
+	if err := podInf.AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
 			return []string{p.Spec.NodeName}, nil
 		}
@@ -54,8 +57,8 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 	c := &controller{
 		cfg:       cfg,
 		client:    client,
-		nodes:     nodeInf.Lister(),
-		pods:      podInf.Informer().GetIndexer(),
+		nodes:     listerscorev1.NewNodeLister(nodeInf.GetIndexer()),
+		pods:      podInf.GetIndexer(),
 		events:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sluice-remediation"}),
 		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		recent:    map[string]time.Time{},
@@ -68,9 +71,10 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 			c.queue.Add(n.Name)
 		}
 	}
-	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueueNode, UpdateFunc: func(_, n any) { enqueueNode(n) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	// A pod leaving or finishing moves a drain or a validation forward.
@@ -82,17 +86,15 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 			c.queue.Add(p.Spec.NodeName)
 		}
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, p any) { enqueuePodNode(p) }, DeleteFunc: enqueuePodNode,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("remediation controller: %v cache did not sync", typ)
-		}
+	defer start(ctx)()
+	if !cache.WaitForCacheSync(ctx.Done(), nodeReg.HasSynced, podReg.HasSynced) {
+		return fmt.Errorf("remediation controller: informers did not sync: %w", ctx.Err())
 	}
 	go func() {
 		<-ctx.Done()
@@ -105,6 +107,38 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 	for c.next(ctx) {
 	}
 	return nil
+}
+
+// nodeAndPodInformers are the shared cache's node and pod informers, or, without one,
+// informers of the controller's own; start runs the latter and returns how to stop them.
+// The controller reads the informers' stores directly (listers, an index of pods by
+// node), which a controller-runtime cache's reads would deep-copy at every reconcile.
+func nodeAndPodInformers(ctx context.Context, shared crcache.Informers, client kubernetes.Interface) (nodes, pods cache.SharedIndexInformer, start func(context.Context) func(), err error) {
+	if shared == nil {
+		factory := informers.NewSharedInformerFactory(client, 0)
+		return factory.Core().V1().Nodes().Informer(), factory.Core().V1().Pods().Informer(), func(ctx context.Context) func() {
+			factory.Start(ctx.Done())
+			return factory.Shutdown
+		}, nil
+	}
+	indexed := func(obj crclient.Object) (cache.SharedIndexInformer, error) {
+		inf, err := shared.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		sii, ok := inf.(cache.SharedIndexInformer)
+		if !ok {
+			return nil, fmt.Errorf("the shared %T informer (%T) has no store to read", obj, inf)
+		}
+		return sii, nil
+	}
+	if nodes, err = indexed(&corev1.Node{}); err != nil {
+		return nil, nil, nil, err
+	}
+	if pods, err = indexed(&corev1.Pod{}); err != nil {
+		return nil, nil, nil, err
+	}
+	return nodes, pods, func(context.Context) func() { return func() {} }, nil
 }
 
 func (c *controller) logf(format string, args ...any) {

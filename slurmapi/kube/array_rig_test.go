@@ -35,7 +35,7 @@ func runSite(t *testing.T, b *Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	life, err := NewLifecycle(cfg)
+	life, err := NewLifecycle(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestArrayCancelOnRig(t *testing.T) {
 func TestArrayWaitsForDependencyOnRig(t *testing.T) {
 	_, b := rigServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	life, err := NewLifecycle(e2e.Rig(t).RESTConfig())
+	life, err := NewLifecycle(e2e.Rig(t).RESTConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

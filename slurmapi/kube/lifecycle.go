@@ -32,6 +32,7 @@ import (
 // leader only: two would race on the same status.
 type Lifecycle struct {
 	cache  cache.Cache
+	shared bool // the cache is the caller's, which runs it
 	client client.Client
 	queue  workqueue.TypedRateLimitingInterface[client.ObjectKey]
 	now    func() time.Time
@@ -48,8 +49,31 @@ type disruptedPod struct {
 	index string // NodeIndexLabel
 }
 
-// NewLifecycle connects a lifecycle controller to the cluster of cfg.
-func NewLifecycle(cfg *rest.Config) (*Lifecycle, error) {
+// NewLifecycle connects a lifecycle controller to the cluster of cfg. shared, when not
+// nil, is the informer cache it reads (PodGroups, Partitions, pods), run by the caller
+// and shared with other readers (the server's); when nil it runs a cache of its own,
+// holding only Slurm jobs' pods.
+func NewLifecycle(cfg *rest.Config, shared cache.Cache) (*Lifecycle, error) {
+	c := shared
+	if c == nil {
+		var err error
+		if c, err = ownCache(cfg); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Lifecycle{
+		cache: c, shared: shared != nil, client: cl, now: time.Now, disrupted: map[client.ObjectKey]disruptedPod{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
+			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "slurm-lifecycle"}),
+	}, nil
+}
+
+// ownCache is the lifecycle's informer cache when it shares none.
+func ownCache(cfg *rest.Config) (cache.Cache, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -65,15 +89,7 @@ func NewLifecycle(cfg *rest.Config) (*Lifecycle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("informer cache: %w", err)
 	}
-	cl, err := NewClient(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Lifecycle{
-		cache: c, client: cl, now: time.Now, disrupted: map[client.ObjectKey]disruptedPod{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
-			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "slurm-lifecycle"}),
-	}, nil
+	return c, nil
 }
 
 func mustRequirement(key string, op selection.Operator, value string) labels.Requirement {
@@ -95,7 +111,7 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := pgInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	pgReg, err := pgInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: l.groupChanged,
 		UpdateFunc: func(old, o any) {
 			l.groupChanged(o)
@@ -103,19 +119,24 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 				l.wakeDependents(ctx)
 			}
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	podReg, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    l.podChanged,
 		UpdateFunc: func(_, o any) { l.podChanged(o) },
 		DeleteFunc: l.podChanged,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- l.cache.Start(ctx) }()
-	if !l.cache.WaitForCacheSync(ctx) {
+	if !l.shared {
+		go func() { errc <- l.cache.Start(ctx) }()
+	}
+	// The handlers' own sync: a shared cache may have synced before they were added.
+	if !toolscache.WaitForCacheSync(ctx.Done(), pgReg.HasSynced, podReg.HasSynced) {
 		return fmt.Errorf("slurm lifecycle: informers did not sync: %w", ctx.Err())
 	}
 	for range 2 {
@@ -152,8 +173,8 @@ func (l *Lifecycle) podChanged(obj any) {
 		obj = t.Obj
 	}
 	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
+	if !ok || pod.Labels[SlurmPodLabel] != "true" || pod.Labels[v1alpha1.JobIDLabel] == "" {
+		return // a shared cache holds every pod; only Slurm jobs' are this controller's
 	}
 	name := pod.Annotations[v1alpha1.PodGroupAnnotation]
 	if name == "" {

@@ -22,7 +22,7 @@ import (
 func TestLifecycleMarksDependencies(t *testing.T) {
 	_, b := rigServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	life, err := NewLifecycle(e2e.Rig(t).RESTConfig())
+	life, err := NewLifecycle(e2e.Rig(t).RESTConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

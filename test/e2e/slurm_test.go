@@ -49,7 +49,7 @@ func slurmSite(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	life, err := kube.NewLifecycle(cfg)
+	life, err := kube.NewLifecycle(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,111 @@
+package scheduler
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// fullPod is a pod as the API server returns it, with what no reader needs beside what
+// some reader does.
+func fullPod(schedulerName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1",
+			Labels:          map[string]string{"app": "x", v1alpha1.ValidationLabel: "n1"},
+			Annotations:     map[string]string{"note": "y", corev1.MirrorPodAnnotationKey: "m", v1alpha1.NodeFaultAnnotation: "xid"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", UID: "o1"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.PodSpec{SchedulerName: schedulerName, NodeName: "n1",
+			Volumes: []corev1.Volume{
+				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+			},
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sleep"},
+				Env:       []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}},
+			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}},
+		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", PodIP: "10.0.0.1",
+			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", ImageID: "sha256:abc", RestartCount: 2,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", Message: "steps"}}}}},
+	}
+}
+
+func TestSharedTransformKeepsWhatReadersRead(t *testing.T) {
+	var observed *corev1.Pod
+	tf := SharedTransform([]string{"sluice", "kai"}, func(p *corev1.Pod) { observed = p })
+
+	for _, name := range []string{"sluice", "kai"} {
+		in := fullPod(name)
+		want := fullPod(name) // in must stay whole: the observer may keep it
+		obj, err := tf(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := obj.(*corev1.Pod)
+		if observed != in || !reflect.DeepEqual(in, want) {
+			t.Fatalf("%s: the observer did not see the whole pod, or the pod was changed", name)
+		}
+		if got.ManagedFields != nil || got.Status.PodIP != "" || got.Spec.Containers[0].Env != nil || got.Spec.Containers[0].Command != nil ||
+			got.Status.ContainerStatuses[0].ImageID != "" {
+			t.Errorf("%s: kept what no reader reads: %+v", name, got)
+		}
+		if len(got.Spec.Volumes) != 1 || got.Spec.Volumes[0].Name != "data" {
+			t.Errorf("%s: volumes %+v, want only the claim", name, got.Spec.Volumes)
+		}
+		term := got.Status.ContainerStatuses[0].State.Terminated
+		if term == nil || term.ExitCode != 137 || term.Message != "steps" || got.Status.ContainerStatuses[0].RestartCount != 2 ||
+			got.Status.Reason != "Evicted" || len(got.Status.Conditions) != 1 || got.Labels["app"] != "x" || got.Annotations["note"] != "y" ||
+			len(got.Spec.Tolerations) != 1 || got.Spec.Containers[0].Resources.Requests.Name(v1alpha1.GPUResource, resource.DecimalSI).Value() != 1 {
+			t.Errorf("%s: lost what the ledger, the lifecycle or the scheduler reads: %+v", name, got)
+		}
+	}
+
+	got := mustTransform(t, tf, fullPod("default-scheduler")).(*corev1.Pod)
+	if len(got.OwnerReferences) != 1 || got.Labels[v1alpha1.ValidationLabel] != "n1" || got.Annotations[corev1.MirrorPodAnnotationKey] != "m" ||
+		got.Annotations[v1alpha1.NodeFaultAnnotation] != "xid" || got.Status.Phase != corev1.PodFailed || got.Spec.NodeName != "n1" {
+		t.Errorf("another scheduler's pod lost what a drain or the scheduler reads: %+v", got)
+	}
+	if got.Labels["app"] != "" || got.Annotations["note"] != "" || got.Spec.Tolerations != nil || got.Status.ContainerStatuses != nil || got.ManagedFields != nil {
+		t.Errorf("another scheduler's pod kept what no reader reads: %+v", got)
+	}
+}
+
+func TestSharedTransformTrimsNodes(t *testing.T) {
+	tf := SharedTransform([]string{"sluice"}, nil)
+	in := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"a": "b"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}, PodCIDR: "10.0.0.0/24"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("8")},
+			Allocatable: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("8")},
+			Conditions:  []corev1.NodeCondition{{Type: "GPUHealthy", Status: corev1.ConditionFalse}},
+			Images:      []corev1.ContainerImage{{Names: []string{"busybox"}}}, Addresses: []corev1.NodeAddress{{Address: "10.0.0.1"}}},
+	}
+	got := mustTransform(t, tf, in).(*corev1.Node)
+	if got.ManagedFields != nil || got.Status.Images != nil || got.Status.Addresses != nil || got.Spec.PodCIDR != "" {
+		t.Errorf("kept what no reader reads: %+v", got)
+	}
+	if got.Labels["l"] != "v" || got.Annotations["a"] != "b" || !got.Spec.Unschedulable || len(got.Spec.Taints) != 1 ||
+		len(got.Status.Conditions) != 1 || got.Status.Capacity == nil || got.Status.Allocatable == nil {
+		t.Errorf("lost what the scheduler, the recorder or remediation reads: %+v", got)
+	}
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "sluice"}}}}
+	if mustTransform(t, tf, pg).(*v1alpha1.PodGroup).ManagedFields != nil {
+		t.Error("a PodGroup kept its managed fields")
+	}
+}
+
+func mustTransform(t *testing.T, tf func(any) (any, error), obj any) any {
+	t.Helper()
+	out, err := tf(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
