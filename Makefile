@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := $(CURDIR)/bin
 export SLUICE_ASSETS ?= $(BIN)
 
-.PHONY: all build tools rig-tools test-tools dev test test-unit bench bench-rig lint generate clean
+.PHONY: all build tools rig-tools test-tools dev test test-unit bench bench-rig bench-rig-scale lint generate clean
 
 # The binaries the rig runs; the tests also need helm (chart tests); controller-gen is only for `make generate`.
 RIG_TOOLS  := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok
@@ -45,6 +45,10 @@ bench: rig-tools
 ## bench-rig: the scale benchmark on fresh rigs (500 nodes x 8 GPUs, 4000 pods; minutes)
 bench-rig: rig-tools build
 	$(BIN)/sluice bench -v --nodes 500 --gpus 8 --pods 4000
+
+## bench-rig-scale: the same at 2000 nodes x 8 GPUs, 16,000 pods (tens of minutes)
+bench-rig-scale: rig-tools build
+	$(BIN)/sluice bench -v --scale --gpus 8
 
 ## lint: gofmt and go vet
 lint:

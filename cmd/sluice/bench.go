@@ -27,6 +27,7 @@ func runBench(args []string) error {
 	modes := fs.String("modes", "stream", "modes to run, comma-separated, of "+strings.Join(bench.AllModes, ","))
 	repeats := fs.Int("repeats", 3, "runs of each stream and backlog per contender (the summary gives medians)")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
+	scale := fs.Bool("scale", false, "the scale run: 2000 nodes and 16,000 pods (overrides --nodes and --pods)")
 	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its sluice-scheduler contender so, in a process of its own")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, and of each sluice-scheduler process to this file with .sluice.PID appended")
@@ -35,6 +36,9 @@ func runBench(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
+	}
+	if *scale {
+		*nodes, *pods = 2000, 16000
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

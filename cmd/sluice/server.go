@@ -49,6 +49,7 @@ func runServer(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer startMemProfile()()
 	srv, err := NewServer(cfg, newLogger(cfg.Log, os.Stderr))
 	if err != nil {
 		return err

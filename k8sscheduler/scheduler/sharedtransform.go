@@ -23,8 +23,8 @@ import (
 // projected token, config maps, secrets); the status but IPs and image ids. The ledger
 // and the lifecycle read exit codes, termination messages (step reports), disruption
 // conditions and reasons; the scheduler its placement fields.
-// - Other pods keep what the scheduler counts on their nodes (slimPod) and what a drain
-// reads (owners, the mirror and node-fault annotations, the validation label).
+// - Other pods keep what the scheduler reads of them (slimPod: requests, labels) and what
+// a drain reads (owners, the mirror and node-fault annotations).
 // - Nodes keep metadata, taints, unschedulable, capacity, allocatable and conditions
 // (remediation's faults); images, addresses and node info go.
 // - Everything else loses only its managed fields.
@@ -53,7 +53,7 @@ func SharedTransform(schedulerNames []string, observe func(*corev1.Pod)) toolsca
 func trimSluicePod(p *corev1.Pod) *corev1.Pod {
 	out := *p
 	out.ManagedFields = nil
-	out.Spec.Volumes = placementVolumes(p.Spec.Volumes)
+	out.Spec.Volumes = claimVolumes(p.Spec.Volumes) // what placement reads (placement_volumes.go)
 	out.Spec.Containers = trimContainers(p.Spec.Containers)
 	out.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
 	out.Spec.EphemeralContainers = nil
@@ -62,20 +62,6 @@ func trimSluicePod(p *corev1.Pod) *corev1.Pod {
 	out.Status.InitContainerStatuses = trimStatuses(p.Status.InitContainerStatuses)
 	out.Status.EphemeralContainerStatuses = nil
 	return &out
-}
-
-// placementVolumes keeps the volumes that can tie a pod to nodes (claims, ephemeral
-// claims, in-tree disks); nil, the usual case, when there are none.
-func placementVolumes(vs []corev1.Volume) []corev1.Volume {
-	var out []corev1.Volume
-	for _, v := range vs {
-		s := v.VolumeSource
-		if s.Projected != nil || s.ConfigMap != nil || s.Secret != nil || s.DownwardAPI != nil || s.EmptyDir != nil {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 func trimContainers(cs []corev1.Container) []corev1.Container {
@@ -102,12 +88,12 @@ func trimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// trimOtherPod is slimPod plus what a drain reads of any pod on its node. slimPod gives a
-// pod of another scheduler maps of its own, so keys can be added to them.
+// trimOtherPod is slimPod plus what a drain reads of any pod on its node. slimPod keeps
+// the labels and gives a pod of another scheduler an annotation map of its own, so keys
+// can be added to it.
 func trimOtherPod(p *corev1.Pod, schedulerNames []string) *corev1.Pod {
 	out := slimPod(p, schedulerNames[0])
 	out.OwnerReferences = p.OwnerReferences
-	out.Labels = keepKey(out.Labels, p.Labels, v1alpha1.ValidationLabel)
 	out.Annotations = keepKey(out.Annotations, p.Annotations, corev1.MirrorPodAnnotationKey)
 	out.Annotations = keepKey(out.Annotations, p.Annotations, v1alpha1.NodeFaultAnnotation)
 	return out

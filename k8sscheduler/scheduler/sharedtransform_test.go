@@ -71,7 +71,7 @@ func TestSharedTransformKeepsWhatReadersRead(t *testing.T) {
 		got.Annotations[v1alpha1.NodeFaultAnnotation] != "xid" || got.Status.Phase != corev1.PodFailed || got.Spec.NodeName != "n1" {
 		t.Errorf("another scheduler's pod lost what a drain or the scheduler reads: %+v", got)
 	}
-	if got.Labels["app"] != "" || got.Annotations["note"] != "" || got.Spec.Tolerations != nil || got.Status.ContainerStatuses != nil || got.ManagedFields != nil {
+	if got.Annotations["note"] != "" || got.Spec.Tolerations != nil || got.Status.ContainerStatuses != nil || got.ManagedFields != nil {
 		t.Errorf("another scheduler's pod kept what no reader reads: %+v", got)
 	}
 }
