@@ -115,6 +115,13 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			podGone(deleting(lonePod("n1", 5, corev1.PodFailed, 143, 51), 50)),
 			groupGone(func() *v1alpha1.PodGroup { g := evicted.DeepCopy(); g.DeletionTimestamp = mt(52); return g }()),
 		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"PREEMPTED", 50}}},
+		// A drain's eviction through the Eviction API (no PodGroup condition): the
+		// pod's DisruptionTarget says so, and deleting the pod does not cancel it.
+		{name: "evicted through the Eviction API: nothing recreates a bare pod", events: []event{
+			podSeen(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
+			podSeen(evictedAPI(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 50))),
+			podGone(evictedAPI(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 50))),
+		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"PREEMPTED", 50}}},
 		{name: "PodGroup deleted while the pod runs on", events: []event{
 			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),
 			groupSeen(waited),
@@ -219,4 +226,10 @@ func TestFlushKeepsTheEndOfAWorkloadWhosePodsWentFirst(t *testing.T) {
 	if len(hist) != 3 || hist[2].State != accounting.StateCompleted || !hist[2].At.Equal(at(65)) {
 		t.Errorf("history %+v: want PENDING, RUNNING, COMPLETED at %s and nothing after", hist, at(65))
 	}
+}
+
+// evictedAPI marks p as evicted through the Eviction API.
+func evictedAPI(p *corev1.Pod) *corev1.Pod {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+	return p
 }

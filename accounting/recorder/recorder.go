@@ -52,6 +52,7 @@ type Config struct {
 // Recorder watches the cluster and writes the ledger. Create it with New, run it with Run.
 type Recorder struct {
 	cfg    Config
+	kube   client.Client // writes PodGroups' status.state and status.reason (podgroupstate.go)
 	scheme *runtime.Scheme
 	st     *state
 	synced chan struct{}
@@ -82,7 +83,11 @@ func New(cfg Config) (*Recorder, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	return &Recorder{cfg: cfg, scheme: scheme, st: newState(cfg.SchedulerName, cfg.Clock), synced: make(chan struct{})}, nil
+	kube, err := client.New(cfg.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("recorder: Kubernetes client: %w", err)
+	}
+	return &Recorder{cfg: cfg, kube: kube, scheme: scheme, st: newState(cfg.SchedulerName, cfg.Clock), synced: make(chan struct{})}, nil
 }
 
 // Synced is closed once the first pass over the whole cluster has been written: from
@@ -204,8 +209,9 @@ func (r *Recorder) flush(ctx context.Context) error {
 		j, jts := derive(w.pg, w.pods, prev, now)
 		// A deleted workload not yet ended ends at its deletion; one that ended
 		// before (in the ledger, though its pods went first and no longer show it)
-		// keeps its end.
-		if w.deleted && !j.State.Final() && !finalIn(jts) {
+		// keeps its end. A preempted one ended too: nothing requeues a deleted
+		// workload (a bare pod evicted by a drain is deleted).
+		if w.deleted && !j.State.Final() && !finalIn(jts) && (prev == nil || prev.State != accounting.StatePreempted) {
 			at := now
 			if d := w.pg.DeletionTimestamp; d != nil {
 				at = d.Time
@@ -223,6 +229,7 @@ func (r *Recorder) flush(ctx context.Context) error {
 		jobs, ts = append(jobs, j), append(ts, jts...)
 		wrote = append(wrote, written{key: w.key, job: j, fp: fp, deleted: w.deleted, requeues: int(w.pg.Status.Requeues)})
 	}
+	r.writeStates(ctx, work, now)
 	if len(jobs) == 0 {
 		return nil
 	}

@@ -165,6 +165,18 @@ type PodGroupStatus struct {
 	// node: the job's pods go when it ends, so the reason is kept here.
 	// +optional
 	EndReason string `json:"endReason,omitempty"`
+	// State is the job's Slurm state as squeue shows it (PENDING, RUNNING, COMPLETING,
+	// COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, OUT_OF_MEMORY), from
+	// the one job read model (k8sscheduler/apis/jobstate) over the group and its pods.
+	// Written by the accounting recorder alone, for kubectl's columns; views derive it
+	// themselves from the objects and never read it back.
+	// +optional
+	State string `json:"state,omitempty"`
+	// Reason is Slurm's reason for State: why a pending job waits (Resources,
+	// Priority, Dependency, ...), or how it ended (NonZeroExitCode, TimeLimit, ...).
+	// Written with State.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // PodGroup is a gang of pods scheduled all together, charged to a queue. It
@@ -174,12 +186,13 @@ type PodGroupStatus struct {
 // +kubebuilder:resource:scope=Namespaced,shortName=pg,categories=sluice
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queue`
-// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.spec.minMember`
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Job-ID",type=string,JSONPath=`.metadata.labels.sluice\.dev/job-id`,priority=1
 // +kubebuilder:printcolumn:name="Partition",type=string,JSONPath=`.spec.partition`,priority=1
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PodGroup struct {
 	metav1.TypeMeta   `json:",inline"`

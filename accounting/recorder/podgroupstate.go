@@ -1,0 +1,94 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// The recorder is the one writer of a PodGroup's status.state and status.reason, the
+// fields kubectl's columns show: it derives every group on each change anyway, and it
+// alone runs on the leader for every workload. Each write is a merge patch of those two
+// fields only, so it can never drop a field or condition another writer owns (the
+// scheduler's phase and Scheduled condition, the lifecycle's end), and being their only
+// writer, it needs no resourceVersion: the last write is the latest derivation. A group
+// of one that has no PodGroup (most never get one) costs nothing.
+
+// stateWriters bounds the status patches one flush sends at once.
+const stateWriters = 8
+
+// shownState is the state as squeue shows it: COMPLETING for a job that ended while its
+// pods still terminate, else its state.
+func shownState(v jobstate.View) string {
+	if v.Completing {
+		return string(jobstate.Completing)
+	}
+	return string(v.State)
+}
+
+// stateChange is one group's state to write.
+type stateChange struct {
+	w             groupWork
+	state, reason string
+}
+
+// stateChanges are the groups of work whose written state or reason differs from what
+// the read model derives now; deleted groups and groups with no PodGroup object (the
+// implied group of a group of one) have nothing to write to.
+func stateChanges(work []groupWork, now time.Time) []stateChange {
+	var out []stateChange
+	for _, w := range work {
+		if w.deleted || w.pg.ResourceVersion == "" || w.pg.DeletionTimestamp != nil {
+			continue
+		}
+		v := jobstate.Derive(w.pg, w.pods, now)
+		if st := shownState(v); st != w.pg.Status.State || v.Reason != w.pg.Status.Reason {
+			out = append(out, stateChange{w: w, state: st, reason: v.Reason})
+		}
+	}
+	return out
+}
+
+// writeStates patches each changed group's status.state and status.reason. A group whose
+// write failed is derived again at the next flush; one deleted meanwhile is left alone.
+func (r *Recorder) writeStates(ctx context.Context, work []groupWork, now time.Time) {
+	changes := stateChanges(work, now)
+	if len(changes) == 0 || r.kube == nil {
+		return
+	}
+	var mu sync.Mutex
+	var retry []groupWork
+	sem := make(chan struct{}, stateWriters)
+	var wg sync.WaitGroup
+	for _, c := range changes {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.patchState(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+				klog.InfoS("writing PodGroup state failed; retrying at the next flush", "podGroup", c.w.key, "err", err)
+				mu.Lock()
+				retry = append(retry, c.w)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	r.st.requeue(retry)
+}
+
+func (r *Recorder) patchState(ctx context.Context, c stateChange) error {
+	body, _ := json.Marshal(map[string]any{"status": map[string]any{"state": c.state, "reason": c.reason}}) // plain strings: cannot fail
+	pg := &v1alpha1.PodGroup{}
+	pg.Namespace, pg.Name = c.w.pg.Namespace, c.w.pg.Name
+	return r.kube.Status().Patch(ctx, pg, client.RawPatch(types.MergePatchType, body))
+}
