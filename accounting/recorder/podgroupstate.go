@@ -20,8 +20,8 @@ import (
 // alone runs on the leader for every workload. Each write is a merge patch of those two
 // fields only, so it can never drop a field or condition another writer owns (the
 // scheduler's phase and Scheduled condition, the lifecycle's end), and being their only
-// writer, it needs no resourceVersion: the last write is the latest derivation. A group
-// of one that has no PodGroup (most never get one) costs nothing.
+// writer, it needs no resourceVersion: the last write is the latest derivation. A bare
+// pod's group that has no PodGroup object (most never get one) costs nothing.
 
 // stateWriters bounds the status patches one flush sends at once.
 const stateWriters = 8
@@ -42,8 +42,8 @@ type stateChange struct {
 }
 
 // stateChanges are the groups of work whose written state or reason differs from what
-// the read model derives now; deleted groups and groups with no PodGroup object (the
-// implied group of a group of one) have nothing to write to.
+// the read model derives now; deleted groups and groups with no PodGroup object (a bare
+// pod's implied group) have nothing to write to.
 func stateChanges(work []groupWork, now time.Time) []stateChange {
 	var out []stateChange
 	for _, w := range work {

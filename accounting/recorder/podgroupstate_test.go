@@ -9,7 +9,7 @@ import (
 )
 
 // The recorder writes a PodGroup's state and reason only where they differ from the read
-// model's, and never to a group that is gone or has no object (a group of one's implied
+// model's, and never to a group that is gone or has no object (a bare pod's implied
 // group).
 func TestStateChanges(t *testing.T) {
 	stored := func(mutate func(*v1alpha1.PodGroup)) *v1alpha1.PodGroup {
@@ -37,7 +37,7 @@ func TestStateChanges(t *testing.T) {
 		{"cancelled, its pod terminating", groupWork{pg: cancelled, pods: []*corev1.Pod{terminating}}, "COMPLETING", "None"},
 		{"pending: why it waits", groupWork{pg: stored(func(pg *v1alpha1.PodGroup) { pg.Spec.Slurm.Hold = true })}, "PENDING", "JobHeldUser"},
 		{"deleted", groupWork{pg: running, deleted: true}, "", ""},
-		{"a group of one without a PodGroup", groupWork{pg: implied}, "", ""},
+		{"a bare pod without a PodGroup", groupWork{pg: implied}, "", ""},
 	}
 	for _, tt := range tests {
 		got := stateChanges([]groupWork{tt.w}, at(100))

@@ -323,8 +323,8 @@ func nodesOf(run []*corev1.Pod) []string {
 	return nodes
 }
 
-// barePod: pg is a bare pod's group, owned by the Pod (a group of one's PodGroup, and
-// the pod grouper's group of a bare pod).
+// barePod: pg is a bare pod's group, owned by the Pod (whoever named it: admission or
+// the pod grouper).
 func barePod(pg *v1alpha1.PodGroup) bool {
 	return pg.Spec.Slurm == nil && v1alpha1.OwningPod(pg) != nil
 }
