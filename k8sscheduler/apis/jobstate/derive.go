@@ -256,15 +256,16 @@ func inCurrentRun(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
 	return err == nil && p.Name == PodName(pg, i)
 }
 
-// endedBeforeDeletion: the pod ended, and not because it was deleted: it finished before
-// its deletion was asked for (a pod the kubelet stops for its deletion ends after).
+// endedBeforeDeletion: the pod ended, and not because it was deleted: its containers
+// finished before its deletion was asked for (a pod the kubelet stops for its deletion
+// ends after; one whose finish is not known is taken as stopped by its deletion).
 func endedBeforeDeletion(p *corev1.Pod) bool {
 	if !Ended(p) {
 		return false
 	}
 	asked := DeletionRequested(p)
 	finished := LastFinish([]*corev1.Pod{p})
-	return asked.IsZero() || finished.IsZero() || !finished.After(asked)
+	return asked.IsZero() || !finished.IsZero() && !finished.After(asked)
 }
 
 // DeletionRequested is when the pod's deletion was asked for: its deletionTimestamp less

@@ -63,6 +63,12 @@ func disrupted(reason string) podOpt {
 
 func deleting(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Minute)} }
 
+// finishedEarly: the pod's containers finished before its deletion.
+func finishedEarly(p *corev1.Pod) {
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: JobContainer, State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(t0.Add(30 * time.Second))}}}}
+}
+
 // tracked: the Job controller has not yet counted the pod's end.
 func tracked(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, jobTrackingFinalizer) }
 
@@ -164,8 +170,11 @@ func TestRuleTable(t *testing.T) {
 			pod(manifest, 1, "b", corev1.PodFailed, terminated(137, ""), pressureKilled)}, Failed, "NonZeroExitCode", "every pod of the run ended"},
 		{"Job deleted while its pods run", deleted, []*corev1.Pod{pod(deleted, 0, "a", corev1.PodRunning, deleting), pod(deleted, 1, "b", corev1.PodRunning, deleting)},
 			Cancelled, "None", "workload deleted"},
-		{"Job deleted after its pods succeeded", deleted, []*corev1.Pod{pod(deleted, 0, "a", corev1.PodSucceeded, deleting), pod(deleted, 1, "b", corev1.PodSucceeded, deleting)},
-			Completed, "None", "every pod of the run ended"},
+		{"Job deleted after its pods succeeded", deleted, []*corev1.Pod{pod(deleted, 0, "a", corev1.PodSucceeded, finishedEarly, deleting),
+			pod(deleted, 1, "b", corev1.PodSucceeded, finishedEarly, deleting)}, Completed, "None", "every pod of the run ended"},
+		// Stopped for the deletion (their end is after it, or not known): cancelled.
+		{"Job deleted, its pods stopped for it", deleted, []*corev1.Pod{pod(deleted, 0, "a", corev1.PodFailed, terminated(143, "Error"), deleting),
+			pod(deleted, 1, "b", corev1.PodFailed, deleting)}, Cancelled, "None", "workload deleted"},
 		{"bare pod deleted while it runs", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting)}, Cancelled, "None", "workload deleted"},
 		{"bare pod drained off a faulty node", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting, faulty)}, NodeFail, "NodeDown", "workload deleted"},
 		{"bare pod deleted while pending", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "", corev1.PodPending, deleting)}, Cancelled, "None", "workload deleted"},

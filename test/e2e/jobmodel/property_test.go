@@ -388,15 +388,22 @@ func (s *site) evictOne(j *job) {
 	}
 }
 
-// pods are the job's running pods, by name.
+// pods are the job's bound pods not being deleted, by name: a Slurm job's carry its job
+// id; a manifest workload's name its PodGroup.
 func (s *site) pods(ctx context.Context, j *job) []corev1.Pod {
+	id := strconv.FormatUint(uint64(j.id), 10)
+	var pgs v1alpha1.PodGroupList
+	if err := s.crs.List(ctx, &pgs, client.MatchingLabels{v1alpha1.JobIDLabel: id}); err != nil || len(pgs.Items) != 1 {
+		s.t.Fatalf("%s: its PodGroup: %d (%v)", j, len(pgs.Items), err)
+	}
+	pg := pgs.Items[0]
 	var list corev1.PodList
-	if err := s.crs.List(ctx, &list, client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(j.id), 10)}); err != nil {
+	if err := s.crs.List(ctx, &list, client.InNamespace(pg.Namespace)); err != nil {
 		s.t.Fatalf("%s: its pods: %v", j, err)
 	}
 	var out []corev1.Pod
 	for _, p := range list.Items {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		if (p.Labels[v1alpha1.JobIDLabel] == id || p.Annotations[v1alpha1.PodGroupAnnotation] == pg.Name) && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}
 	}
