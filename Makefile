@@ -42,9 +42,12 @@ test-unit:
 bench: rig-tools
 	$(GO) test -run '^$$' -bench . -benchmem ./bridge/... ./accounting/...
 
-## bench-rig: the scale benchmark on fresh rigs (500 nodes x 8 GPUs, 4000 pods; minutes)
+## bench-rig: the scale benchmark on fresh rigs: sluice server as installed, a bare binder and
+## kube-scheduler, 500 nodes x 8 GPUs, 4000 pods streamed by 100 clients, 3 runs each (minutes;
+## docs/benchmarks.md). BENCH_FLAGS adds to it, e.g. --modes stream,backlog,reclaim or
+## --only sluice,sluice-no-webhook,sluice-scheduler,bare,kube-scheduler
 bench-rig: rig-tools build
-	$(BIN)/sluice bench -v --nodes 500 --gpus 8 --pods 4000
+	$(BIN)/sluice bench -v --nodes 500 --gpus 8 --pods 4000 $(BENCH_FLAGS)
 
 ## bench-rig-scale: the same at 2000 nodes x 8 GPUs, 16,000 pods (tens of minutes)
 bench-rig-scale: rig-tools build

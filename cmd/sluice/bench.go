@@ -30,9 +30,21 @@ func runBench(args []string) error {
 	scale := fs.Bool("scale", false, "the scale run: 2000 nodes and 16,000 pods (overrides --nodes and --pods)")
 	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its sluice-scheduler contender so, in a process of its own")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, and of each sluice-scheduler process to this file with .sluice.PID appended")
+	runServerArgs := fs.Bool("run-server", false, "internal: run `sluice server` with the arguments that follow the flags; the benchmark runs its Sluice contenders so with --cpuprofile")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, of each sluice server process to this file with .server.PID appended and of each sluice-scheduler process with .sluice.PID")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
+	}
+	if *runServerArgs {
+		if *cpuProfile != "" {
+			*cpuProfile += "." + strconv.Itoa(os.Getpid())
+		}
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+		return runServer(fs.Args())
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
@@ -62,6 +74,7 @@ func runBench(args []string) error {
 		SluiceCommand: []string{self, "bench", "--run-sluice-on"}, Constrained: *constrained}
 	if *cpuProfile != "" {
 		opts.SluiceCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".sluice", "--run-sluice-on"}
+		opts.ServerCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".server", "--run-server", "--"}
 	}
 	if *verbose {
 		opts.Log = os.Stderr

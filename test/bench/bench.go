@@ -72,8 +72,11 @@ type Options struct {
 	Assets string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
-	// SluiceBinary is the sluice binary the Sluice contender runs as `sluice server`.
+	// SluiceBinary is the sluice binary the Sluice contenders run as `sluice server`.
 	SluiceBinary string
+	// ServerCommand, when set, runs `sluice server` instead: the command with the
+	// server's flags appended (sluice bench runs itself so to profile the server).
+	ServerCommand []string
 	// SluiceCommand, when set, runs the sluice-scheduler contender as a process of its
 	// own, so its CPU and memory figures are its own: the command with the rig's
 	// kubeconfig appended must call RunSluiceOn (sluice bench runs itself). Empty runs it
@@ -165,7 +168,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 			return nil, fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
 		}
 	}
-	if (slices.Contains(opts.Only, Sluice) || slices.Contains(opts.Only, SluiceNoWebhook)) && opts.SluiceBinary == "" {
+	if (slices.Contains(opts.Only, Sluice) || slices.Contains(opts.Only, SluiceNoWebhook)) && opts.SluiceBinary == "" && len(opts.ServerCommand) == 0 {
 		return nil, fmt.Errorf("bench: contenders %s and %s need Options.SluiceBinary", Sluice, SluiceNoWebhook)
 	}
 	var results []Result

@@ -65,7 +65,11 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 	h := &harness{rig: rig, opts: opts, name: name, rc: rc, kube: kube, crs: crs}
 	switch name {
 	case Sluice, SluiceNoWebhook:
-		h.sched = &serverProcess{bin: opts.SluiceBinary, kubeconfig: rig.ServerKubeconfig, clientCA: rig.WebhookClientCA,
+		command := opts.ServerCommand
+		if len(command) == 0 {
+			command = []string{opts.SluiceBinary, "server"}
+		}
+		h.sched = &serverProcess{command: command, kubeconfig: rig.ServerKubeconfig, clientCA: rig.WebhookClientCA,
 			dir: filepath.Dir(rig.Kubeconfig), kube: kube, noWebhook: name == SluiceNoWebhook}
 	case SluiceScheduler:
 		h.sched = &sluiceContender{rc: rc, kubeconfig: rig.Kubeconfig, command: opts.SluiceCommand, log: opts.Log}

@@ -29,10 +29,10 @@ import (
 // only) waits, and the backlog starts when the harness releases the Lease, as after a
 // leader's failover.
 type serverProcess struct {
-	bin        string // the sluice binary
-	kubeconfig string // the rig's server credentials (cluster.Cluster.ServerKubeconfig)
-	clientCA   string // cluster.Cluster.WebhookClientCA
-	dir        string // where each start's state directory and log go
+	command    []string // `sluice server`, its flags to be appended
+	kubeconfig string   // the rig's server credentials (cluster.Cluster.ServerKubeconfig)
+	clientCA   string   // cluster.Cluster.WebhookClientCA
+	dir        string   // where each start's state directory and log go
 	kube       kubernetes.Interface
 	// noWebhook turns the webhook off (SluiceNoWebhook).
 	noWebhook bool
@@ -79,7 +79,8 @@ func (s *serverProcess) start(ctx context.Context) (usageProbe, error) {
 	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
 		return nil, err
 	}
-	return s.proc.start(filepath.Join(s.dir, "bench-server-"+strconv.Itoa(s.starts)+".log"), s.bin, "server", "--config", cfgPath)
+	args := append(append([]string{}, s.command[1:]...), "--config", cfgPath)
+	return s.proc.start(filepath.Join(s.dir, "bench-server-"+strconv.Itoa(s.starts)+".log"), s.command[0], args...)
 }
 
 func (s *serverProcess) stop() { s.proc.stop() }
