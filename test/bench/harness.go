@@ -151,21 +151,10 @@ func (h *harness) measure(ctx context.Context, mode string, rep int) (Result, er
 	}
 	switch {
 	case mode == modeStream:
-		if usage, err = h.sched.start(ctx); err != nil {
-			return r, err
-		}
 		// The stream measures a running scheduler, not its start (backlog mode does).
-		if err := h.awaitReady(ctx, mode, rep, true); err != nil {
-			h.sched.stop()
+		if usage, before, startCPU, err = h.startReady(ctx, mode, rep, true); err != nil {
 			return r, err
 		}
-		if before, err = scrapeAPIServer(ctx, h.kube); err != nil {
-			h.sched.stop()
-			return r, err
-		}
-		// Per pod, the stream charges a running scheduler's CPU, not its start (informer
-		// lists, discovery, the ready pod), as the reclaim run does.
-		startCPU, _ = usage()
 		fmt.Fprintf(h.opts.Log, "bench: %s stream %d: start-up and ready pod used %.2f CPU-s (not counted)\n", h.name, rep, startCPU)
 		began = time.Now()
 		if err := created(); err != nil {
@@ -177,18 +166,9 @@ func (h *harness) measure(ctx context.Context, mode string, rep int) (Result, er
 		// Lease, and its scheduler starts when the harness lets go.
 		server.holdLease = true
 		defer func() { server.holdLease = false }()
-		if usage, err = h.sched.start(ctx); err != nil {
+		if usage, before, startCPU, err = h.startReady(ctx, mode, rep, false); err != nil {
 			return r, err
 		}
-		if err := h.awaitReady(ctx, mode, rep, false); err != nil {
-			h.sched.stop()
-			return r, err
-		}
-		if before, err = scrapeAPIServer(ctx, h.kube); err != nil {
-			h.sched.stop()
-			return r, err
-		}
-		startCPU, _ = usage()
 		if err := created(); err != nil {
 			h.sched.stop()
 			return r, err
@@ -236,6 +216,27 @@ func (h *harness) measure(ctx context.Context, mode string, rep int) (Result, er
 	fmt.Fprintf(h.opts.Log, "bench: %s %s %d: %.0f pods/s bound, created in %s, server %.2f CPU-s, apiserver %.2f CPU-s, load %s, writes %v\n",
 		h.name, mode, rep, r.BoundPerSecond(), round(r.Created), r.CPUSeconds, r.APIServerCPU, r.Load, r.Writes)
 	return r, h.clear(ctx, ns, h.opts.Pods)
+}
+
+// startReady starts the contender and waits until it is ready (awaitReady), then reads the
+// API server's counters and the contender's CPU so far: a run charges neither the start
+// (informer lists, discovery, the probe pod) nor the probe. It stops the contender on error.
+func (h *harness) startReady(ctx context.Context, mode string, rep int, bound bool) (usageProbe, apiServerReading, float64, error) {
+	usage, err := h.sched.start(ctx)
+	if err != nil {
+		return nil, apiServerReading{}, 0, err
+	}
+	if err := h.awaitReady(ctx, mode, rep, bound); err != nil {
+		h.sched.stop()
+		return nil, apiServerReading{}, 0, err
+	}
+	before, err := scrapeAPIServer(ctx, h.kube)
+	if err != nil {
+		h.sched.stop()
+		return nil, apiServerReading{}, 0, err
+	}
+	startCPU, _ := usage()
+	return usage, before, startCPU, nil
 }
 
 // namespace makes sure namespace ns exists and can take pods: they are refused until its
