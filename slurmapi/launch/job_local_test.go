@@ -1,6 +1,7 @@
 package launch_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
+	"github.com/sluicehq/sluice/slurmapi/launch"
 	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
 )
 
@@ -221,5 +223,40 @@ func TestOneNodeJobNeedsNoKey(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"0: 0", "1: 1"}) {
 		t.Errorf("output %q", got)
+	}
+}
+
+// TestSignalOneStep is scancel JOB.STEP and scancel --signal as the
+// server sends them to the batch host: a signal other than TERM reaches
+// every task and the step goes on; SIGKILL (scancel's default) ends every
+// task through srun, which records the step CANCELLED, and the script
+// goes on. A step that is not running is refused.
+func TestSignalOneStep(t *testing.T) {
+	script := "#!/bin/sh\nsrun sh -c 'trap \"echo usr1 $SLURM_PROCID\" USR1; trap \"echo term $SLURM_PROCID; exit 0\" TERM; echo ready $SLURM_PROCID; while :; do sleep 1; done'\necho srun=$?\n"
+	nodes := startJob(t, 2, 0, script, t.TempDir())
+	if !nodes[0].Stdout().WaitFor("ready 0", "ready 1") {
+		t.Fatalf("tasks did not start: %q %q", nodes[0].Stdout().All(), nodes[0].Stderr().All())
+	}
+	ctx := context.Background()
+	if err := launch.SignalStep(ctx, nodes[0].Addr, []byte(testKey), 1, int(syscall.SIGUSR1)); err == nil {
+		t.Errorf("signalling step 1, which does not run, succeeded")
+	}
+	if err := launch.SignalStep(ctx, nodes[0].Addr, []byte(testKey), 0, int(syscall.SIGUSR1)); err != nil {
+		t.Fatal(err)
+	}
+	if !nodes[0].Stdout().WaitFor("usr1 0", "usr1 1") {
+		t.Fatalf("not every task got SIGUSR1: %q", nodes[0].Stdout().All())
+	}
+	if err := launch.SignalStep(ctx, nodes[0].Addr, []byte(testKey), 0, int(syscall.SIGKILL)); err != nil {
+		t.Fatal(err)
+	}
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
+	}
+	if !nodes[0].Stdout().WaitFor("term 0", "term 1", "srun=0") {
+		t.Errorf("the step did not end through its tasks: %q", nodes[0].Stdout().All())
+	}
+	if st := steps(t, nodes[0]); len(st) != 2 || st[1].State != accounting.StateCancelled {
+		t.Errorf("step report %+v, want step 0 CANCELLED", st)
 	}
 }

@@ -23,6 +23,10 @@ const (
 type signalRequest struct {
 	Step   int `json:"step"`
 	Signal int `json:"signal"`
+	// Whole: the whole step, through the srun that runs it on this node
+	// (scancel JOB.STEP, sent to the batch host); else only the tasks a
+	// remote srun started here.
+	Whole bool `json:"whole,omitempty"`
 }
 
 // server runs steps on this node for srun on other nodes.
@@ -153,6 +157,14 @@ func (s *server) signal(w http.ResponseWriter, r *http.Request) {
 	var req signalRequest
 	if err := json.Unmarshal(b, &req); err != nil || req.Signal <= 0 || req.Signal > 64 {
 		http.Error(w, "launcher: bad signal request", http.StatusBadRequest)
+		return
+	}
+	if req.Whole {
+		if !s.signalLocalStep(req.Step, syscall.Signal(req.Signal)) {
+			http.Error(w, fmt.Sprintf("launcher: step %s.%d is not running", s.job.ID, req.Step), http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	s.mu.Lock()

@@ -64,16 +64,21 @@ func Srun(args []string, getenv func(string) string, environ []string, stdout, s
 	specs := r.specs(cwd, exportEnv(o.export, environ))
 	start := time.Now()
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
+	// scancel JOB.STEP finds this srun by its step id (steps_signal.go).
+	removePid := writeStepPid(job, stepID)
+	defer removePid()
 	finished := make(chan struct{})
 	go func() {
 		for {
 			select {
 			case s := <-sigs:
-				r.mu.Lock()
-				r.cancelled = true
-				r.mu.Unlock()
+				if s == syscall.SIGINT || s == syscall.SIGTERM {
+					r.mu.Lock()
+					r.cancelled = true
+					r.mu.Unlock()
+				}
 				r.signalAll(s.(syscall.Signal))
 			case <-finished:
 				return
