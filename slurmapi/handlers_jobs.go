@@ -236,6 +236,13 @@ func killStatus(id uint32, e *Error) map[string]any {
 }
 
 func handleKillJob(s *Server, c *call) (map[string]any, error) {
+	if job, step, ok, e := splitStepRef(c.vars["job_id"]); e != nil || ok {
+		if e != nil {
+			return nil, e
+		}
+		c.vars["job_id"] = job
+		return killStep(s, c, step)
+	}
 	j, task, err := accessibleJob(s, c)
 	if err != nil {
 		return nil, err

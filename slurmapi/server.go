@@ -34,6 +34,8 @@ type Config struct {
 	SubmitLimits SubmitLimits
 	// SchedulerStats, when set, gives diag's scheduling-cycle figures.
 	SchedulerStats func() SchedulerStats
+	// Steps, when set, signals single steps (DELETE job/JOB.STEP).
+	Steps StepSignaler
 }
 
 // Server serves the slurmrestd-compatible API for every version.

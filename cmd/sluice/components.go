@@ -132,6 +132,14 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	if err != nil {
 		return err
 	}
+	// srun --pty, salloc's steps and scancel JOB.STEP reach a job's launcher
+	// through the server, signed with the key the pod factory derives from
+	// the same seed.
+	s.launchSeed = auth.Key
+	launchers, err := kube.NewLaunchers(s.restConfig, s.launchSeed)
+	if err != nil {
+		return fmt.Errorf("job launchers: %w", err)
+	}
 	ledger := accounting.Ledger{Store: s.ledger, Usage: accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}}
 	api, err := slurmapi.NewServer(slurmapi.Config{
 		Auth:         *auth,
@@ -141,6 +149,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 			MayRun: s.cfg.Slurm.UserMap().MayRun},
 		SubmitLimits:   r.submitLimits(),
 		SchedulerStats: schedulerStats(s.registry),
+		Steps:          launchers,
 	}, slurmapi.WithLedger(backend, ledger))
 	if err != nil {
 		return fmt.Errorf("REST API: %w", err)
@@ -152,13 +161,6 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	s.jobIDs = backend.JobIDs()
 	s.jobIDs.StartAbove(s.highestLedgerJobID)
 	s.router.Handle(slurmapi.JobLogPath, api.JobLogHandler(logs)).Methods(http.MethodGet)
-	// srun --pty and salloc's steps reach a job's launcher through here,
-	// signed with the key the pod factory derives from the same seed.
-	s.launchSeed = auth.Key
-	launchers, err := kube.NewLaunchers(s.restConfig, s.launchSeed)
-	if err != nil {
-		return fmt.Errorf("job launchers: %w", err)
-	}
 	s.router.Handle(slurmapi.JobAttachPath, api.JobAttachHandler(launchers)).Methods(http.MethodGet)
 	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
 		s.router.PathPrefix(prefix).Handler(api)

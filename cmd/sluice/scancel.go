@@ -19,7 +19,7 @@ func runScancel(args []string) error {
 	signal := fs.String("s", "", "signal to send instead of cancelling (e.g. SIGUSR1); also --signal")
 	fs.StringVar(signal, "signal", "", "signal to send instead of cancelling")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: sluice scancel [flags] JOBID[_TASK] ...\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: sluice scancel [flags] JOBID[_TASK|.STEP] ...\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if help, err := parseFlags(fs, args); help || err != nil {
@@ -53,9 +53,14 @@ func runScancel(args []string) error {
 	return nil
 }
 
-// validJobRef accepts what scancel names: a job id, or ARRAYID_TASK for
-// one array task (cancelled alone, not the whole array).
+// validJobRef accepts what scancel names: a job id, ARRAYID_TASK for
+// one array task (cancelled alone, not the whole array), or JOBID.STEP
+// for one step (its tasks only; the job goes on).
 func validJobRef(ref string) bool {
+	if job, step, isStep := strings.Cut(ref, "."); isStep {
+		_, err := strconv.ParseUint(step, 10, 31)
+		return err == nil && !strings.Contains(job, "_") && validJobRef(job)
+	}
 	base, task, isTask := strings.Cut(ref, "_")
 	if _, err := strconv.ParseUint(base, 10, 32); err != nil {
 		return false

@@ -335,7 +335,8 @@ func TestSbatchForwardsWhatSlurmDoes(t *testing.T) {
 }
 
 func TestValidJobRef(t *testing.T) {
-	for ref, want := range map[string]bool{"123": true, "123_4": true, "123_": false, "_4": false, "12x": false, "123_4_5": false} {
+	for ref, want := range map[string]bool{"123": true, "123_4": true, "123_": false, "_4": false, "12x": false, "123_4_5": false,
+		"123.0": true, "123.": false, "123.batch": false, "123_4.1": false, "123.1.2": false} {
 		if got := validJobRef(ref); got != want {
 			t.Errorf("validJobRef(%q) = %v, want %v", ref, got, want)
 		}

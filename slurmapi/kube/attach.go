@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,8 +20,8 @@ import (
 	"github.com/sluicehq/sluice/slurmapi/launch"
 )
 
-// Launchers opens attaches on Slurm jobs' batch hosts
-// (slurmapi.AttachSource): the launcher of node 0, at its pod's IP on the
+// Launchers opens attaches on Slurm jobs' batch hosts and signals their
+// steps (slurmapi.AttachSource, slurmapi.StepSignaler): the launcher of node 0, at its pod's IP on the
 // launcher port, with the job's key derived from the seed the pod
 // factory uses.
 type Launchers struct {
@@ -51,39 +52,72 @@ func (l *Launchers) Attach(ctx context.Context, job *slurmapi.Job, request strin
 	if err != nil {
 		return nil, slurmapi.BadRequest(slurmapi.ErrRestInvalidQuery, "attach", "%v", err)
 	}
-	if job.Manifest {
-		return nil, notAttachable(job, "it was not submitted through the Slurm API")
-	}
-	var pg v1alpha1.PodGroup
-	if err := l.c.Get(ctx, client.ObjectKey{Namespace: Namespace(job.Desc.Account), Name: PodGroupName(job.ID)}, &pg); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, notAttachable(job, "it has ended")
-		}
-		return nil, fmt.Errorf("read the PodGroup of job %d: %w", job.ID, err)
-	}
-	var pod corev1.Pod
-	err = l.c.Get(ctx, client.ObjectKey{Namespace: pg.Namespace, Name: PodName(&pg, 0)}, &pod)
-	if apierrors.IsNotFound(err) {
-		return nil, notAttachable(job, "its batch host has not started (job state "+strings.Join(job.State, ",")+")")
-	}
+	addr, key, err := l.batchHost(ctx, job)
 	if err != nil {
-		return nil, fmt.Errorf("read the batch host of job %d: %w", job.ID, err)
+		return nil, err
 	}
-	if !ServesLaunches(&pg, int(pg.Spec.MinMember)) {
-		return nil, notAttachable(job, "a one-node batch job runs no launcher to attach to; `srun` inside its script starts steps")
-	}
-	if pod.Status.Phase != corev1.PodRunning {
-		return nil, notAttachable(job, fmt.Sprintf("its batch host %s is %s, not Running", pod.Name, pod.Status.Phase))
-	}
-	ws, err := launch.DialLauncher(ctx, l.Addr(&pod), []byte(LaunchKey(l.seed, &pg)), raw)
+	ws, err := launch.DialLauncher(ctx, addr, key, raw)
 	if err != nil {
-		return nil, slurmapi.Errorf(http.StatusBadGateway, slurmapi.ErrNotSupported, "job_id",
-			"job %d's launcher on %s cannot be reached: %v (the site's network policy must let the Sluice server reach port %d of job pods)",
-			job.ID, pod.Spec.NodeName, err, launch.Port)
+		return nil, launcherUnreachable(job, err)
 	}
 	return ws, nil
 }
 
+func launcherUnreachable(job *slurmapi.Job, err error) *slurmapi.Error {
+	return slurmapi.Errorf(http.StatusBadGateway, slurmapi.ErrNotSupported, "job_id",
+		"job %d's launcher cannot be reached: %v (the site's network policy must let the Sluice server reach port %d of job pods)",
+		job.ID, err, launch.Port)
+}
+
+// SignalStep signals step of job on its batch host (scancel JOB.STEP).
+func (l *Launchers) SignalStep(ctx context.Context, job *slurmapi.Job, step, sig int) error {
+	addr, key, err := l.batchHost(ctx, job)
+	if err != nil {
+		return err
+	}
+	err = launch.SignalStep(ctx, addr, key, step, sig)
+	var refused *launch.StepSignalError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused) && refused.Status == http.StatusNotFound:
+		return slurmapi.Errorf(http.StatusNotFound, slurmapi.ErrInvalidJobID, "job_id", "step %d.%d is not running on the job's batch host", job.ID, step)
+	case errors.As(err, &refused):
+		return fmt.Errorf("job %d's launcher refused to signal step %d: %w", job.ID, step, err)
+	}
+	return launcherUnreachable(job, err)
+}
+
+// batchHost is the launcher address and key of job's batch host, or why
+// the job has none to reach.
+func (l *Launchers) batchHost(ctx context.Context, job *slurmapi.Job) (string, []byte, error) {
+	if job.Manifest {
+		return "", nil, notAttachable(job, "it was not submitted through the Slurm API")
+	}
+	var pg v1alpha1.PodGroup
+	if err := l.c.Get(ctx, client.ObjectKey{Namespace: Namespace(job.Desc.Account), Name: PodGroupName(job.ID)}, &pg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil, notAttachable(job, "it has ended")
+		}
+		return "", nil, fmt.Errorf("read the PodGroup of job %d: %w", job.ID, err)
+	}
+	var pod corev1.Pod
+	err := l.c.Get(ctx, client.ObjectKey{Namespace: pg.Namespace, Name: PodName(&pg, 0)}, &pod)
+	if apierrors.IsNotFound(err) {
+		return "", nil, notAttachable(job, "its batch host has not started (job state "+strings.Join(job.State, ",")+")")
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("read the batch host of job %d: %w", job.ID, err)
+	}
+	if !ServesLaunches(&pg, int(pg.Spec.MinMember)) {
+		return "", nil, notAttachable(job, "a one-node batch job runs no launcher to attach to; `srun` inside its script starts steps")
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		return "", nil, notAttachable(job, fmt.Sprintf("its batch host %s is %s, not Running", pod.Name, pod.Status.Phase))
+	}
+	return l.Addr(&pod), []byte(LaunchKey(l.seed, &pg)), nil
+}
+
 func notAttachable(job *slurmapi.Job, why string) *slurmapi.Error {
-	return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrNotSupported, "job_id", "job %d cannot be attached to: %s", job.ID, why)
+	return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrNotSupported, "job_id", "job %d has no launcher to reach (for srun --pty, salloc steps or a step signal): %s", job.ID, why)
 }

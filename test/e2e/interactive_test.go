@@ -40,11 +40,11 @@ func attachSite(t *testing.T) (url string, addrs *sync.Map) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: slurmKey, Operators: []string{"slurm"}}}, backend)
+	launchers, err := kube.NewLaunchers(cfg, slurmKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	launchers, err := kube.NewLaunchers(cfg, slurmKey)
+	api, err := slurmapi.NewServer(slurmapi.Config{Auth: slurmapi.AuthConfig{Key: slurmKey, Operators: []string{"slurm"}}, Steps: launchers}, backend)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +145,38 @@ func TestInteractiveAllocationOnRig(t *testing.T) {
 		t.Errorf("step output %q, want %q", lines, want)
 	}
 
+	// scancel JOB.STEP through the REST API: that step's tasks end, the
+	// allocation goes on. Step 1 runs until signalled.
+	var out2, errOut2 lockedBuilder
+	stepDone := make(chan error, 1)
+	go func() {
+		rc, err := launch.AttachWhenUp(ctx, alice, a.ID, launch.AttachRequest{Srun: true,
+			Argv: []string{"sh", "-c", `trap "echo term $SLURM_PROCID; exit 0" TERM; echo ready $SLURM_PROCID; while :; do sleep 1; done`}},
+			launch.Terminal{In: in, Out: &out2, Err: &errOut2})
+		if err == nil && rc != 0 {
+			err = fmt.Errorf("srun step 1 exited %d: %q", rc, errOut2.String())
+		}
+		stepDone <- err
+	}()
+	WaitFor(t, "step 1's tasks", time.Minute, func(context.Context) (bool, error) {
+		return strings.Contains(out2.String(), "ready 0") && strings.Contains(out2.String(), "ready 1"), fmt.Errorf("output %q", out2.String())
+	})
+	if err := userClient(t, url, "bob").CancelRef(ctx, fmt.Sprintf("%d.1", a.ID), ""); !slurmclient.IsForbidden(err) {
+		t.Errorf("bob's scancel of alice's step: %v, want 403", err)
+	}
+	if err := alice.CancelRef(ctx, fmt.Sprintf("%d.7", a.ID), ""); !slurmclient.IsNotFound(err) {
+		t.Errorf("scancel of a step that does not run: %v, want 404", err)
+	}
+	if err := alice.CancelRef(ctx, fmt.Sprintf("%d.1", a.ID), ""); err != nil {
+		t.Fatalf("scancel %d.1: %v", a.ID, err)
+	}
+	if err := <-stepDone; err != nil {
+		t.Fatal(err)
+	}
+	if got := out2.String(); !strings.Contains(got, "term 0") || !strings.Contains(got, "term 1") {
+		t.Errorf("not every task of step 1 got SIGTERM: %q", got)
+	}
+
 	// srun --pty bash: a terminal on the batch host.
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -165,7 +197,7 @@ func TestInteractiveAllocationOnRig(t *testing.T) {
 	if _, err := ptmx.Write([]byte(`test -t 0 && echo "job-$SLURM_JOB_ID step-$SLURM_STEP_ID"; exit 5` + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	if !scr.WaitFor(fmt.Sprintf("job-%d step-1", a.ID)) {
+	if !scr.WaitFor(fmt.Sprintf("job-%d step-2", a.ID)) {
 		t.Errorf("the shell did not run on a terminal in the job:\n%s", scr)
 	}
 	if err := <-res; err != nil {
@@ -177,4 +209,23 @@ func TestInteractiveAllocationOnRig(t *testing.T) {
 	if rc := nodes[1].Wait(); rc != 0 {
 		t.Errorf("node 1's launcher ended %d, want 0 once the allocation ended", rc)
 	}
+}
+
+// lockedBuilder is a strings.Builder written by one goroutine and read by
+// another.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
