@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := $(CURDIR)/bin
 export SLUICE_ASSETS ?= $(BIN)
 
-.PHONY: all build tools rig-tools test-tools dev test test-unit bench bench-rig bench-rig-scale lint generate clean
+.PHONY: all build tools rig-tools test-tools dev test test-unit chaos bench bench-rig bench-rig-scale lint generate clean
 
 # The binaries the rig runs; the tests also need helm (chart tests); controller-gen is only for `make generate`.
 RIG_TOOLS  := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok
@@ -37,6 +37,10 @@ test: test-tools lint
 ## test-unit: only what needs no rig
 test-unit:
 	$(GO) test -short -count=1 ./...
+
+## chaos: the fault suite (test/chaos) with larger bursts and longer faults; `make test` runs it small
+chaos: rig-tools
+	SLUICE_CHAOS_SCALE=full $(GO) test -p 1 -count=1 -v -timeout 60m ./test/chaos/
 
 ## bench: the benchmarks of the core and the ledger (the rig's scale benchmark: sluice bench)
 bench: rig-tools

@@ -508,8 +508,22 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 		g.pg = pg // a status write of ours: nothing to reschedule
 		return
 	}
+	if g.pg != nil && g.pg.Status.Requeues != pg.Status.Requeues {
+		g.ran = false // a new run: the old one's pods are gone
+	}
 	g.pg, g.dirty = pg, true
 	c.poke()
+}
+
+// noteRan records that a finished pod belonged to its group: a Slurm job whose pods all
+// finished had pods, though the cache keeps none of them (neverCreated).
+func (c *cache) noteRan(p *podEntry) {
+	if !p.member() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.group(p.group).ran = true
 }
 
 func (c *cache) deletePodGroup(key string) {

@@ -136,6 +136,7 @@ func (s *Scheduler) podHandlers() toolscache.ResourceEventHandler {
 		}
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			s.cache.setPod(key, nil)
+			s.cache.noteRan(convertPodAfter(p, s.cfg.SchedulerName, nil))
 			return
 		}
 		e := convertPodAfter(p, s.cfg.SchedulerName, s.cache.pod(key))

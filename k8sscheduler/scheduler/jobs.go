@@ -27,6 +27,9 @@ type groupEntry struct {
 	// numbered createdRun (the group's requeue count then).
 	created    bool
 	createdRun int32
+	// ran marks a group one of whose pods was seen finished (the cache drops finished
+	// pods): its job started, whatever its status and pods say now.
+	ran bool
 
 	job     bridge.Job
 	include bool            // job goes into the snapshot
@@ -107,6 +110,17 @@ func (g *groupEntry) implied() bool {
 // memberBased reports whether the group's shape comes from its spec (a Slurm job) rather
 // than from its pods.
 func (g *groupEntry) memberBased() bool { return g.pg != nil && len(g.pg.Spec.Members) > 0 }
+
+// neverCreated reports whether a Slurm job's status says Running while none of its pods
+// exists, is being made or was seen finished: the status was written as its pods were
+// created and their creates failed (the API server went away), or the leader died before
+// making them. Such a job never started; it is placed again, where it stayed Running with
+// no pods for good. Pods that ran and were deleted do not leave it so: the lifecycle ends
+// or requeues a job when its pods go.
+func (g *groupEntry) neverCreated() bool {
+	return g.memberBased() && !g.created && !g.ran && g.pg.Status.Phase == v1alpha1.PodGroupRunning &&
+		len(g.pods) == 0 && len(g.assumed) == 0
+}
 
 // notStarted reports whether the group is pending with nothing of it placed: only then do
 // Slurm's hold and dependency keep it back (scontrol hold refuses a started job).
@@ -216,7 +230,7 @@ func (g *groupEntry) block(code, format string, args ...any) bool {
 // buildFromMembers shapes a Slurm job from its spec; its pods, once created, are its
 // running tasks. A started job is never placed again: its groups shrink to what runs.
 func (g *groupEntry) buildFromMembers(j *bridge.Job) bool {
-	pending := !g.created && (g.pg.Status.Phase == "" || g.pg.Status.Phase == v1alpha1.PodGroupPending)
+	pending := !g.created && (g.pg.Status.Phase == "" || g.pg.Status.Phase == v1alpha1.PodGroupPending || g.neverCreated())
 	running := map[string]int32{}
 	for _, p := range g.pods {
 		if p.node == "" || p.terminating {

@@ -92,7 +92,7 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	minMember := max(pg.Spec.MinMember, 1)
 	started := g.bound >= minMember
 	if g.memberBased() {
-		started = g.created || pg.Status.Phase == v1alpha1.PodGroupRunning
+		started = g.created || (pg.Status.Phase == v1alpha1.PodGroupRunning && !g.neverCreated())
 	}
 	switch {
 	case started:

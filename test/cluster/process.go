@@ -26,6 +26,7 @@ type component struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
+	env     []string      // the environment added to the test's, for a restart
 	done    chan struct{} // closed once the process has exited and been reaped
 	waitErr error         // set before done is closed
 }
@@ -52,7 +53,7 @@ func startComponent(name, bin string, args, env []string, logDir string) (*compo
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &component{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	c := &component{name: name, cmd: cmd, logPath: logPath, env: env, done: make(chan struct{})}
 	go func() {
 		c.waitErr = cmd.Wait()
 		logFile.Close()
