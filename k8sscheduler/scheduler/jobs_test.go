@@ -105,7 +105,9 @@ func TestBuildFromMembers(t *testing.T) {
 		{name: "pending Slurm job", factory: true, include: true, wantCount: 2},
 		{name: "no factory", factory: false, blocked: ReasonNoPodFactory},
 		{name: "started job is never placed again", phase: v1alpha1.PodGroupRunning, factory: true, bound: 1, include: true, wantCount: 1},
-		{name: "started job whose pods are gone", phase: v1alpha1.PodGroupRunning, factory: true},
+		// Running with no pod at all: its creates failed or its leader died before making
+		// them (nevercreated_test.go); placed again rather than left Running for good.
+		{name: "Running job with no pods", phase: v1alpha1.PodGroupRunning, factory: true, include: true, wantCount: 2},
 		{name: "finished job", phase: v1alpha1.PodGroupSucceeded, factory: true},
 	}
 	for _, tt := range tests {
