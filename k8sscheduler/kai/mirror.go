@@ -1,0 +1,256 @@
+package kai
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// crdPoll is how often the mirror looks for KAI's CRDs while a cluster has none: KAI mode
+// is on by default in `sluice dev`, where they may be installed later or never.
+const crdPoll = 10 * time.Second
+
+// retryAfter is the wait before a queue resync that failed is tried again.
+const retryAfter = 2 * time.Second
+
+// Mirror translates KAI's objects into Sluice's as they change (docs/architecture.md, KAI
+// mode): every KAI Queue into the Sluice Queue of its name (PlanQueues, pruning mirrored
+// queues whose KAI Queue is gone), every KAI PodGroup into the Sluice PodGroup of its
+// namespace and name, numbered as a job. It runs on the leader.
+type Mirror struct {
+	dyn  dynamic.Interface
+	disc discovery.DiscoveryInterface
+	c    client.Client
+	ids  func(context.Context) (uint32, error)
+	log  *slog.Logger
+}
+
+// NewMirror builds a mirror; ids numbers the PodGroups it creates (nil: none).
+func NewMirror(cfg *rest.Config, ids func(context.Context) (uint32, error), log *slog.Logger) (*Mirror, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Mirror{dyn: dyn, disc: disc, c: c, ids: ids, log: log}, nil
+}
+
+// Run mirrors until ctx ends, first waiting for the cluster to serve KAI's Queue and
+// PodGroup.
+func (m *Mirror) Run(ctx context.Context) error {
+	for logged := false; !m.served(); logged = true {
+		if !logged {
+			m.log.Info("KAI mode: waiting for KAI's Queue and PodGroup CRDs (scheduling.run.ai)")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(crdPoll):
+		}
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.dyn, 0)
+	queues := factory.ForResource(QueuesGVR).Informer()
+	groups := factory.ForResource(PodGroupsGVR).Informer()
+	resync := make(chan struct{}, 1)
+	kick := func() {
+		select {
+		case resync <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := queues.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { kick() }, UpdateFunc: func(any, any) { kick() }, DeleteFunc: func(any) { kick() },
+	}); err != nil {
+		return err
+	}
+	work := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer work.ShutDown()
+	enqueue := func(obj any) {
+		if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
+			work.Add(key)
+		}
+	}
+	if _, err := groups.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !toolscache.WaitForCacheSync(ctx.Done(), queues.HasSynced, groups.HasSynced) {
+		return nil
+	}
+	m.log.Info("KAI mode: mirroring KAI Queues and PodGroups")
+	go m.podGroupWorker(ctx, work, groups.GetStore())
+	kick()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-resync:
+			if err := m.syncQueues(ctx, queues.GetStore().List()); err != nil {
+				m.log.Warn("KAI mode: mirroring KAI Queues", "err", err)
+				go func() {
+					select {
+					case <-ctx.Done():
+					case <-time.After(retryAfter):
+						kick()
+					}
+				}()
+			}
+		}
+	}
+}
+
+// served reports whether the API server serves both KAI kinds at the versions Sluice reads.
+func (m *Mirror) served() bool {
+	for _, gvr := range []struct{ gv, resource string }{
+		{QueuesGVR.GroupVersion().String(), QueuesGVR.Resource},
+		{PodGroupsGVR.GroupVersion().String(), PodGroupsGVR.Resource},
+	} {
+		list, err := m.disc.ServerResourcesForGroupVersion(gvr.gv)
+		if err != nil {
+			return false
+		}
+		found := false
+		for _, r := range list.APIResources {
+			found = found || r.Name == gvr.resource
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// syncQueues plans from every KAI Queue and every Sluice Queue and applies the plan.
+func (m *Mirror) syncQueues(ctx context.Context, objs []any) error {
+	var kai []*Queue
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		q, err := DecodeQueue(u)
+		if err != nil {
+			m.log.Warn("KAI mode: a KAI Queue Sluice cannot read", "queue", u.GetName(), "err", err)
+			continue
+		}
+		kai = append(kai, q)
+	}
+	var have v1alpha1.QueueList
+	if err := m.c.List(ctx, &have); err != nil {
+		return fmt.Errorf("listing Sluice Queues: %w", err)
+	}
+	plan := PlanQueues(kai, have.Items, true)
+	for _, ch := range plan {
+		if ch.Action == Skip {
+			m.log.Warn("KAI mode: KAI Queue not mirrored", "queue", ch.Name, "reason", ch.Reason)
+		} else if ch.Action != Unchanged {
+			m.log.Info("KAI mode: mirroring KAI Queue", "queue", ch.Name, "action", ch.Action, "warnings", ch.Reason)
+		}
+	}
+	return ApplyQueues(ctx, m.c, plan)
+}
+
+func (m *Mirror) podGroupWorker(ctx context.Context, work workqueue.TypedRateLimitingInterface[string], store toolscache.Store) {
+	for {
+		key, quit := work.Get()
+		if quit {
+			return
+		}
+		err := m.syncPodGroup(ctx, key, store)
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("KAI mode: mirroring KAI PodGroup", "podgroup", key, "err", err)
+			work.AddRateLimited(key)
+		} else {
+			work.Forget(key)
+		}
+		work.Done(key)
+	}
+}
+
+// syncPodGroup creates the Sluice PodGroup of one KAI PodGroup if it has none yet. A gang's
+// spec is set when its pods are made and is not changed afterwards, as KAI's pod grouper
+// leaves a PodGroup's spec alone once written.
+func (m *Mirror) syncPodGroup(ctx context.Context, key string, store toolscache.Store) error {
+	obj, exists, err := store.GetByKey(key)
+	if err != nil || !exists {
+		return err // gone: garbage collection deletes its Sluice PodGroup
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	kpg, err := DecodePodGroup(u)
+	if err != nil {
+		m.log.Warn("KAI mode: a KAI PodGroup Sluice cannot read", "podgroup", key, "err", err)
+		return nil
+	}
+	want, err := SluicePodGroup(kpg)
+	if err != nil {
+		m.log.Warn("KAI mode: KAI PodGroup not mirrored", "podgroup", key, "err", err)
+		return nil
+	}
+	have := &v1alpha1.PodGroup{}
+	err = m.c.Get(ctx, types.NamespacedName{Namespace: want.Namespace, Name: want.Name}, have)
+	if err == nil {
+		if !ownedBy(have, kpg.UID) {
+			m.log.Warn("KAI mode: a Sluice PodGroup of the KAI PodGroup's name exists and is not its mirror: left as it is", "podgroup", key)
+		}
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if m.ids != nil {
+		id, err := m.ids(ctx)
+		if err != nil {
+			return fmt.Errorf("a job id: %w", err)
+		}
+		want.Labels = map[string]string{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
+	}
+	if err := m.c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+func ownedBy(pg *v1alpha1.PodGroup, uid types.UID) bool {
+	for _, o := range pg.OwnerReferences {
+		if o.UID == uid {
+			return true
+		}
+	}
+	return false
+}
