@@ -24,6 +24,9 @@ const SchedulerName = "kai-scheduler"
 const (
 	// PodGroupAnnotation on a pod names its KAI PodGroup.
 	PodGroupAnnotation = "pod-group-name"
+	// FractionContainerAnnotation names the one container of a pod that gets its share of a
+	// GPU (gpu-fraction, gpu-memory).
+	FractionContainerAnnotation = "gpu-fraction-container-name"
 	// PriorityClassLabel on a workload or its pods names the PriorityClass of the workload.
 	PriorityClassLabel = "priorityClassName"
 	// PreemptibilityLabel on a workload or its pods states preemptible or non-preemptible.

@@ -52,7 +52,8 @@ func ForPod(pod *corev1.Pod, owners []*unstructured.Unstructured, namespaceLabel
 			MinMember:         key.minMember,
 			Queue:             queue,
 			Partition:         partitionOf(pod, owners),
-			PriorityClassName: pod.Spec.PriorityClassName,
+			PriorityClassName: priorityClassOf(pod, owners),
+			Preemptibility:    preemptibilityOf(pod, owners),
 		},
 	}, nil
 }

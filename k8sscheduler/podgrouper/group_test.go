@@ -166,14 +166,14 @@ func TestForPod(t *testing.T) {
 			wantName: "wf-step-123-55555555", wantOwner: "Pod/wf-step-123", wantMin: 1, wantQueue: "nlp",
 		},
 		{
-			name: "deployment: top owner, gang of one",
+			name: "deployment: each replica its own group, as KAI",
 			pod:  pod("web-abc-xyz", nil),
 			owners: []*unstructured.Unstructured{
 				obj("apps/v1", "ReplicaSet", "web-abc", "66666666", nil, map[string]any{"replicas": int64(3)}),
 				obj("apps/v1", "Deployment", "web", "77777777", nil, map[string]any{"replicas": int64(3)}),
 			},
 			nsLabels: map[string]string{v1alpha1.QueueLabel: "vision"},
-			wantName: "web-77777777", wantOwner: "Deployment/web", wantMin: 1, wantQueue: "vision",
+			wantName: "web-abc-xyz-feedface", wantOwner: "Pod/web-abc-xyz", wantMin: 1, wantQueue: "vision",
 		},
 		{
 			name:     "sluice label wins over KAI label on the same object",

@@ -38,9 +38,15 @@ func groupKey(pod *corev1.Pod, owners []*unstructured.Unstructured) (group, erro
 	case apiGroup == "batch" && kind == "Job":
 		n, err = jobPods(top.Object, "spec")
 	case apiGroup == "jobset.x-k8s.io" && kind == "JobSet":
+		if inOrder(top) {
+			return jobSetStepGroup(pod, top)
+		}
 		n, err = jobSetPods(top)
 	case apiGroup == "kubeflow.org":
-		n, err = kubeflowReplicas(top)
+		n, err = kubeflowMinMember(top)
+	case apiGroup == "apps" && kind == "Deployment":
+		// Each replica is its own job, placed and preempted on its own, as KAI groups them.
+		return podGroupOf(pod), nil
 	case apiGroup == "ray.io" && kind == "RayCluster":
 		n, err = rayPods(top.Object, "spec")
 	case apiGroup == "ray.io" && kind == "RayJob":

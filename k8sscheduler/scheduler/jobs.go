@@ -190,6 +190,12 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 	if !g.placement(pg, &j) {
 		return
 	}
+	// KAI's rule: pods whose PriorityClass is worth NonPreemptiblePriority or more (KAI's
+	// build and inference classes) make a non-preemptible group, unless the group or its
+	// QOS says otherwise. An operator's priority below does not change it.
+	if pg.Spec.Preemptibility == "" && pg.Spec.QOS == "" && j.Priority >= NonPreemptiblePriority {
+		j.Preemptible = false
+	}
 	// An operator's priority adds to what the pods' PriorityClass gives;
 	// a nice takes off. The sum saturates rather than wraps around.
 	prio := int64(j.Priority)
@@ -209,6 +215,10 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 
 // trackStale notes when a gang that once ran whole dropped below minMember, so the core
 // can evict the rest after its grace.
+// NonPreemptiblePriority is the PriorityClass value from which a group that states no
+// preemptibility is non-preemptible, as KAI Scheduler documents it.
+const NonPreemptiblePriority = 100
+
 func (g *groupEntry) trackStale(j *bridge.Job) {
 	running := int32(len(j.Running))
 	switch {

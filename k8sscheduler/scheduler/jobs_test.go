@@ -220,3 +220,37 @@ func setTestNode(c *cache, n *corev1.Node) {
 	bn, _ := convertNode(n)
 	c.setNode(bn, n)
 }
+
+// KAI's rule: a PriorityClass worth 100 or more (build 100, inference 125) makes a group
+// non-preemptible; below (train 50, build-preemptible 75) it stays preemptible; a stated
+// preemptibility or a QOS decides for itself.
+func TestPriorityClassValueDecidesPreemptibility(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		priority int32
+		stated   v1alpha1.Preemptibility
+		qos      string
+		want     bool
+	}{
+		{"train", 50, "", "", true},
+		{"build-preemptible", 75, "", "", true},
+		{"build", 100, "", "", false},
+		{"inference", 125, "", "", false},
+		{"inference, stated preemptible", 125, v1alpha1.Preemptible, "", true},
+		{"train, stated non-preemptible", 50, v1alpha1.NonPreemptible, "", false},
+		{"inference with a QOS: the QOS decides", 125, "", "normal", false},
+	} {
+		pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"},
+			Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q", Preemptibility: tt.stated, QOS: tt.qos}}
+		c := newCache()
+		c.setPodGroup(pg)
+		p := testPod("a", "1", nil, "")
+		p.Spec.Priority = &tt.priority
+		c.setPod(podKey(p.Namespace, p.Name), convertPod(p, "sluice"))
+		g := c.groups["ns/pg"]
+		g.build("def", true, nil)
+		if !g.include || g.job.Preemptible != tt.want {
+			t.Errorf("%s (priority %d): preemptible %v (included %v), want %v", tt.name, tt.priority, g.job.Preemptible, g.include, tt.want)
+		}
+	}
+}

@@ -31,9 +31,10 @@ type admitter struct {
 	schedulerNames []string
 	defaultQueue   string
 	namespace      namespaceGetter
-	owners         *ownerMemo  // nil: only bare pods get their group at admission
-	queues         *queueIndex // nil: queue access is not checked
-	given          givenIDs    // job ids given to bare pods lately, so a reinvocation keeps its own
+	priorityClass  priorityClassGetter // resolves KAI's priorityClassName label; nil ignores it
+	owners         *ownerMemo          // nil: only bare pods get their group at admission
+	queues         *queueIndex         // nil: queue access is not checked
+	given          givenIDs            // job ids given to bare pods lately, so a reinvocation keeps its own
 	// self are Sluice's own usernames (the server's, asked of the API server when the
 	// webhook starts): pods Sluice creates (a Slurm job's, already bound, with their job
 	// id and GPU assignment) keep what Sluice wrote on them.
@@ -100,6 +101,8 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if !slices.Contains(a.schedulerNames, pod.Spec.SchedulerName) {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
+	// The first name is Sluice's own; the others (kai-scheduler) become it.
+	nameOps := schedulerNamePatch(&pod, a.schedulerNames[0])
 	if why := refuseResourceClaims(&pod); why != "" {
 		return deny(http.StatusUnprocessableEntity, why)
 	}
@@ -107,6 +110,11 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if problem != "" {
 		return deny(http.StatusUnprocessableEntity, problem)
 	}
+	shareTo, problem := fractionContainer(&pod, shared)
+	if problem != "" {
+		return deny(http.StatusUnprocessableEntity, problem)
+	}
+	kaiOps := kaiGroupPatch(&pod) // before the group is derived: a KAI group is named explicitly
 	namespace := req.Namespace
 	if namespace == "" {
 		namespace = pod.Namespace
@@ -131,13 +139,15 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 			return deny(http.StatusForbidden, why)
 		}
 	}
-	ops := queuePatch(&pod, queue)
+	ops := append(nameOps, queuePatch(&pod, queue)...)
 	if !slices.Contains(a.self, req.UserInfo.Username) {
 		ops = append(ops, ownedPatch(&pod, keepJobID)...)
 	}
+	ops = append(ops, kaiOps...)
+	ops = append(ops, a.priorityPatch(ctx, &pod, pg)...)
 	ops = append(ops, a.groupPatch(ctx, &named, pg, keepJobID, req.DryRun != nil && *req.DryRun)...)
 	if shared {
-		ops = append(ops, envPatch(&pod)...)
+		ops = append(ops, envPatch(&pod, shareTo)...)
 	}
 	if len(ops) == 0 {
 		return &admissionv1.AdmissionResponse{Allowed: true}

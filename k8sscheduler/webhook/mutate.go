@@ -193,9 +193,10 @@ func annotationEnv(name, annotation string) corev1.EnvVar {
 	}}}
 }
 
-// envPatch adds gpuEnv to every init and regular container, leaving alone a
-// variable the container already sets itself.
-func envPatch(pod *corev1.Pod) []patchOp {
+// envPatch adds gpuEnv to every init and regular container, or only to the one named
+// only (KAI's gpu-fraction-container-name), leaving alone a variable the container
+// already sets itself.
+func envPatch(pod *corev1.Pod, only string) []patchOp {
 	var ops []patchOp
 	for _, group := range []struct {
 		path       string
@@ -205,6 +206,9 @@ func envPatch(pod *corev1.Pod) []patchOp {
 		{"/spec/containers", pod.Spec.Containers},
 	} {
 		for i, c := range group.containers {
+			if only != "" && c.Name != only {
+				continue
+			}
 			var missing []corev1.EnvVar
 			for _, v := range gpuEnv {
 				if !setsEnv(c, v.Name) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -68,8 +69,11 @@ func New(cfg Config) (*Server, error) {
 		schedulerNames: cfg.SchedulerNames,
 		defaultQueue:   cfg.DefaultQueue,
 		namespace:      s.namespaceFrom(namespaces),
-		log:            cfg.Log,
-		jobIDs:         cfg.JobIDs,
+		priorityClass: func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
+			return cfg.Client.SchedulingV1().PriorityClasses().Get(ctx, name, metav1.GetOptions{})
+		},
+		log:    cfg.Log,
+		jobIDs: cfg.JobIDs,
 	}
 	if cfg.Owners != nil {
 		adm.owners = newOwnerMemo(cfg.Owners)
