@@ -44,12 +44,16 @@ func (s *Server) addComponents() error {
 	if s.cfg.Remediation.Enabled {
 		s.addRemediation()
 	}
+	if s.cfg.KAI.Enabled {
+		return s.addKAI()
+	}
 	return nil
 }
 
 // schedulerNames are every spec.schedulerName whose pods Sluice takes.
 func (s *Server) schedulerNames() []string {
-	return append([]string{s.cfg.SchedulerName}, s.cfg.Webhook.ExtraSchedulerNames...)
+	names := append([]string{s.cfg.SchedulerName}, s.cfg.Webhook.ExtraSchedulerNames...)
+	return append(names, s.cfg.KAI.schedulerNames(names)...)
 }
 
 // addWebhook serves the admission webhook on every replica and registers

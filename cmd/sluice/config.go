@@ -41,6 +41,7 @@ type Config struct {
 	Scheduler      SchedulerConfig      `yaml:"scheduler"`
 	Accounting     AccountingConfig     `yaml:"accounting"`
 	Slurm          SlurmConfig          `yaml:"slurm"`
+	KAI            KAIConfig            `yaml:"kai"`
 }
 
 // SchedulerConfig tunes the cycle loop; zero values take its defaults.
@@ -367,6 +368,9 @@ func (c Config) Validate() error {
 	}
 	if n := c.REST.MaxArraySize; n < 0 || n > sbatch.MaxArraySizeLimit {
 		return fmt.Errorf("rest.maxArraySize %d: want 0 (Slurm's default, %d) to %d", n, sbatch.DefaultMaxArraySize, sbatch.MaxArraySizeLimit)
+	}
+	if c.KAI.Enabled && !c.Webhook.Enabled {
+		return errors.New("kai.enabled needs webhook.enabled: the webhook gives kai-scheduler pods Sluice's schedulerName")
 	}
 	if err := c.Slurm.UserMap().Validate(); err != nil {
 		return fmt.Errorf("slurm: %w", err)

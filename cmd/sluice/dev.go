@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
+	"github.com/sluicehq/sluice/k8sscheduler/kai"
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
@@ -25,6 +26,7 @@ func runDev(args []string) error {
 	state := fs.String("state", ".sluice", "state directory: the rig's files and the server's")
 	listen := fs.String("listen", "127.0.0.1:6820", "REST API address")
 	seed := fs.String("seed", "examples/site.yaml", "objects applied once the rig is up (partitions, queues, QOS); empty to skip")
+	kaiMode := fs.Bool("kai", true, "KAI mode: take pods with schedulerName kai-scheduler and KAI's Queues and PodGroups (installs minimal KAI CRDs)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice dev [flags]\n\nStarts a local control plane (etcd, kube-apiserver, kube-controller-manager,\nkube-scheduler, kwok) with simulated GPU nodes, then the Sluice server against it.\nCtrl-C stops everything.\n\nFlags:")
 		fs.PrintDefaults()
@@ -57,6 +59,11 @@ func runDev(args []string) error {
 	if err := crds.Install(ctx, rig.RESTConfig()); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
+	if *kaiMode {
+		if err := kai.InstallCRDs(ctx, rig.RESTConfig()); err != nil {
+			return fmt.Errorf("KAI mode: %w", err)
+		}
+	}
 	if *seed != "" {
 		n, err := applyFile(ctx, rig.RESTConfig(), *seed)
 		if err != nil {
@@ -73,6 +80,7 @@ func runDev(args []string) error {
 	cfg.Webhook.ClientCAFile = rig.WebhookClientCA
 	cfg.StateDir = filepath.Join(stateDir, "server")
 	cfg.Listen = *listen
+	cfg.KAI.Enabled = *kaiMode
 	cfg.LeaderElection.Enabled = false // one replica on the rig
 	cfg.Webhook.Addr = "127.0.0.1:0"   // any free port; registered by URL
 	logFile, err := os.OpenFile(filepath.Join(stateDir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
