@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,11 +89,32 @@ func (m *Mirror) Run(ctx context.Context) error {
 		default:
 		}
 	}
+	// Only a spec change (a new generation) is replanned: the status this mirror writes
+	// onto KAI Queues must not make it list Sluice's Queues again.
 	if _, err := queues.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { kick() }, UpdateFunc: func(any, any) { kick() }, DeleteFunc: func(any) { kick() },
+		AddFunc: func(any) { kick() }, DeleteFunc: func(any) { kick() },
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(*unstructured.Unstructured); !ok || o.GetGeneration() != obj.(*unstructured.Unstructured).GetGeneration() {
+				kick()
+			}
+		},
 	}); err != nil {
 		return err
 	}
+	// The mirrored Sluice Queues' status goes back onto their KAI Queues: what KAI's tools
+	// and dashboards read.
+	mirrored := dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.dyn, 0, "", func(o *metav1.ListOptions) {
+		o.LabelSelector = MirrorLabel + "=true"
+	}).ForResource(SluiceQueuesGVR).Informer()
+	statusWork := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer statusWork.ShutDown()
+	if _, err := mirrored.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { statusWork.Add(obj.(*unstructured.Unstructured).GetName()) },
+		UpdateFunc: func(_, obj any) { statusWork.Add(obj.(*unstructured.Unstructured).GetName()) },
+	}); err != nil {
+		return err
+	}
+	go mirrored.Run(ctx.Done())
 	work := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	defer work.ShutDown()
 	enqueue := func(obj any) {
@@ -107,11 +129,12 @@ func (m *Mirror) Run(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !toolscache.WaitForCacheSync(ctx.Done(), queues.HasSynced, groups.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), queues.HasSynced, groups.HasSynced, mirrored.HasSynced) {
 		return nil
 	}
 	m.log.Info("KAI mode: mirroring KAI Queues and PodGroups")
 	go m.podGroupWorker(ctx, work, groups.GetStore())
+	go m.statusWorker(ctx, statusWork, mirrored.GetStore())
 	kick()
 	for {
 		select {
@@ -181,6 +204,28 @@ func (m *Mirror) syncQueues(ctx context.Context, objs []any) error {
 		}
 	}
 	return ApplyQueues(ctx, m.c, plan)
+}
+
+func (m *Mirror) statusWorker(ctx context.Context, work workqueue.TypedRateLimitingInterface[string], store toolscache.Store) {
+	for {
+		name, quit := work.Get()
+		if quit {
+			return
+		}
+		var err error
+		if obj, exists, _ := store.GetByKey(name); exists {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				err = m.syncQueueStatus(ctx, u)
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			m.log.Info("KAI mode: writing a KAI Queue's status (retried)", "queue", name, "err", err)
+			work.AddRateLimited(name)
+		} else {
+			work.Forget(name)
+		}
+		work.Done(name)
+	}
 }
 
 func (m *Mirror) podGroupWorker(ctx context.Context, work workqueue.TypedRateLimitingInterface[string], store toolscache.Store) {
