@@ -50,6 +50,9 @@ func SluiceQueue(q *Queue) (out *v1alpha1.Queue, warnings []string, err error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("KAI Queue %q: resources.%s: %w", q.Name, res.name, err)
 			}
+			if warn != "" && res.name == "gpu" {
+				warn += "; its non-preemptible GPU work needs a stated GPU quota"
+			}
 			if warn != "" {
 				warnings = append(warnings, fmt.Sprintf("KAI Queue %q: resources.%s: %s", q.Name, res.name, warn))
 			}
@@ -92,7 +95,7 @@ func resourceQuota(r *QueueResource, unit func(float64) resource.Quantity) (*v1a
 		if quota > 0 {
 			out.Quota = new(unit(quota))
 		} else if quota == Unlimited {
-			warn = "quota -1 (unlimited) has no Sluice equivalent: the queue deserves nothing and shares idle capacity by its weight; non-preemptible GPU work needs a stated quota"
+			warn = "quota -1 (unlimited) has no Sluice equivalent: the queue deserves none of it and shares what is idle by its weight"
 		}
 	}
 	switch {
@@ -109,14 +112,17 @@ func resourceQuota(r *QueueResource, unit func(float64) resource.Quantity) (*v1a
 	default:
 		warn = "no limit and no quota forbid the resource in KAI; Sluice cannot forbid it and leaves it unbounded"
 	}
+	if out.Quota == nil && out.Limit == nil && r.OverQuotaWeight == nil {
+		return nil, warn, nil
+	}
+	// Written out even when KAI leaves it unset (Sluice's default, 1, which the API server
+	// would fill in): what is written then reads back the same.
+	out.OverQuotaWeight = new(int32(1))
 	if w := r.OverQuotaWeight; w != nil {
 		if *w < 0 || *w > math.MaxInt32 || math.IsNaN(*w) {
 			return nil, "", fmt.Errorf("overQuotaWeight %v is outside 0..%d", *w, math.MaxInt32)
 		}
 		out.OverQuotaWeight = new(int32(math.Round(*w)))
-	}
-	if out.Quota == nil && out.Limit == nil && out.OverQuotaWeight == nil {
-		return nil, warn, nil
 	}
 	return &out, warn, nil
 }

@@ -71,7 +71,7 @@ spec:
 	if p.CPU.Limit != nil {
 		t.Errorf("cpu limit -1 became %v, want none", p.CPU.Limit)
 	}
-	if *p.GPU.OverQuotaWeight != 3 || *p.CPU.OverQuotaWeight != 1 || p.Memory.OverQuotaWeight != nil {
+	if *p.GPU.OverQuotaWeight != 3 || *p.CPU.OverQuotaWeight != 1 || *p.Memory.OverQuotaWeight != 1 {
 		t.Errorf("weights gpu %v cpu %v memory %v", *p.GPU.OverQuotaWeight, *p.CPU.OverQuotaWeight, p.Memory.OverQuotaWeight)
 	}
 }

@@ -12,6 +12,12 @@ import (
 
 // Grouping rules that follow KAI Scheduler's documented behaviour (docs/kai-compatibility.md).
 
+// skippedTopOwner reports whether a top owner only makes workloads (an Argo Workflow,
+// a CronJob): the group forms around the workload below it.
+func skippedTopOwner(apiGroup, kind string) bool {
+	return (apiGroup == "argoproj.io" && kind == "Workflow") || (apiGroup == "batch" && kind == "CronJob")
+}
+
 // jobSetReplicatedJobLabel names the replicated job of a JobSet's pod.
 const jobSetReplicatedJobLabel = "jobset.sigs.k8s.io/replicatedjob-name"
 

@@ -36,6 +36,11 @@ func TestForPodGroupsAsKAIDocuments(t *testing.T) {
 		{"InOrder JobSet: the first job alone", pod("js-driver-0-0", map[string]string{jobSetReplicatedJobLabel: "driver"}),
 			[]*unstructured.Unstructured{inOrder}, "js-cccccccc-driver", "JobSet/js", 1},
 		{"MPIJob: minAvailable, not every replica", pod("mpi-worker-0", nil), []*unstructured.Unstructured{mpi}, "mpi-dddddddd", "MPIJob/mpi", 3},
+		{"MPIJob in an Argo workflow: the MPIJob's gang", pod("mpi-worker-0", nil),
+			[]*unstructured.Unstructured{mpi, obj("argoproj.io/v1alpha1", "Workflow", "wf", "eeeeeeee", nil, map[string]any{})}, "mpi-dddddddd", "MPIJob/mpi", 3},
+		{"CronJob: each run's Job its own gang", pod("nightly-123-x", nil),
+			[]*unstructured.Unstructured{job(t, "nightly-123", nil, nil, nil), obj("batch/v1", "CronJob", "nightly", "ffffffff", nil, map[string]any{})},
+			"nightly-123-01234567", "Job/nightly-123", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pg, err := ForPod(c.pod, c.owners, nil)

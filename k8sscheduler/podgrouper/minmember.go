@@ -53,6 +53,10 @@ func groupKey(pod *corev1.Pod, owners []*unstructured.Unstructured) (group, erro
 		n, err = rayPods(top.Object, "spec", "rayClusterSpec")
 	case apiGroup == "leaderworkerset.x-k8s.io" && kind == "LeaderWorkerSet":
 		return lwsGroup(pod, top)
+	case skippedTopOwner(apiGroup, kind) && len(owners) > 1:
+		// A workload a workflow or a schedule made (a PyTorchJob in an Argo step, a
+		// CronJob's Job) is grouped as if it stood alone, as KAI groups it.
+		return groupKey(pod, owners[:len(owners)-1])
 	case apiGroup == "argoproj.io" && kind == "Workflow":
 		// Each step of a workflow is its own pod, scheduled on its own; the workflow's
 		// UID keeps its steps' names apart from a recreated workflow's.

@@ -151,6 +151,7 @@ func serverNeeds(ns string) []access {
 		{verb: "update", group: sched, resource: "qoses", name: "normal"},
 		{verb: "delete", group: sched, resource: "qoses", name: "normal"},
 		{verb: "get", group: sched, resource: "partitions", name: "h100"},
+		{verb: "get", group: "scheduling.k8s.io", resource: "priorityclasses", name: "inference"}, // KAI's priorityClassName label
 		{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
 		{verb: "update", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "sluice"},
 		{verb: "create", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicies"},

@@ -35,6 +35,8 @@ slurm:
   launcherImage: {{ include "sluice.image" . | quote }}
   {{- end }}
   {{- toYaml $c.slurm | nindent 2 }}
+kai:
+  enabled: {{ .Values.kai.enabled }}
 webhook:
   enabled: {{ .Values.webhook.enabled }}
   {{- if .Values.webhook.enabled }}
