@@ -100,9 +100,23 @@ spec:
         resources: {limits: {nvidia.com/gpu: 1}}
 `
 
-// Training: half a GPU by fraction, half by memory (A100-40GB), and a gang of two pods
-// bound by a KAI PodGroup they name with pod-group-name.
+// Training: half a GPU by fraction and half by memory (H100-80GB) on the H100 nodes; on
+// the A100 nodes a gang of two pods bound by a KAI PodGroup they name with pod-group-name,
+// and one more GPU.
 const trainingWorkloads = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train-solo
+  labels: {kai.scheduler/queue: kai-train, priorityClassName: train}
+spec:
+  schedulerName: kai-scheduler
+  nodeSelector: {sluice.dev/partition: a100}
+  containers:
+  - name: worker
+    image: nvcr.io/nvidia/pytorch:25.01-py3
+    resources: {limits: {nvidia.com/gpu: 1}}
+---
 apiVersion: v1
 kind: Pod
 metadata:
@@ -111,7 +125,7 @@ metadata:
   annotations: {gpu-fraction: "0.5"}
 spec:
   schedulerName: kai-scheduler
-  nodeSelector: {sluice.dev/partition: a100}
+  nodeSelector: {sluice.dev/partition: h100}
   containers:
   - {name: main, image: nvcr.io/nvidia/pytorch:25.01-py3}
 ---
@@ -120,10 +134,10 @@ kind: Pod
 metadata:
   name: notebook-memory
   labels: {kai.scheduler/queue: kai-train}
-  annotations: {gpu-memory: "20480"}
+  annotations: {gpu-memory: "40960"}
 spec:
   schedulerName: kai-scheduler
-  nodeSelector: {sluice.dev/partition: a100}
+  nodeSelector: {sluice.dev/partition: h100}
   containers:
   - {name: main, image: nvcr.io/nvidia/pytorch:25.01-py3}
 ---
