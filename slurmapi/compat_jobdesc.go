@@ -168,7 +168,7 @@ var JobDescFields = []FieldRule{
 	honour("standard_error", "sbatch's filename patterns expanded"),
 	honour("standard_input", "the script's standard input, patterns expanded"),
 	honour("standard_output", "sbatch's filename patterns expanded; default slurm-%j.out"),
-	warn("wait_for_switch", placement),
+	honour("wait_for_switch", "seconds the job waits for required_switches; then it runs wherever it fits (sbatch --switches=N@MAX_TIME)"),
 	warn("wckey", "ignored: no workload characterization keys"),
 	refuseField("x11", ErrX11NotAvailable, "X11 forwarding is not available"),
 	warn("x11_magic_cookie", "ignored: X11 forwarding is not available"),

@@ -64,6 +64,8 @@ type JobDesc struct {
 	Exclude    []string `json:"excluded_nodes,omitempty"`
 	Exclusive  bool     `json:"exclusive,omitempty"`
 	Switches   int      `json:"required_switches,omitempty"`
+	// SwitchWait is how long the job waits for Switches before it runs anywhere (0: no end).
+	SwitchWait time.Duration `json:"-"`
 	// NodesGiven says the node count was asked for (-N, nodes): a --gpus count may
 	// otherwise spread the job over more nodes.
 	NodesGiven bool `json:"-"`

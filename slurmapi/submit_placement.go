@@ -3,6 +3,7 @@ package slurmapi
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -62,8 +63,18 @@ func setPlacement(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 		}
 		d.Switches = int(n)
 	}
+	d.SwitchWait = opts.SwitchesWait
+	if s, ok := in.WaitForSwitch.Value(); ok {
+		if s < 0 || s > maxWaitForSwitch {
+			return BadRequest(ErrRestInvalidJobs, "job.wait_for_switch", "wait_for_switch must be between 0 and %d seconds, got %d", maxWaitForSwitch, s)
+		}
+		d.SwitchWait = time.Duration(s) * time.Second
+	}
 	return nil
 }
+
+// maxWaitForSwitch bounds wait_for_switch: a year, in seconds.
+const maxWaitForSwitch = 366 * 24 * 3600
 
 // nodeList expands the REST list when given, else the directive's.
 func nodeList(rest csvString, directive, source string) ([]string, *Error) {

@@ -63,6 +63,7 @@ type jobDescIn struct {
 	RequiredNodes    csvString `json:"required_nodes"`
 	ExcludedNodes    csvString `json:"excluded_nodes"`
 	RequiredSwitches NoVal     `json:"required_switches"`
+	WaitForSwitch    NoVal     `json:"wait_for_switch"` // seconds
 	Shared           []string  `json:"shared"`
 }
 

@@ -107,8 +107,9 @@ func TestDecodeSubmissionAccepts(t *testing.T) {
 				d.Exclusive && d.Switches == 1 && d.Nodes == 2
 		}},
 		{"placement fields win", body(map[string]any{"constraints": "a100", "required_nodes": []string{"m1"}, "excluded_nodes": "m2,m3",
-			"shared": []string{"none"}, "required_switches": 2}, "#!/bin/sh\n#SBATCH -C ib -w n1\n"), "alice", func(d *JobDesc) bool {
-			return d.Constraint == "a100" && strings.Join(d.NodeList, ",") == "m1" && strings.Join(d.Exclude, ",") == "m2,m3" && d.Exclusive && d.Switches == 2
+			"shared": []string{"none"}, "required_switches": 2, "wait_for_switch": 600}, "#!/bin/sh\n#SBATCH -C ib -w n1 --switches=1@1:00\n"), "alice", func(d *JobDesc) bool {
+			return d.Constraint == "a100" && strings.Join(d.NodeList, ",") == "m1" && strings.Join(d.Exclude, ",") == "m2,m3" && d.Exclusive && d.Switches == 2 &&
+				d.SwitchWait == 10*time.Minute
 		}},
 	}
 	for _, tc := range cases {

@@ -49,7 +49,7 @@ func (c *cache) addPlacement(s *bridge.Snapshot) {
 				}
 			}
 		}
-		if g.switches > 0 {
+		if g.switches > 0 && (g.switchWait <= 0 || s.Now.Sub(j.SubmitTime) < g.switchWait) {
 			c.resolveSwitches(j, g.switches)
 		}
 		if len(g.rules) > 0 {

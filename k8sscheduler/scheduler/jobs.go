@@ -38,8 +38,9 @@ type groupEntry struct {
 
 	// classes are the node constraints of each of job's groups, in order; switches is a
 	// Slurm job's --switches (0: none), resolved against its partition's topology.
-	classes  []*nodeConstraints
-	switches int
+	classes    []*nodeConstraints
+	switches   int
+	switchWait time.Duration // --switches=N@MAX_TIME: how long the count holds; 0: always
 	// rules are the required pod affinity and anti-affinity terms of its pods, each once;
 	// resolved against namespace labels for each snapshot (addPlacement).
 	rules []podRule
@@ -134,7 +135,7 @@ func (g *groupEntry) notStarted(pg *v1alpha1.PodGroup) bool {
 func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(*v1alpha1.PodGroup) string) {
 	g.dirty = false
 	g.include, g.blocked, g.job = false, nil, bridge.Job{}
-	g.classes, g.switches, g.rules, g.claims = g.classes[:0], 0, nil, nil
+	g.classes, g.switches, g.switchWait, g.rules, g.claims = g.classes[:0], 0, 0, nil, nil
 	g.bound = 0
 	for _, p := range g.pods {
 		if p.node != "" && !p.terminating {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -213,6 +214,9 @@ func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
 	}
 	j.Placement.OnePerNode = true
 	g.switches, _ = strconv.Atoi(pg.Annotations[v1alpha1.SwitchesAnnotation])
+	if s, err := strconv.ParseInt(pg.Annotations[v1alpha1.SwitchesWaitAnnotation], 10, 64); err == nil && s > 0 {
+		g.switchWait = time.Duration(s) * time.Second
+	}
 	cons := plainConstraints
 	if raw := pg.Annotations[v1alpha1.NodeAffinityAnnotation]; raw != "" {
 		var ns corev1.NodeSelector

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -320,5 +321,34 @@ func TestHostPortsCountedOncePerPod(t *testing.T) {
 	}
 	if got[hostPortResource("", 8080)] != 1 || got[hostPortResource("", 9090)] != 0 {
 		t.Errorf("extended %v, want host port 8080 once and 9090 not at all", got)
+	}
+}
+
+// --switches=1@MAX_TIME holds a Slurm job to one rack only until it has waited MAX_TIME
+// since submission; then it may span racks, as Slurm drops the switch count.
+func TestSwitchesWaitEnds(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		wait, waited string
+		want         string
+	}{{"3600", "10m", "rack"}, {"60", "10m", ""}, {"", "10h", "rack"}} {
+		c := newCache()
+		c.slurmPods = true
+		for _, n := range placementNodes() {
+			setTestNode(c, n)
+		}
+		c.setPartition("p", &partitionEntry{p: bridge.Partition{Name: "p", Topology: []string{"rack"}}})
+		waited, _ := time.ParseDuration(tc.waited)
+		ann := map[string]string{v1alpha1.SwitchesAnnotation: "1", v1alpha1.SubmitTimeAnnotation: now.Add(-waited).Format(time.RFC3339Nano)}
+		if tc.wait != "" {
+			ann[v1alpha1.SwitchesWaitAnnotation] = tc.wait
+		}
+		c.setPodGroup(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-1", Namespace: "ns", Annotations: ann},
+			Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "q", Partition: "p", Slurm: &v1alpha1.SlurmJob{User: "alice"},
+				Members: []v1alpha1.MemberSet{{Name: "nodes", Count: 2}}}})
+		snap, _ := c.snapshot(now)
+		if len(snap.Jobs) != 1 || snap.Jobs[0].Placement.RequiredLevel != tc.want {
+			t.Errorf("wait %s, waited %s: jobs %+v, want required level %q", tc.wait, tc.waited, snap.Jobs, tc.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -27,6 +28,9 @@ func placementAnnotations(d *slurmapi.JobDesc, ann map[string]string) {
 	}
 	if d.Switches > 0 {
 		ann[v1alpha1.SwitchesAnnotation] = strconv.Itoa(d.Switches)
+		if d.SwitchWait > 0 {
+			ann[v1alpha1.SwitchesWaitAnnotation] = strconv.FormatInt(int64(d.SwitchWait/time.Second), 10)
+		}
 	}
 }
 
@@ -111,6 +115,9 @@ func nodeFeatures(labels map[string]string) []string {
 func readPlacement(ann map[string]string, d *slurmapi.JobDesc) {
 	d.Exclusive = ann[v1alpha1.ExclusiveAnnotation] == "true"
 	d.Switches, _ = strconv.Atoi(ann[v1alpha1.SwitchesAnnotation])
+	if s, err := strconv.ParseInt(ann[v1alpha1.SwitchesWaitAnnotation], 10, 64); err == nil {
+		d.SwitchWait = time.Duration(s) * time.Second
+	}
 	for _, opt := range strings.Fields(ann[v1alpha1.NodeConstraintAnnotation]) {
 		name, v, _ := strings.Cut(opt, "=")
 		switch name {

@@ -3,6 +3,7 @@ package kube
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,9 +65,15 @@ func TestNodeAffinityOfSlurmOptions(t *testing.T) {
 		})
 	}
 	ann := map[string]string{}
-	placementAnnotations(&slurmapi.JobDesc{Exclusive: true, Switches: 1}, ann)
-	if ann[v1alpha1.ExclusiveAnnotation] != "true" || ann[v1alpha1.SwitchesAnnotation] != "1" || ann[v1alpha1.NodeAffinityAnnotation] != "" {
+	placementAnnotations(&slurmapi.JobDesc{Exclusive: true, Switches: 1, SwitchWait: 10 * time.Minute}, ann)
+	if ann[v1alpha1.ExclusiveAnnotation] != "true" || ann[v1alpha1.SwitchesAnnotation] != "1" || ann[v1alpha1.NodeAffinityAnnotation] != "" ||
+		ann[v1alpha1.SwitchesWaitAnnotation] != "600" {
 		t.Errorf("annotations %v", ann)
+	}
+	var back slurmapi.JobDesc
+	readPlacement(ann, &back)
+	if back.Switches != 1 || back.SwitchWait != 10*time.Minute || !back.Exclusive {
+		t.Errorf("read back %+v", back)
 	}
 }
 

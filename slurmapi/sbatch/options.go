@@ -31,6 +31,7 @@ type Options struct {
 	Constraint, NodeList, Exclude string
 	Exclusive                     bool
 	Switches                      int
+	SwitchesWait                  time.Duration // --switches=N@MAX_TIME; 0: none
 	Set                           map[string]bool
 }
 
@@ -194,8 +195,8 @@ func checked[T any](parse func(string) (T, error), field func(*Options) *string)
 }
 
 func setSwitches(o *Options, v string) error {
-	n, err := ParseSwitches(v)
-	o.Switches = n
+	n, wait, err := ParseSwitches(v)
+	o.Switches, o.SwitchesWait = n, wait
 	return err
 }
 

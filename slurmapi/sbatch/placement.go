@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ParseConstraint reads --constraint: features joined by & (and) and | (or), & binding
@@ -132,13 +133,21 @@ func expandHost(item string) ([]string, error) {
 }
 
 // ParseSwitches reads --switches=COUNT[@MAX_TIME]: the most leaf switches (domains of the
-// partition's innermost topology level) the job may span. The wait limit is accepted and
-// not applied: the job waits until it fits.
-func ParseSwitches(s string) (int, error) {
-	count, _, _ := strings.Cut(s, "@")
+// partition's innermost topology level) the job may span, and how long it waits for them
+// (a Slurm time, as --time; 0: without end). After that it runs wherever it fits, as
+// Slurm drops the switch count once the job has waited MAX_TIME.
+func ParseSwitches(s string) (int, time.Duration, error) {
+	count, wait, timed := strings.Cut(s, "@")
 	n, err := strconv.Atoi(strings.TrimSpace(count))
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%q: want COUNT[@MAX_TIME] with COUNT >= 1", s)
+		return 0, 0, fmt.Errorf("%q: want COUNT[@MAX_TIME] with COUNT >= 1", s)
 	}
-	return n, nil
+	if !timed {
+		return n, 0, nil
+	}
+	d, err := ParseTimeLimit(strings.TrimSpace(wait))
+	if err != nil || d <= 0 {
+		return 0, 0, fmt.Errorf("%q: MAX_TIME %q is not a time such as 10:00 or 1-0", s, wait)
+	}
+	return n, d, nil
 }

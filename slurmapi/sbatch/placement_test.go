@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseConstraint(t *testing.T) {
@@ -61,10 +62,12 @@ func TestPlacementOptions(t *testing.T) {
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("err %v warnings %v", err, warnings)
 	}
-	if opts.Constraint != "ib" || opts.NodeList != "n[1-2]" || opts.Exclude != "n3" || !opts.Exclusive || opts.Switches != 1 {
+	if opts.Constraint != "ib" || opts.NodeList != "n[1-2]" || opts.Exclude != "n3" || !opts.Exclusive || opts.Switches != 1 || opts.SwitchesWait != 10*time.Minute {
 		t.Errorf("options %+v", opts)
 	}
-	if _, _, _, err := Parse([]string{"--switches=0"}); err == nil {
-		t.Errorf("--switches=0 accepted")
+	for _, bad := range []string{"--switches=0", "--switches=1@soon", "--switches=2@0"} {
+		if _, _, _, err := Parse([]string{bad}); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

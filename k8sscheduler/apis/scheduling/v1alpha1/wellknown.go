@@ -92,6 +92,9 @@ const (
 	// job inside one domain of its partition's innermost topology level (one leaf
 	// switch); a larger N prefers that. Written by the Slurm API only.
 	SwitchesAnnotation = "sluice.dev/switches"
+	// SwitchesWaitAnnotation is --switches=N@MAX_TIME's wait, in seconds: once the job
+	// has waited that long since submission, its switch count no longer applies.
+	SwitchesWaitAnnotation = "sluice.dev/switches-wait"
 	// TaskGroupAnnotation names the PodGroup member set a pod created for a
 	// Slurm job belongs to, so its running task is matched back to it.
 	TaskGroupAnnotation = "sluice.dev/task-group"
