@@ -69,6 +69,9 @@ type JobDesc struct {
 	// NodesGiven says the node count was asked for (-N, nodes): a --gpus count may
 	// otherwise spread the job over more nodes.
 	NodesGiven bool `json:"-"`
+	// SpreadJob (--spread-job) puts a job with no node count on as many nodes as its GPUs
+	// or tasks divide evenly over, rather than on as few as hold them.
+	SpreadJob bool `json:"-"`
 }
 
 // GPURequest is the job's GPU demand in the core's terms. Whole GPUs are

@@ -64,6 +64,7 @@ func setPlacement(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 		d.Switches = int(n)
 	}
 	d.SwitchWait = opts.SwitchesWait
+	d.SpreadJob = opts.SpreadJob
 	if s, ok := in.WaitForSwitch.Value(); ok {
 		if s < 0 || s > maxWaitForSwitch {
 			return BadRequest(ErrRestInvalidJobs, "job.wait_for_switch", "wait_for_switch must be between 0 and %d seconds, got %d", maxWaitForSwitch, s)
@@ -98,6 +99,10 @@ func nodeList(rest csvString, directive, source string) ([]string, *Error) {
 // Slurm spreads such a job. Every node gets the same share, so the count grows until the
 // GPUs divide evenly. Without knowledge of the partition's nodes nothing changes.
 func (p *Partition) spreadJobGPUs(d *JobDesc) {
+	if d.SpreadJob && !d.NodesGiven && len(d.NodeList) == 0 && p.NodesKnown {
+		p.spreadWide(d)
+		return
+	}
 	if d.GPUs.PerJob == 0 || d.NodesGiven || len(d.NodeList) > 0 || !p.NodesKnown {
 		return
 	}
@@ -114,6 +119,28 @@ func (p *Partition) spreadJobGPUs(d *JobDesc) {
 		n++
 	}
 	d.Nodes = int(n)
+	if d.Tasks < d.Nodes {
+		d.Tasks = d.Nodes
+	}
+}
+
+// spreadWide is --spread-job: the job's GPUs (--gpus), else its tasks, go on as many nodes
+// of the partition as they divide evenly over, one node each at most, as Slurm spreads
+// such a job over as many nodes as possible.
+func (p *Partition) spreadWide(d *JobDesc) {
+	total := int(d.GPUs.PerJob)
+	if total == 0 {
+		total = d.Tasks
+	}
+	most := p.NodeCount
+	if p.MaxNodesPerJob > 0 {
+		most = min(most, p.MaxNodesPerJob)
+	}
+	n := min(total, most)
+	for n > 1 && total%n != 0 {
+		n--
+	}
+	d.Nodes = max(n, 1)
 	if d.Tasks < d.Nodes {
 		d.Tasks = d.Nodes
 	}

@@ -22,6 +22,11 @@ func TestJobGPUsSpreadOverNodes(t *testing.T) {
 		{"#!/bin/sh\n#SBATCH --gpus=12\n", 2, 6, 2},
 		{"#!/bin/sh\n#SBATCH --gpus=6\n", 1, 6, 1},
 		{"#!/bin/sh\n#SBATCH --gpus=16 -n 4\n", 2, 8, 4},
+		{"#!/bin/sh\n#SBATCH --gpus=6 --spread-job\n", 3, 2, 3},
+		{"#!/bin/sh\n#SBATCH --gpus=16 --spread-job\n", 4, 4, 4},
+		{"#!/bin/sh\n#SBATCH --gpus=1 --spread-job\n", 1, 1, 1},
+		{"#!/bin/sh\n#SBATCH --gpus=8 -N 1 --spread-job\n", 1, 8, 1},
+		{"#!/bin/sh\n#SBATCH -n 8 --spread-job\n", 4, 0, 8},
 	} {
 		d, _, err := DecodeSubmission(body(map[string]any{}, tc.script), "alice", cat, SubmitPolicy{}, now)
 		if err != nil {

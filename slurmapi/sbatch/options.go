@@ -32,6 +32,7 @@ type Options struct {
 	Exclusive                     bool
 	Switches                      int
 	SwitchesWait                  time.Duration // --switches=N@MAX_TIME; 0: none
+	SpreadJob                     bool          // --spread-job
 	Set                           map[string]bool
 }
 
@@ -94,6 +95,7 @@ var Table = []Option{
 	{"constraint", 'C', RequiredArg, "specify a list of constraints (node features, & and |)", checked(ParseConstraint, func(o *Options) *string { return &o.Constraint })},
 	{"nodelist", 'w', RequiredArg, "request a specific list of hosts", checked(ParseNodeList, func(o *Options) *string { return &o.NodeList })},
 	{"exclude", 'x', RequiredArg, "exclude a specific list of hosts", checked(ParseNodeList, func(o *Options) *string { return &o.Exclude })},
+	{"spread-job", 0, NoArg, "spread the job over as many nodes as possible", func(o *Options, _ string) error { o.SpreadJob = true; return nil }},
 	{"switches", 0, RequiredArg, "optimum switches and max time to wait for optimum (COUNT[@TIME])", setSwitches},
 	{"distribution", 'm', RequiredArg, "ignored", nil},
 	{"signal", 0, RequiredArg, "ignored", nil},

@@ -47,7 +47,6 @@ var Ignored = []Option{
 	{"resv-ports", 0, RequiredArg, "ignored: no ports are reserved", nil},
 	{"segment", 0, RequiredArg, "ignored: no topology/block plugin", nil},
 	{"sockets-per-node", 0, RequiredArg, "ignored: node geometry is not requested", nil},
-	{"spread-job", 0, NoArg, "ignored: placement is the scheduler's", nil},
 	{"thread-spec", 0, RequiredArg, "ignored: no threads are set aside for system use", nil},
 	{"time-min", 0, RequiredArg, "ignored: the job's limit is --time", nil},
 	{"tres-bind", 0, RequiredArg, "ignored: GPU binding is the device plugin's", nil},
