@@ -21,9 +21,12 @@ type Node struct {
 	GRES       string // "gpu:h100:8"
 	GRESUsed   string // "gpu:h100:2(IDX:0-1)"
 	Features   []string
-	BootTime   time.Time
-	Arch       string
-	OS         string
+	// Topology is the node's domain at each topology level of its partitions, outermost
+	// first: "zone=a,rack=r1" (the Partition's spec.topology label keys and values).
+	Topology string
+	BootTime time.Time
+	Arch     string
+	OS       string
 }
 
 // Partition is a Sluice Partition (node pool) shown as a Slurm partition.

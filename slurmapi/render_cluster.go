@@ -14,7 +14,7 @@ func renderNode(n *Node, cluster string) map[string]any {
 		"cpus": n.CPUs, "effective_cpus": n.CPUs, "alloc_cpus": n.AllocCPUs, "alloc_idle_cpus": n.CPUs - n.AllocCPUs,
 		"real_memory": n.MemoryMiB, "alloc_memory": n.AllocMiB, "free_mem": Num(n.MemoryMiB - n.AllocMiB).tree(),
 		"gres": n.GRES, "gres_used": n.GRESUsed, "gres_drained": "N/A",
-		"features": strList(n.Features), "active_features": strList(n.Features),
+		"features": strList(n.Features), "active_features": strList(n.Features), "topology": n.Topology,
 		"boot_time": unixNoVal(n.BootTime), "slurmd_start_time": unixNoVal(n.BootTime),
 		"architecture": n.Arch, "operating_system": n.OS, "sockets": 1, "cores": n.CPUs, "threads": 1,
 		"boards": 1, "weight": 1, "next_state_after_reboot": []any{}, "version": "sluice",

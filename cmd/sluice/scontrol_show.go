@@ -180,6 +180,7 @@ func nodeRecord(n client.Node) record {
 		{kv("NodeName", n.Name), kv("Arch", orNull(n.Architecture))},
 		{kv("CPUAlloc", strconv.FormatInt(n.AllocCPUs, 10)), kv("CPUEfctv", strconv.FormatInt(n.CPUs, 10)), kv("CPUTot", strconv.FormatInt(n.CPUs, 10))},
 		{kv("AvailableFeatures", orNull(strings.Join(n.Features, ",")))},
+		{kv("Topology", orNull(n.Topology))},
 		{kv("Gres", orNull(n.GRES)), kv("GresUsed", orNull(n.GRESUsed))},
 		{kv("NodeAddr", orNull(n.Address)), kv("NodeHostName", n.Name)},
 		{kv("OS", orNull(n.OS))},

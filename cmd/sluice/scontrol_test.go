@@ -79,10 +79,10 @@ func TestScontrolShowArrayJobAndPending(t *testing.T) {
 func TestScontrolShowNodeAndPartition(t *testing.T) {
 	n := client.Node{Name: "h100-3", State: []string{"IDLE", "DRAIN"}, Reason: "GPUXidError: XID 79", ReasonSetUser: "remediation",
 		ReasonChangedAt: client.Set(1_700_000_000), Partitions: []string{"h100"}, CPUs: 64, GRES: "gpu:h100:8",
-		Comment: "LastValidation=Failed 2026-12-03T14:00:00Z (3s, idle): validate exited 1"}
+		Comment: "LastValidation=Failed 2026-12-03T14:00:00Z (3s, idle): validate exited 1", Topology: "zone=a,rack=r1", Features: []string{"ib"}}
 	var b strings.Builder
 	nodeRecord(n).write(&b, false)
-	for _, w := range []string{"NodeName=h100-3 ", "\n   State=IDLE+DRAIN\n", "\n   Gres=gpu:h100:8 GresUsed=(null)\n",
+	for _, w := range []string{"NodeName=h100-3 ", "\n   State=IDLE+DRAIN\n", "\n   AvailableFeatures=ib\n   Topology=zone=a,rack=r1\n", "\n   Gres=gpu:h100:8 GresUsed=(null)\n",
 		"\n   Comment=LastValidation=Failed 2026-12-03T14:00:00Z (3s, idle): validate exited 1",
 		"\n   Reason=GPUXidError: XID 79 [remediation@" + time.Unix(1_700_000_000, 0).Format("2006-01-02T15:04:05") + "]\n"} {
 		if !strings.Contains(b.String(), w) {

@@ -34,7 +34,7 @@ var sinfoHeaders = map[byte]string{
 	'P': "PARTITION", 'R': "PARTITION", 'a': "AVAIL", 'l': "TIMELIMIT", 'D': "NODES", 't': "STATE", 'T': "STATE",
 	'N': "NODELIST", 'G': "GRES", 'E': "REASON", 'u': "USER", 'H': "TIMESTAMP", 'c': "CPUS",
 	's': "JOB_SIZE", 'r': "ROOT", 'h': "OVERSUBS", 'g': "GROUPS", 'z': "S:C:T", 'm': "MEMORY",
-	'd': "TMP_DISK", 'w': "WEIGHT", 'f': "AVAIL_FE", 'F': "NODES(A/I/O/T)",
+	'd': "TMP_DISK", 'w': "WEIGHT", 'f': "AVAIL_FE", 'F': "NODES(A/I/O/T)", 'Y': "TOPOLOGY",
 }
 
 // sinfoFields are sinfo -O's field names and their format letters.
@@ -43,6 +43,7 @@ var sinfoFields = map[string]byte{
 	"statecompact": 't', "statelong": 'T', "nodelist": 'N', "nodehost": 'N', "gres": 'G', "reason": 'E',
 	"user": 'u', "timestamp": 'H', "cpus": 'c', "size": 's', "root": 'r', "oversubscribe": 'h',
 	"groups": 'g', "memory": 'm', "disk": 'd', "weight": 'w', "features": 'f', "nodeaiot": 'F',
+	"topology": 'Y', // Sluice's: the nodes' topology domains (Partition spec.topology)
 }
 
 // sinfoFormatFromFields turns sinfo -O "partition,nodes:.5,statelong" into
@@ -73,6 +74,7 @@ func sinfoFormatFromFields(fields string) (string, error) {
 type sinfoRow struct {
 	partition, avail, limit, state, longState, gres string
 	reason, reasonUser, reasonTime                  string
+	features, topology                              string
 	nodes                                           []string
 	cpus, memoryMiB                                 int64  // of the row's first node
 	aiot                                            [4]int // allocated/idle/other/total, for -s
@@ -142,7 +144,9 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason b
 			avail[p.Name] = "down"
 		}
 	}
-	type key struct{ part, state, node, reason, user, time string }
+	// Nodes of a row share their features and topology, so that %f and -O topology are
+	// true of every node the row lists.
+	type key struct{ part, state, node, reason, user, time, features, topology string }
 	groups := map[key]*sinfoRow{}
 	var keys []key
 	for _, n := range nodes {
@@ -151,7 +155,7 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason b
 			ps = []string{""}
 		}
 		for _, p := range ps {
-			k := key{part: p, state: nodeStateName(n.State)}
+			k := key{part: p, state: nodeStateName(n.State), features: strings.Join(n.Features, ","), topology: n.Topology}
 			if byNode {
 				k.node = n.Name
 			}
@@ -165,7 +169,8 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason b
 					label = p
 				}
 				g = &sinfoRow{partition: label, avail: avail[p], limit: limits[p], state: k.state, longState: nodeState(n.State),
-					gres: n.GRES, reason: n.Reason, reasonUser: n.ReasonSetUser, reasonTime: k.time, cpus: n.CPUs, memoryMiB: n.RealMemory}
+					gres: n.GRES, reason: n.Reason, reasonUser: n.ReasonSetUser, reasonTime: k.time, cpus: n.CPUs, memoryMiB: n.RealMemory,
+					features: k.features, topology: k.topology}
 				groups[k] = g
 				keys = append(keys, k)
 			}
@@ -186,7 +191,8 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason b
 			return c
 		}
 		return cmp.Or(strings.Compare(a.node, b.node), strings.Compare(a.reason, b.reason),
-			strings.Compare(a.user, b.user), strings.Compare(a.time, b.time))
+			strings.Compare(a.user, b.user), strings.Compare(a.time, b.time), strings.Compare(a.features, b.features),
+			strings.Compare(a.topology, b.topology))
 	})
 	rows := make([]sinfoRow, 0, len(keys))
 	for _, k := range keys {
@@ -350,7 +356,9 @@ func sinfoValue(row sinfoRow, letter byte) string {
 	case 'w':
 		return "1"
 	case 'f':
-		return "(null)"
+		return orNull(row.features)
+	case 'Y':
+		return orNull(row.topology)
 	case 'F':
 		return fmt.Sprintf("%d/%d/%d/%d", row.aiot[0], row.aiot[1], row.aiot[2], row.aiot[3])
 	case 'a':

@@ -55,3 +55,24 @@ func TestSinfoLayouts(t *testing.T) {
 		t.Error("an unknown -O field was accepted")
 	}
 }
+
+// sinfo -O features,topology: nodes of one partition and state that differ in features or
+// topology are shown on rows of their own, so each row is true of every node it lists.
+func TestSinfoFeaturesAndTopology(t *testing.T) {
+	nodes := []client.Node{
+		{Name: "n1", State: []string{"IDLE"}, Partitions: []string{"p"}, Features: []string{"ib"}, Topology: "rack=r1"},
+		{Name: "n2", State: []string{"IDLE"}, Partitions: []string{"p"}, Features: []string{"ib"}, Topology: "rack=r1"},
+		{Name: "n3", State: []string{"IDLE"}, Partitions: []string{"p"}, Topology: "rack=r2"},
+	}
+	format, err := sinfoFormatFromFields("nodelist:8,features:6,topology:10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range sinfoRows(nil, nodes, false, false) {
+		got = append(got, sinfoValue(r, 'N')+" "+sinfoValue(r, 'f')+" "+sinfoValue(r, 'Y'))
+	}
+	if want := []string{"n3 (null) rack=r2", "n[1-2] ib rack=r1"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rows %q, want %q (format %q)", got, want, format)
+	}
+}

@@ -26,6 +26,7 @@ type Node struct {
 	TRES            string   `json:"tres"`
 	TRESUsed        string   `json:"tres_used"`
 	Features        []string `json:"features"`
+	Topology        string   `json:"topology"`
 	BootTime        NoVal    `json:"boot_time"`
 	Architecture    string   `json:"architecture"`
 	OS              string   `json:"operating_system"`

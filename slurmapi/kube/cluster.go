@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -161,11 +162,18 @@ func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node
 			}
 		}
 	}
+	var topo []string
 	for i := range parts {
 		if labels.SelectorFromSet(parts[i].Spec.NodeSelector).Matches(labels.Set(n.Labels)) {
 			out.Partitions = append(out.Partitions, parts[i].Name)
+			for _, level := range parts[i].Spec.Topology {
+				if v, ok := n.Labels[level]; ok && !slices.Contains(topo, level+"="+v) {
+					topo = append(topo, level+"="+v)
+				}
+			}
 		}
 	}
+	out.Topology = strings.Join(topo, ",")
 	return out
 }
 

@@ -139,3 +139,15 @@ func TestNodeFromValidation(t *testing.T) {
 		t.Errorf("an idle-node validation counted as use: %+v", u)
 	}
 }
+
+// A node's topology is its domain at each level of its partitions' spec.topology, outermost
+// first; levels it has no label for are left out.
+func TestNodeFromTopology(t *testing.T) {
+	parts := []v1alpha1.Partition{{ObjectMeta: metav1.ObjectMeta{Name: "h100"}, Spec: v1alpha1.PartitionSpec{
+		NodeSelector: map[string]string{v1alpha1.PartitionLabel: "h100"}, Topology: []string{"zone", "block", "rack"}}}}
+	node := gpuNode("n1", corev1.ConditionTrue, nil, false)
+	node.Labels["zone"], node.Labels["rack"] = "a", "r7"
+	if got := NodeFrom(node, usage{}, parts).Topology; got != "zone=a,rack=r7" {
+		t.Errorf("topology %q, want zone=a,rack=r7", got)
+	}
+}
