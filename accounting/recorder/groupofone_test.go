@@ -122,6 +122,15 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			podSeen(evictedAPI(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 50))),
 			podGone(evictedAPI(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 50))),
 		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"PREEMPTED", 50}}},
+		// Its pod's deletion is the last the recorder sees of it: the pod's last state
+		// still says how it went.
+		{name: "PodGroup written, pod evicted and gone at once, then the PodGroup", events: []event{
+			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),
+			groupSeen(waited),
+			podSeen(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
+			podGone(evictedAPI(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 50))),
+			groupGone(func() *v1alpha1.PodGroup { g := waited.DeepCopy(); g.DeletionTimestamp = mt(52); return g }()),
+		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"PREEMPTED", 50}}},
 		{name: "PodGroup deleted while the pod runs on", events: []event{
 			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),
 			groupSeen(waited),

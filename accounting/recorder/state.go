@@ -28,8 +28,12 @@ type state struct {
 	links   map[string]map[string]bool    // podLinks key -> pods (namespace/name) it links
 	dirty   map[string]bool
 	deleted map[string]*v1alpha1.PodGroup // deleted groups not yet closed in the ledger
-	last    map[int64]uint64              // job id -> fingerprint of the last write
-	known   map[int64]*accounting.Job     // job id -> what the ledger holds; nil when nothing
+	// lastPod is a bare pod's last state, by its group, once the pod is gone: nothing
+	// recreates it, so how it went (evicted, drained off a fault, deleted) ends its job,
+	// which a group derived without it could not tell. Kept until the group is closed.
+	lastPod map[string]*corev1.Pod
+	last    map[int64]uint64          // job id -> fingerprint of the last write
+	known   map[int64]*accounting.Job // job id -> what the ledger holds; nil when nothing
 
 	nodes     map[string]accounting.Node // node capacity to write
 	wroteNode map[string]accounting.Node // what was last written per node
@@ -42,7 +46,7 @@ func newState(schedulerName string, clock func() time.Time) *state {
 		nodes: map[string]accounting.Node{}, wroteNode: map[string]accounting.Node{}, liveNodes: map[string]bool{},
 		groups: map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
 		pods: map[string]*corev1.Pod{}, links: map[string]map[string]bool{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
-		last: map[int64]uint64{}, known: map[int64]*accounting.Job{},
+		lastPod: map[string]*corev1.Pod{}, last: map[int64]uint64{}, known: map[int64]*accounting.Job{},
 	}
 }
 
@@ -121,6 +125,11 @@ func (s *state) deletePod(p *corev1.Pod) {
 	s.unlinkLocked(old)
 	delete(s.pods, key(p.Namespace, p.Name))
 	s.markPodGroupsLocked(p)
+	if len(p.OwnerReferences) == 0 {
+		for _, k := range s.groupsOfLocked(p) {
+			s.lastPod[k] = p
+		}
+	}
 	if v1alpha1.GroupOfOne(p) {
 		s.endGroupOfOneLocked(p)
 	}
@@ -219,7 +228,11 @@ func (s *state) takeDirty() []groupWork {
 	}
 	var out []groupWork
 	add := func(k string, pg *v1alpha1.PodGroup, deleted bool) {
-		out = append(out, groupWork{key: k, id: JobID(pg), pg: pg, pods: s.podsOfLocked(k, pg), deleted: deleted})
+		pods := s.podsOfLocked(k, pg)
+		if p := s.lastPod[k]; len(pods) == 0 && p != nil {
+			pods = []*corev1.Pod{p}
+		}
+		out = append(out, groupWork{key: k, id: JobID(pg), pg: pg, pods: pods, deleted: deleted})
 	}
 	for k := range s.dirty {
 		if pg := s.groups[k]; pg != nil {
@@ -301,6 +314,7 @@ func (s *state) markWritten(ws []written) {
 	for _, w := range ws {
 		if w.deleted {
 			delete(s.deleted, w.key)
+			delete(s.lastPod, w.key)
 			delete(s.last, w.job.JobID)
 			delete(s.known, w.job.JobID)
 			continue

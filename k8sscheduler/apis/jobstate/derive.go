@@ -164,8 +164,8 @@ func Derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) View {
 	switch v.Rule {
 	case "bare pod evicted":
 		v.End = f.evicted.LastTransitionTime.Time
-	case "workload deleted":
-		if v.End = DeletionRequested(pods[0]); pg.DeletionTimestamp != nil {
+	case "workload deleted": // a bare pod's deletion, else its workload's
+		if v.End = DeletionRequested(pods[0]); v.End.IsZero() || !barePod(pg) {
 			v.End = pg.DeletionTimestamp.Time
 		}
 	}
@@ -234,16 +234,14 @@ func deletionEnd(pg *v1alpha1.PodGroup, pods []*corev1.Pod) State {
 	if pg.Spec.Slurm != nil || len(pods) == 0 || !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !endedBeforeDeletion(p) }) {
 		return ""
 	}
-	if pg.DeletionTimestamp != nil {
-		return Cancelled
-	}
-	if !barePod(pg) || pods[0].DeletionTimestamp == nil {
-		return ""
-	}
-	if d := Disruption(pods[0]); d != "" {
+	bare := barePod(pg) && pods[0].DeletionTimestamp != nil
+	if d := Disruption(pods[0]); bare && d != "" {
 		return d
 	}
-	return Cancelled
+	if pg.DeletionTimestamp != nil || bare {
+		return Cancelled
+	}
+	return ""
 }
 
 // inCurrentRun: a Slurm job's pod belongs to the run its requeue count names (pods of
