@@ -256,14 +256,15 @@ func inCurrentRun(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
 
 // endedBeforeDeletion: the pod ended, and not because it was deleted: its containers
 // finished before its deletion was asked for (a pod the kubelet stops for its deletion
-// ends after; one whose finish is not known is taken as stopped by its deletion).
+// ends after; one whose finish is not known, or falls in the same second, the API's
+// precision, is taken as stopped by its deletion).
 func endedBeforeDeletion(p *corev1.Pod) bool {
 	if !Ended(p) {
 		return false
 	}
 	asked := DeletionRequested(p)
 	finished := LastFinish([]*corev1.Pod{p})
-	return asked.IsZero() || !finished.IsZero() && !finished.After(asked)
+	return asked.IsZero() || !finished.IsZero() && finished.Before(asked.Truncate(time.Second))
 }
 
 // DeletionRequested is when the pod's deletion was asked for: its deletionTimestamp less

@@ -175,6 +175,13 @@ func TestRuleTable(t *testing.T) {
 		// Stopped for the deletion (their end is after it, or not known): cancelled.
 		{"Job deleted, its pods stopped for it", deleted, []*corev1.Pod{pod(deleted, 0, "a", corev1.PodFailed, terminated(143, "Error"), deleting),
 			pod(deleted, 1, "b", corev1.PodFailed, deleting)}, Cancelled, "None", "workload deleted"},
+		// Stopped in the second its deletion was asked for (times are whole seconds).
+		{"bare pod stopped in the second it was deleted", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodFailed, deleting,
+			func(p *corev1.Pod) {
+				terminated(143, "Error")(p)
+				p.Status.ContainerStatuses[0].State.Terminated.FinishedAt = *p.DeletionTimestamp
+			})},
+			Cancelled, "None", "workload deleted"},
 		{"bare pod deleted while it runs", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting)}, Cancelled, "None", "workload deleted"},
 		{"bare pod drained off a faulty node", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting, faulty)}, NodeFail, "NodeDown", "workload deleted"},
 		{"bare pod deleted while pending", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "", corev1.PodPending, deleting)}, Cancelled, "None", "workload deleted"},
