@@ -590,7 +590,9 @@ func (s *site) waitLedgerFinal(j *job) accounting.Job {
 	e2e.WaitFor(s.t, j.String()+" final in the ledger", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var err error
 		rec, err = s.ledger(ctx, j)
-		return err == nil && rec.State.Final(), fmt.Errorf("%s %v", rec.State, err)
+		// PREEMPTED with no requeue after it is final too (the ledger's Final leaves it
+		// open, as a requeue may follow); the read model says so.
+		return err == nil && jobstate.State(rec.State).Final(), fmt.Errorf("%s %v", rec.State, err)
 	})
 	return rec
 }
