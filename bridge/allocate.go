@@ -142,6 +142,17 @@ type bindRef struct {
 	after bool
 }
 
+// onReleasing reports whether a placement takes a device whose hold is still going: its
+// bind waits for it as for a victim.
+func (c *cycle) onReleasing(pl *placement) bool {
+	for _, r := range c.gpuRefs[pl.g0:pl.gn] {
+		if c.gpus[r].releasing {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *cycle) emitBind(pi int32, after bool) {
 	c.binds = append(c.binds, bindRef{pi, after})
 }
@@ -162,7 +173,7 @@ func (c *cycle) reportBinds() {
 		pl := &c.places[br.place]
 		b := &c.d.Binds[i]
 		*b = Bind{Job: c.jobs[pl.job].job.ID, Group: c.groups[pl.group].name, Task: pl.task,
-			Node: c.nodes[pl.node].name, Action: pl.action, AfterEvictions: br.after}
+			Node: c.nodes[pl.node].name, Action: pl.action, AfterEvictions: br.after || c.onReleasing(pl)}
 		if pl.gn > pl.g0 {
 			start := len(bound)
 			for _, r := range c.gpuRefs[pl.g0:pl.gn] {

@@ -49,11 +49,12 @@ func checkExpect(t *testing.T, e scExpect, d *Decisions) {
 		}
 	}
 	for _, b := range e.Binds {
-		if len(b.GPUs) == 0 && b.Fraction == 0 && b.Memory == 0 {
+		if len(b.GPUs) == 0 && b.Fraction == 0 && b.Memory == 0 && !b.After {
 			continue
 		}
 		if !slices.ContainsFunc(d.Binds, func(x Bind) bool {
 			return x.Job == b.Job && x.Node == b.Node && (len(b.GPUs) == 0 || slices.Equal(indices(x.GPUs), b.GPUs)) &&
+				(!b.After || x.AfterEvictions) &&
 				(b.Fraction == 0 || int64(x.GPUMilli) == milli(b.Fraction)) && (b.Memory == 0 || x.GPUMemoryMiB == b.Memory)
 		}) {
 			t.Errorf("no bind of %s on %s with GPUs %v fraction %v memory %d", b.Job, b.Node, b.GPUs, b.Fraction, b.Memory)

@@ -111,6 +111,7 @@ func (c *cycle) applyForeignGPUs() {
 		nd := &c.nodes[ni]
 		changed := false
 		for _, g := range n.GPUs {
+			jobSharers := int32(-1) // the device's sharers among the snapshot's jobs
 			for _, t := range g.Taken {
 				if known == nil {
 					known = c.runningNames()
@@ -120,6 +121,14 @@ func (c *cycle) applyForeignGPUs() {
 					continue
 				}
 				gp := &c.gpus[pos]
+				if jobSharers < 0 {
+					jobSharers = gp.sharers
+				}
+				if t.Hold {
+					// The sharers stand for their hold; with none left it is on its way out.
+					gp.releasing = jobSharers == 0
+					continue
+				}
 				if t.Milli >= 1000 {
 					gp.whole = true
 				} else {

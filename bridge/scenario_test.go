@@ -47,6 +47,7 @@ type scNode struct {
 	Extended      []Quantity        `yaml:"extended"`
 	Yielding      []string          `yaml:"yielding"`
 	Foreign       []ForeignTask     `yaml:"foreign"`
+	Held          []int32           `yaml:"held"` // devices a reservation holds for their sharers (GPUTaken.Hold)
 }
 
 type scQuota struct {
@@ -145,6 +146,7 @@ type scBind struct {
 	GPUs     []int32 `yaml:"gpus"`
 	Fraction float64 `yaml:"fraction"`
 	Memory   int64   `yaml:"gpuMemory"` // MiB granted per device
+	After    bool    `yaml:"after"`     // the bind waits (AfterEvictions)
 }
 
 type scEviction struct {
@@ -238,6 +240,9 @@ func (n scNode) node(name, defaultPartition string) Node {
 	for i := range n.GPUs {
 		nd.GPUs = append(nd.GPUs, GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", name, i), MemoryMiB: gmem,
 			Model: "H100", MIG: n.MIG, Unhealthy: slices.Contains(n.Unhealthy, i)})
+		if slices.Contains(n.Held, i) {
+			nd.GPUs[i].Taken = []GPUTaken{{Task: fmt.Sprintf("hold/%s/%d", name, i), Hold: true}}
+		}
 	}
 	return nd
 }

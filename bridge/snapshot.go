@@ -114,6 +114,12 @@ type GPUTaken struct {
 	Task      string `json:"task" yaml:"task"`
 	Milli     int32  `json:"milli" yaml:"milli"`
 	MemoryMiB int64  `json:"memoryMiB,omitempty" yaml:"memoryMiB,omitempty"`
+	// Hold marks what holds a shared device for the jobs' tasks that share it (a
+	// reservation in the device plugin's books) and goes when the last of them goes. While
+	// tasks share the device it is theirs, so evicting them frees it; once none does, the
+	// device is placed on as free and a bind onto it waits until the hold is gone
+	// (AfterEvictions), the way a bind waits for its victims.
+	Hold bool `json:"hold,omitempty" yaml:"hold,omitempty"`
 }
 
 // Queue is a node of the account tree. Only leaves take jobs.

@@ -202,6 +202,7 @@ type gpuState struct {
 	milli     int32
 	usedMem   int64
 	sharers   int32
+	releasing bool // held for sharers that are gone: free to plan on, binds onto it wait (GPUTaken.Hold)
 }
 
 // roomMilli is the portion still free on a device that may be shared, -1 when it may not.

@@ -483,7 +483,9 @@ func takeForeignGPUs(gpus []bridge.GPU, task string, p *podEntry) {
 		for _, d := range a.GPUs {
 			for i := range gpus {
 				if gpus[i].Index == d.Index {
-					gpus[i].Taken = append(slices.Clip(gpus[i].Taken), bridge.GPUTaken{Task: task, Milli: milli, MemoryMiB: a.GPUMemoryMiB})
+					// A reservation holds its slot for the fractions on it and goes after them.
+					gpus[i].Taken = append(slices.Clip(gpus[i].Taken), bridge.GPUTaken{Task: task, Milli: milli, MemoryMiB: a.GPUMemoryMiB,
+						Hold: p.reservation})
 				}
 			}
 		}

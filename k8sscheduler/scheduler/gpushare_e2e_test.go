@@ -100,3 +100,36 @@ func (e *env) reservations(node string, want int) []corev1.Pod {
 	})
 	return out
 }
+
+// Queue A runs two preemptible half-GPU pods on one shared GPU (held by a reservation pod)
+// and a non-preemptible whole GPU; queue B asks for its quota of one GPU. The fractions are
+// reclaimed, their reservation goes after them, and B's pod gets the freed device. Before
+// the core knew a reservation goes with its sharers, it counted the reservation as a
+// tenant of the device that no eviction frees, and B waited forever.
+func TestReclaimFreesASharedGPU(t *testing.T) {
+	e := start(t)
+	e.queue("rcf-a", "rcf", 1)
+	e.queue("rcf-b", "rcf", 1)
+	half := map[string]string{v1alpha1.GPUFractionAnnotation: "0.5"}
+	var fractions []string
+	for i := range 2 {
+		fractions = append(fractions, e.group(fmt.Sprintf("half-%d", i), "rcf-a", "rcf", 1, v1alpha1.Preemptible, 1, 0, half)...)
+	}
+	nodes := e.waitBound(fractions, waitLong)
+	e.reservations(nodes[0], 1)
+	kept := e.group("kept", "rcf-a", "rcf", 1, v1alpha1.NonPreemptible, 1, 1, nil)
+	e.waitBound(kept, waitLong)
+
+	claim := e.group("claim", "rcf-b", "rcf", 1, v1alpha1.NonPreemptible, 1, 1, nil)
+	e.waitBound(claim, waitLong)
+	e.reservations(nodes[0], 0)
+	for _, n := range fractions {
+		p, err := e.rig.Client().CoreV1().Pods(e.ns).Get(context.Background(), n, metav1.GetOptions{})
+		if err == nil && p.DeletionTimestamp == nil {
+			t.Errorf("fraction %s still runs beside the reclaiming pod", n)
+		}
+	}
+	if p := e.pod(kept[0]); p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+		t.Errorf("the non-preemptible pod %s was touched", kept[0])
+	}
+}
