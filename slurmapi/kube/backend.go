@@ -138,6 +138,7 @@ func (b *Backend) JobIDs() *JobIDs { return b.ids }
 // pending job.
 func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi.SubmitResult, err error) {
 	var id uint32 // d's Idempotency-Key names a job never stored: store it under its id
+	fromClaim := false
 	if d.IdempotencyKey != "" {
 		claim, ok, err := b.readClaim(ctx, d)
 		if err != nil {
@@ -148,7 +149,7 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 			if err != nil || stored {
 				return slurmapi.SubmitResult{JobID: claim.job, StepID: "batch", Replayed: stored}, err
 			}
-			id = claim.job
+			id, fromClaim = claim.job, true
 		}
 	}
 	cat, err := b.Catalog(ctx)
@@ -169,12 +170,15 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 	}
 	if id == 0 {
 		var replay bool
-		if id, replay, err = b.newJobID(ctx, d); err != nil || replay {
+		if id, replay, fromClaim, err = b.newJobID(ctx, d); err != nil || replay {
 			return slurmapi.SubmitResult{JobID: id, StepID: "batch", Replayed: replay}, err
 		}
 	}
 	pg := PodGroupFor(d, id)
-	if b.batch != nil {
+	// A claimed job whose first attempt may still be in a batch being written is created
+	// as its PodGroup, never batched: a batch named after its id may exist already, and
+	// the collision would fail every other job of the retry's batch.
+	if b.batch != nil && !fromClaim {
 		pg.Annotations[SubmitTimeAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
 		err := b.batch.store(ctx, id, pg)
 		switch {
@@ -200,22 +204,23 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 // newJobID takes a fresh job id for d (an array's tasks' ids with it) and,
 // when d has an Idempotency-Key, claims the key for it. replay is true when
 // another attempt with the key claimed it first and stored its job: id is
-// that job's, and nothing is to be stored.
-func (b *Backend) newJobID(ctx context.Context, d *slurmapi.JobDesc) (id uint32, replay bool, err error) {
+// that job's, and nothing is to be stored. claimed is true when id is another attempt's,
+// whose job is not stored yet.
+func (b *Backend) newJobID(ctx context.Context, d *slurmapi.JobDesc) (id uint32, replay, claimed bool, err error) {
 	tasks := uint32(1)
 	if a, err := sbatch.ParseArray(d.Array); d.Array != "" && err == nil {
 		tasks = uint32(a.Count()) // the array's id and its tasks' ids
 	}
 	if id, err = b.ids.NextN(ctx, tasks); err != nil || d.IdempotencyKey == "" {
-		return id, false, err
+		return id, false, false, err
 	}
 	claim, created, err := b.claimKey(ctx, d, id)
 	if err != nil || created {
-		return id, false, err
+		return id, false, false, err
 	}
 	// The ids taken above stay unused: a gap, as a failed submission leaves.
 	stored, err := b.replayed(ctx, d, claim)
-	return claim.job, stored, err
+	return claim.job, stored, !stored, err
 }
 
 func (b *Backend) ensureNamespace(ctx context.Context, name string) error {

@@ -102,16 +102,21 @@ func checkIdempotencyKey(t *testing.T, ts *httptest.Server, b *Backend) {
 
 	// Eight retries at once, under a new key: one job.
 	raceKey := key + "-race"
-	ids := make([]uint32, 8)
+	ids, answers := make([]uint32, 8), make([]string, 8)
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, ids[i], _ = submitWithKey(t, ts, "alice", raceKey, keyedJob) }()
+		go func() {
+			defer wg.Done()
+			var status int
+			status, ids[i], answers[i] = submitWithKey(t, ts, "alice", raceKey, keyedJob)
+			answers[i] = fmt.Sprintf("%d %s", status, answers[i])
+		}()
 	}
 	wg.Wait()
 	for _, id := range ids {
 		if id == 0 || id != ids[0] {
-			t.Fatalf("racing retries got job ids %v, want one id", ids)
+			t.Fatalf("racing retries got job ids %v, want one id; answers %q", ids, answers)
 		}
 	}
 	if n := storedGroups(t, b, ids[0]); n != 1 {

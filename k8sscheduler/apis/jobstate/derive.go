@@ -150,6 +150,12 @@ func Derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) View {
 		return v
 	}
 	v.Start = startOf(f)
+	if v.Start.IsZero() && !v.State.Final() {
+		// Running, and nothing says since when yet (the status write and the pods' starts
+		// are on their way): it started just now, never "at 0", which reads as before any
+		// begin time. A job that ended without running keeps no start.
+		v.Start = now
+	}
 	v.Nodes = nodesOf(f.run)
 	if !v.State.Final() {
 		return v

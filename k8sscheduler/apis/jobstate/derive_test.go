@@ -356,3 +356,13 @@ func TestPendingReason(t *testing.T) {
 		}
 	}
 }
+
+// A Slurm job the scheduler marked Running before its pods exist or its start time is
+// written reads RUNNING since now, never since 0 (seen by TestBeginTimeOnRig as a start
+// before the job's begin time).
+func TestRunningWithNoStartYetStartsNow(t *testing.T) {
+	v := Derive(group(v1alpha1.PodGroupRunning, true), nil, now)
+	if v.State != Running || !v.Start.Equal(now) {
+		t.Errorf("got %s since %v, want RUNNING since %v", v.State, v.Start, now)
+	}
+}
