@@ -81,10 +81,13 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 	if !v.Start.IsZero() {
 		add(v.Start, jobstate.Running, "")
 	}
-	if v.State.Final() {
+	sameRun := prev != nil && prev.State.Final() && int(pg.Status.Requeues) <= prev.RequeueCount
+	if v.State.Final() && !sameRun {
 		add(v.End, v.State, "")
 		j.ExitCode, j.ExitSignal = int(v.ExitCode), int(v.Signal)
 	} else if prev != nil && prev.State.Final() {
+		// The ledger holds how this run ended; what the objects show later (a finished
+		// pod deleted, its written PodGroup gone with it) never ends it a second time.
 		// It ended before and its pods no longer show how (deleted since).
 		j.ExitCode, j.ExitSignal = prev.ExitCode, prev.ExitSignal
 	}
