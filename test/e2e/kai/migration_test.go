@@ -68,9 +68,21 @@ func TestKAIMigration(t *testing.T) {
 		}
 	})
 
-	// A bad KAI annotation is refused at admission with what to fix.
-	err := apply(t, cfg, ns, badFraction)
-	if err == nil || !strings.Contains(err.Error(), `gpu-fraction="1.5"`) || !strings.Contains(err.Error(), "(0,1)") {
+	// A bad KAI annotation is refused at admission with what to fix. The API server picks
+	// the server's webhook registration up a moment after the server serves: until then
+	// a pod goes in unseen, so one admitted before is deleted and the create tried again
+	// (which also makes sure every workload below goes through the webhook).
+	var err error
+	e2e.WaitFor(t, "the webhook refuses gpu-fraction 1.5", settle, func(ctx context.Context) (bool, error) {
+		if err = apply(t, cfg, ns, badFraction); err != nil {
+			return !strings.Contains(err.Error(), "already exists"), err // an admitted one is still going
+		}
+		if derr := kube.CoreV1().Pods(ns).Delete(ctx, "too-much", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); derr != nil {
+			return false, derr
+		}
+		return false, fmt.Errorf("admitted before the webhook was registered: deleted, trying again")
+	})
+	if !strings.Contains(err.Error(), `gpu-fraction="1.5"`) || !strings.Contains(err.Error(), "(0,1)") {
 		t.Fatalf("a kai-scheduler pod with gpu-fraction 1.5: %v, want a refusal naming the annotation and its range", err)
 	}
 
