@@ -127,6 +127,19 @@ func waitOrTimeout(wg *sync.WaitGroup, d time.Duration) {
 }
 
 // startAttached starts req's command on this node.
+// startPiped starts cmd in its own process group with its output framed onto c and its
+// stdin a pipe the attach feeds.
+func startPiped(cmd *exec.Cmd, c *frameConn) (io.WriteCloser, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = frameWriterTo{c, FrameStdout}, frameWriterTo{c, FrameStderr}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.WaitDelay = 5 * time.Second
+	return in, cmd.Start()
+}
+
 func (s *server) startAttached(req AttachRequest, c *frameConn) (*attachedCmd, error) {
 	job := s.job
 	a := &attachedCmd{}
@@ -135,14 +148,8 @@ func (s *server) startAttached(req AttachRequest, c *frameConn) (*attachedCmd, e
 		// step out over the allocation and records it.
 		cmd := exec.Command(filepath.Join(job.Dir, "srun"), req.Argv...)
 		cmd.Env = batchEnv(job, os.Environ())
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Stdout, cmd.Stderr = frameWriterTo{c, FrameStdout}, frameWriterTo{c, FrameStderr}
-		in, err := cmd.StdinPipe()
+		in, err := startPiped(cmd, c)
 		if err != nil {
-			return nil, err
-		}
-		cmd.WaitDelay = 5 * time.Second
-		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("start srun: %w", err)
 		}
 		a.cmd, a.stdin = cmd, in
@@ -178,14 +185,8 @@ func (s *server) startAttached(req AttachRequest, c *frameConn) (*attachedCmd, e
 			_, _ = io.Copy(frameWriterTo{c, FrameStdout}, tty)
 		}()
 	} else {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Stdout, cmd.Stderr = frameWriterTo{c, FrameStdout}, frameWriterTo{c, FrameStderr}
-		in, err := cmd.StdinPipe()
+		in, err := startPiped(cmd, c)
 		if err != nil {
-			return nil, err
-		}
-		cmd.WaitDelay = 5 * time.Second
-		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("slurmstepd: error: execve(): %s: %v", req.Argv[0], unwrapExec(err))
 		}
 		a.stdin = in
