@@ -195,7 +195,10 @@ func (s *server) startAttached(req AttachRequest, c *frameConn) (*attachedCmd, e
 	jobID, _ := strconv.ParseInt(job.ID, 10, 64)
 	a.step = &accounting.Step{JobID: jobID, StepID: strconv.Itoa(stepID), Name: filepath.Base(req.Argv[0]),
 		Start: start, Tasks: 1, NodeList: slurmapi.HostList([]string{host}),
-		TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}}
+		TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}, State: accounting.StateRunning}
+	if err := recordStep(job, *a.step); err != nil {
+		fmt.Fprintf(os.Stderr, "sluice launch: record step %d: %v\n", stepID, err)
+	}
 	return a, nil
 }
 

@@ -260,3 +260,32 @@ func TestSignalOneStep(t *testing.T) {
 		t.Errorf("step report %+v, want step 0 CANCELLED", st)
 	}
 }
+
+// TestStepIDsAreJobWide: sruns started at once from tasks on both nodes
+// (each pod with its own run directory) get distinct step ids, as
+// slurmctld hands them out: the batch host allocates every one, and
+// keeps every step, wherever its srun ran, for the report.
+func TestStepIDsAreJobWide(t *testing.T) {
+	script := "#!/bin/sh\nsrun -N2 --ntasks-per-node=4 sh -c 'srun -N1 -n1 sh -c \"echo step \\$SLURM_STEP_ID\"'\n"
+	nodes := startJob(t, 2, 0, script, t.TempDir())
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("exit %d: %q", rc, nodes[0].Stderr().All())
+	}
+	got := nodes[0].Stdout().All()
+	slices.Sort(got)
+	want := []string{"step 1", "step 2", "step 3", "step 4", "step 5", "step 6", "step 7", "step 8"}
+	if !slices.Equal(got, want) {
+		t.Errorf("inner steps printed %q, want %q (one id each)", got, want)
+	}
+	var ids []string
+	for _, s := range steps(t, nodes[0]) {
+		ids = append(ids, s.StepID)
+		if s.State != accounting.StateCompleted {
+			t.Errorf("step %s is %s, want COMPLETED", s.StepID, s.State)
+		}
+	}
+	slices.Sort(ids)
+	if want := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "batch"}; !slices.Equal(ids, want) {
+		t.Errorf("reported steps %q, want %q", ids, want)
+	}
+}

@@ -7,16 +7,21 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/accounting"
 )
 
 // Paths of the launcher's HTTP API.
 const (
-	pathLaunch   = "/v1/launch"
-	pathSignal   = "/v1/signal"
-	pathShutdown = "/v1/shutdown"
+	pathLaunch     = "/v1/launch"
+	pathSignal     = "/v1/signal"
+	pathShutdown   = "/v1/shutdown"
+	pathStepID     = "/v1/step-id"
+	pathStepRecord = "/v1/step-record"
 )
 
 // signalRequest asks a node to signal a step's tasks.
@@ -27,6 +32,9 @@ type signalRequest struct {
 	// (scancel JOB.STEP, sent to the batch host); else only the tasks a
 	// remote srun started here.
 	Whole bool `json:"whole,omitempty"`
+	// Nonce keeps the same signal sent twice in one second from being
+	// refused as a replay.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // server runs steps on this node for srun on other nodes.
@@ -60,6 +68,8 @@ func serve(ctx context.Context, job *Job, getenv func(string) string) (s *server
 	mux.HandleFunc("POST "+pathLaunch, s.launch)
 	mux.HandleFunc("POST "+pathSignal, s.signal)
 	mux.HandleFunc("POST "+pathShutdown, s.shutdown)
+	mux.HandleFunc("POST "+pathStepID, s.stepID)
+	mux.HandleFunc("POST "+pathStepRecord, s.stepRecord)
 	mux.HandleFunc("GET "+pathAttach, s.attach)
 	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(ln) }()
@@ -172,6 +182,57 @@ func (s *server) signal(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	st.signal(syscall.Signal(req.Signal))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// stepID hands another node's srun the job's next step id (the batch
+// host allocates them all: steps.go).
+func (s *server) stepID(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.body(w, r); !ok {
+		return
+	}
+	if s.job.Node != 0 {
+		http.Error(w, "launcher: step ids come from the batch host (node 0)", http.StatusMisdirectedRequest)
+		return
+	}
+	id, err := allocStepID(s.job)
+	if err != nil {
+		http.Error(w, "launcher: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(stepIDAnswer{Step: id})
+}
+
+// stepRecord keeps another node's srun's step in the batch host's step
+// log (steps.go).
+func (s *server) stepRecord(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.body(w, r)
+	if !ok {
+		return
+	}
+	var st accounting.Step
+	if err := json.Unmarshal(b, &st); err != nil || st.JobID != s.jobID() {
+		http.Error(w, fmt.Sprintf("launcher: not a step of job %s", s.job.ID), http.StatusBadRequest)
+		return
+	}
+	if err := st.Validate(); err != nil {
+		http.Error(w, "launcher: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if s.job.Node != 0 {
+		http.Error(w, "launcher: steps are kept by the batch host (node 0)", http.StatusMisdirectedRequest)
+		return
+	}
+	if err := appendStep(s.job, st); err != nil {
+		http.Error(w, "launcher: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) jobID() int64 {
+	id, _ := strconv.ParseInt(s.job.ID, 10, 64)
+	return id
 }
 
 func (s *server) shutdown(w http.ResponseWriter, r *http.Request) {

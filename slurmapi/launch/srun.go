@@ -63,6 +63,10 @@ func Srun(args []string, getenv func(string) string, environ []string, stdout, s
 		stderr: stderr, nodeOfTask: map[int]int{}}
 	specs := r.specs(cwd, exportEnv(o.export, environ))
 	start := time.Now()
+	// The step is known as RUNNING while it runs (job/{id}, sacct).
+	if err := recordStep(job, r.record(start)); err != nil {
+		fmt.Fprintf(stderr, "srun: error: record step %d: %v\n", stepID, err)
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
@@ -268,7 +272,7 @@ func (r *stepRun) signalAll(sig syscall.Signal) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.peers.call(ctx, i, pathSignal, signalRequest{Step: r.step, Signal: int(sig)}); err != nil {
+			if err := r.peers.call(ctx, i, pathSignal, signalRequest{Step: r.step, Signal: int(sig), Nonce: nonce()}); err != nil {
 				fmt.Fprintf(r.stderr, "srun: error: signal %s: %v\n", r.job.Hosts[i], err)
 			}
 		}()
@@ -301,20 +305,25 @@ func (r *stepRun) finish(start time.Time) int {
 	case rc != 0:
 		state = accounting.StateFailed
 	}
+	step := r.record(start)
+	step.State, step.ExitCode, step.Signal, step.End = state, code, sig, time.Now()
+	if err := recordStep(r.job, step); err != nil {
+		fmt.Fprintf(r.stderr, "srun: error: record step %d: %v\n", r.step, err)
+	}
+	return rc
+}
+
+// record is the step as the ledger keeps it, RUNNING since start.
+func (r *stepRun) record(start time.Time) accounting.Step {
 	n := sum(r.counts)
 	jobID, _ := strconv.ParseInt(r.job.ID, 10, 64)
 	name := r.opts.name
 	if name == "" {
 		name = filepath.Base(r.opts.argv[0])
 	}
-	step := accounting.Step{JobID: jobID, StepID: strconv.Itoa(r.step), Name: name, State: state,
-		ExitCode: code, Signal: sig, Start: start, End: time.Now(), Tasks: int64(n),
-		NodeList: slurmapi.HostList(r.job.Hosts[:len(r.counts)]),
-		TRES:     accounting.TRES{CPUs: int64(n * max(r.opts.cpusPerTask, 1)), GPUs: float64(n * r.opts.gpusPerTask), Nodes: int64(len(r.counts))}}
-	if err := recordStep(r.job, step); err != nil {
-		fmt.Fprintf(r.stderr, "srun: error: record step %d: %v\n", r.step, err)
-	}
-	return rc
+	return accounting.Step{JobID: jobID, StepID: strconv.Itoa(r.step), Name: name, State: accounting.StateRunning,
+		Start: start, Tasks: int64(n), NodeList: slurmapi.HostList(r.job.Hosts[:len(r.counts)]),
+		TRES: accounting.TRES{CPUs: int64(n * max(r.opts.cpusPerTask, 1)), GPUs: float64(n * r.opts.gpusPerTask), Nodes: int64(len(r.counts))}}
 }
 
 func signalName(sig int) string {

@@ -2,13 +2,18 @@ package launch
 
 import (
 	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sluicehq/sluice/accounting"
 )
@@ -19,9 +24,55 @@ const (
 	stepLogFile     = "steps.jsonl"
 )
 
-// nextStepID hands out the job's step ids 0, 1, ... on this node, under
-// a file lock so concurrent sruns never share one.
+// nextStepID hands out the job's next step id. As slurmctld does, one
+// place allocates them for the whole job: the batch host (node 0). srun
+// on another node asks the batch host's launcher, so two sruns started
+// from tasks on different nodes never share an id.
 func nextStepID(job *Job) (int, error) {
+	if job.Node == 0 || len(job.Peers) == 0 {
+		return allocStepID(job)
+	}
+	p, err := newPeers(job)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), launchWait)
+	defer cancel()
+	resp, err := p.postWhenUp(ctx, 0, pathStepID, stepIDRequest{Nonce: nonce()}, launchWait)
+	if err != nil {
+		return 0, fmt.Errorf("a step id from the batch host: %w", err)
+	}
+	defer resp.Body.Close()
+	var a stepIDAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a); err != nil {
+		return 0, fmt.Errorf("a step id from the batch host: %w", err)
+	}
+	return a.Step, nil
+}
+
+// stepIDRequest asks the batch host for a step id. Its nonce makes each
+// request's signature unique: two sruns asking in the same second are not
+// a replay.
+type stepIDRequest struct {
+	Nonce string `json:"nonce"`
+}
+
+// nonce is 16 random bytes, hex.
+func nonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// stepIDAnswer is the batch host's answer to pathStepID.
+type stepIDAnswer struct {
+	Step int `json:"step"`
+}
+
+// allocStepID hands out the job's step ids 0, 1, ... from the batch
+// host's run directory, under a file lock so concurrent sruns (and the
+// launcher serving other nodes) never share one.
+func allocStepID(job *Job) (int, error) {
 	f, err := os.OpenFile(filepath.Join(job.RunDir, stepCounterFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("step counter: %w", err)
@@ -47,9 +98,25 @@ func nextStepID(job *Job) (int, error) {
 	return id, nil
 }
 
-// recordStep appends a finished step to the node's step log, which the
-// batch host reports when the job ends.
+// recordStep notes a step as it starts (RUNNING) and as it ends in the
+// job's step log, which the batch host keeps: srun on another node sends
+// it there, so the batch host knows every step of the job, wherever its
+// srun runs, and reports them all when the job ends.
 func recordStep(job *Job, s accounting.Step) error {
+	if job.Node == 0 || len(job.Peers) == 0 {
+		return appendStep(job, s)
+	}
+	p, err := newPeers(job)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return p.call(ctx, 0, pathStepRecord, s)
+}
+
+// appendStep appends s to this node's step log.
+func appendStep(job *Job, s accounting.Step) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -63,7 +130,8 @@ func recordStep(job *Job, s accounting.Step) error {
 	return err
 }
 
-// recordedSteps reads the node's step log.
+// recordedSteps reads the node's step log: each step as last recorded,
+// in the order the steps started.
 func recordedSteps(job *Job) ([]accounting.Step, error) {
 	f, err := os.Open(filepath.Join(job.RunDir, stepLogFile))
 	if os.IsNotExist(err) {
@@ -74,12 +142,18 @@ func recordedSteps(job *Job) ([]accounting.Step, error) {
 	}
 	defer f.Close()
 	var out []accounting.Step
+	at := map[string]int{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var s accounting.Step
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			return out, fmt.Errorf("step log line %q: %w", sc.Text(), err)
 		}
+		if i, ok := at[s.StepID]; ok {
+			out[i] = s
+			continue
+		}
+		at[s.StepID] = len(out)
 		out = append(out, s)
 	}
 	return out, sc.Err()
@@ -93,7 +167,14 @@ func reportSteps(job *Job, batch *accounting.Step) error {
 	if batch != nil {
 		all = append(all, *batch)
 	}
-	all = append(all, steps...)
+	// A step whose srun was killed before it could record its end (the
+	// pod's grace ran out) ended with the job.
+	for _, st := range steps {
+		if st.State == accounting.StateRunning {
+			st.State, st.End = accounting.StateCancelled, time.Now()
+		}
+		all = append(all, st)
+	}
 	if werr := os.WriteFile(job.TermLog, []byte(accounting.EncodeSteps(all)), 0o644); werr != nil {
 		return fmt.Errorf("write the step report: %w", werr)
 	}

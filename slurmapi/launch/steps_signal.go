@@ -71,7 +71,7 @@ func (s *server) signalLocalStep(step int, sig syscall.Signal) bool {
 // server calls it for scancel JOB.STEP. A step not running there is an
 // error naming it.
 func SignalStep(ctx context.Context, addr string, key []byte, step, sig int) error {
-	body, err := json.Marshal(signalRequest{Step: step, Signal: sig, Whole: true})
+	body, err := json.Marshal(signalRequest{Step: step, Signal: sig, Whole: true, Nonce: nonce()})
 	if err != nil {
 		return err
 	}

@@ -69,8 +69,10 @@ func (e taskExit) rc() int {
 
 // nodeLocal are the variables a task takes from its own node's pod, not
 // from the environment srun exported: the GPUs and identity of the node.
+// The launcher's own paths are the pod's too (every pod has the same
+// ones; a test that runs pods as local processes has one set per node).
 var nodeLocal = []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE",
-	"SLUICE_GPU_PORTION", "HOSTNAME"}
+	"SLUICE_GPU_PORTION", "HOSTNAME", EnvDir, EnvRunDir, EnvKeyFile, EnvTerminationLog}
 
 // nodeStep is a step's tasks on this node.
 type nodeStep struct {
