@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/k8sscheduler/kai"
 )
 
 // Every example file decodes strictly, so a renamed or misspelt field in
@@ -116,15 +117,17 @@ func TestSiteHasTheDocumentedShape(t *testing.T) {
 	}
 }
 
-// The example workloads are meant for Sluice: scheduler name and a queue.
+// The example workloads are meant for Sluice: scheduler name and a queue. The KAI one is
+// as KAI users write it, for KAI mode.
 func TestExampleWorkloadsTargetSluice(t *testing.T) {
 	cases := []struct {
 		file      string
 		wantLabel string
 		wantQueue string
+		scheduler string
 	}{
-		{KAIJob, v1alpha1.KAIQueueLabel, "nlp"},
-		{GPUJob, v1alpha1.QueueLabel, "vision"},
+		{KAIJob, v1alpha1.KAIQueueLabel, "nlp", kai.SchedulerName},
+		{GPUJob, v1alpha1.QueueLabel, "vision", v1alpha1.DefaultSchedulerName},
 	}
 	// Each runs in the namespace the site opens its queue to.
 	for _, c := range cases {
@@ -148,8 +151,8 @@ func TestExampleWorkloadsTargetSluice(t *testing.T) {
 		default:
 			t.Fatalf("%s: unexpected %T", c.file, o)
 		}
-		if spec.SchedulerName != v1alpha1.DefaultSchedulerName {
-			t.Errorf("%s: schedulerName %q", c.file, spec.SchedulerName)
+		if spec.SchedulerName != c.scheduler {
+			t.Errorf("%s: schedulerName %q, want %q", c.file, spec.SchedulerName, c.scheduler)
 		}
 		if meta[c.wantLabel] != c.wantQueue {
 			t.Errorf("%s: label %s=%q, want %q", c.file, c.wantLabel, meta[c.wantLabel], c.wantQueue)

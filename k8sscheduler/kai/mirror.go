@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,8 +16,11 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,9 +42,17 @@ type Mirror struct {
 	dyn  dynamic.Interface
 	disc discovery.DiscoveryInterface
 	c    client.Client
+	kube kubernetes.Interface
 	ids  func(context.Context) (uint32, error)
 	log  *slog.Logger
+	// events explains on a KAI object why it was not mirrored, where `kubectl describe`
+	// shows it to the user who wrote it; set by Run.
+	events record.EventRecorder
 }
+
+// NotMirrored is the reason of the Warning Event on a KAI Queue or PodGroup that Sluice
+// did not take.
+const NotMirrored = "NotMirrored"
 
 // NewMirror builds a mirror; ids numbers the PodGroups it creates (nil: none).
 func NewMirror(cfg *rest.Config, ids func(context.Context) (uint32, error), log *slog.Logger) (*Mirror, error) {
@@ -60,10 +72,14 @@ func NewMirror(cfg *rest.Config, ids func(context.Context) (uint32, error), log 
 	if err != nil {
 		return nil, err
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Mirror{dyn: dyn, disc: disc, c: c, ids: ids, log: log}, nil
+	return &Mirror{dyn: dyn, disc: disc, c: c, kube: kube, ids: ids, log: log}, nil
 }
 
 // Run mirrors until ctx ends, first waiting for the cluster to serve KAI's Queue and
@@ -79,6 +95,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 		case <-time.After(crdPoll):
 		}
 	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	// KAI's objects are unstructured and carry their kind, so the scheme needs no types.
+	m.events = broadcaster.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "sluice-kai-mirror"})
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.dyn, 0)
 	queues := factory.ForResource(QueuesGVR).Informer()
 	groups := factory.ForResource(PodGroupsGVR).Informer()
@@ -179,14 +200,17 @@ func (m *Mirror) served() bool {
 // syncQueues plans from every KAI Queue and every Sluice Queue and applies the plan.
 func (m *Mirror) syncQueues(ctx context.Context, objs []any) error {
 	var kai []*Queue
+	byName := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
+		byName[u.GetName()] = u
 		q, err := DecodeQueue(u)
 		if err != nil {
 			m.log.Warn("KAI mode: a KAI Queue Sluice cannot read", "queue", u.GetName(), "err", err)
+			m.warn(u, "Sluice cannot read this Queue: %v", err)
 			continue
 		}
 		kai = append(kai, q)
@@ -199,6 +223,9 @@ func (m *Mirror) syncQueues(ctx context.Context, objs []any) error {
 	for _, ch := range plan {
 		if ch.Action == Skip {
 			m.log.Warn("KAI mode: KAI Queue not mirrored", "queue", ch.Name, "reason", ch.Reason)
+			if u := byName[ch.Name]; u != nil {
+				m.warn(u, "not mirrored into a Sluice Queue: %s", ch.Reason)
+			}
 		} else if ch.Action != Unchanged {
 			m.log.Info("KAI mode: mirroring KAI Queue", "queue", ch.Name, "action", ch.Action, "warnings", ch.Reason)
 		}
@@ -260,11 +287,13 @@ func (m *Mirror) syncPodGroup(ctx context.Context, key string, store toolscache.
 	kpg, err := DecodePodGroup(u)
 	if err != nil {
 		m.log.Warn("KAI mode: a KAI PodGroup Sluice cannot read", "podgroup", key, "err", err)
+		m.warn(u, "Sluice cannot read this PodGroup: %v", err)
 		return nil
 	}
 	want, err := SluicePodGroup(kpg)
 	if err != nil {
 		m.log.Warn("KAI mode: KAI PodGroup not mirrored", "podgroup", key, "err", err)
+		m.warn(u, "not mirrored into a Sluice PodGroup, so its pods wait: %v", err)
 		return nil
 	}
 	have := &v1alpha1.PodGroup{}
@@ -272,6 +301,7 @@ func (m *Mirror) syncPodGroup(ctx context.Context, key string, store toolscache.
 	if err == nil {
 		if !ownedBy(have, kpg.UID) {
 			m.log.Warn("KAI mode: a Sluice PodGroup of the KAI PodGroup's name exists and is not its mirror: left as it is", "podgroup", key)
+			m.warn(u, "not mirrored: a Sluice PodGroup %s/%s exists that was not written from it; left as it is", have.Namespace, have.Name)
 		}
 		return nil
 	}
@@ -289,6 +319,13 @@ func (m *Mirror) syncPodGroup(ctx context.Context, key string, store toolscache.
 		return err
 	}
 	return nil
+}
+
+// warn records a Warning Event on a KAI object; a mirror built without Run records none.
+func (m *Mirror) warn(u *unstructured.Unstructured, format string, args ...any) {
+	if m.events != nil {
+		m.events.Eventf(u, corev1.EventTypeWarning, NotMirrored, format, args...)
+	}
 }
 
 func ownedBy(pg *v1alpha1.PodGroup, uid types.UID) bool {

@@ -212,3 +212,14 @@ spec:
   containers:
   - {name: main, image: busybox}
 `
+
+// badKAIPodGroup names a queue no Sluice Queue can be called (not a DNS label): the mirror
+// leaves it and says why in an Event on it.
+const badKAIPodGroup = `
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: bad-queue}
+spec:
+  minMember: 1
+  queue: Train_Team
+`

@@ -132,6 +132,23 @@ func TestKAIMigration(t *testing.T) {
 		t.Errorf("Sluice PodGroup gang: %+v owned by %+v, want minMember 2 in kai-train, owned by the KAI PodGroup", gang.Spec, gang.OwnerReferences)
 	}
 
+	// A KAI PodGroup Sluice cannot take is left with a Warning Event on it that says why,
+	// where `kubectl describe` shows it.
+	mustApply(t, cfg, ns, badKAIPodGroup)
+	e2e.WaitFor(t, "a NotMirrored Event on KAI PodGroup bad-queue", settle, func(ctx context.Context) (bool, error) {
+		evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad-queue"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Type == corev1.EventTypeWarning && e.Reason == kaiapi.NotMirrored && e.InvolvedObject.Kind == "PodGroup" &&
+				e.InvolvedObject.APIVersion == "scheduling.run.ai/v2alpha2" && strings.Contains(e.Message, `"Train_Team"`) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events, none NotMirrored naming the queue", len(evs.Items))
+	})
+
 	// research claims its quota: train, over its own, gives GPUs back; the inference pods
 	// are not touched.
 	mustApply(t, cfg, ns, researchJob)
