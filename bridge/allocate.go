@@ -11,31 +11,41 @@ import (
 // gangs that fit on free capacity. The first gang blocked for lack of capacity reserves the
 // nodes it will get (backfill), so smaller jobs cannot starve it.
 func (c *cycle) allocate(p int32) {
-	ps := &c.parts[p]
-	ps.noFit = map[int32][]failure{}
-	at := &c.scratch
+	c.parts[p].noFit = map[int32][]failure{}
 	for ji := c.nextJob(p); ji >= 0; ji = c.nextJob(p) {
+		if c.jobs[ji].alts != nil {
+			c.allocateAlternatives(p, ji) // alternatives.go
+			continue
+		}
 		c.order = append(c.order, ji)
-		js := &c.jobs[ji]
-		if code, reason := c.admit(js); code != "" {
-			js.code, js.reason = code, reason
-			continue
-		}
-		if f := c.failedBefore(js); f != nil {
-			js.code, js.reason = f.code, f.reason
-			continue
-		}
-		c.begin(at)
-		if c.quickNoFit(js) || !c.placeGang(at, ji, ActionAllocate) {
-			js.code, js.reason = c.explainFailure(at, ji)
-			c.rememberFailure(js)
-			if js.code == ReasonResources && ps.reservedBy < 0 && js.need[DimGPU] > 1000 {
-				c.reserve(ji)
-			}
-			continue
-		}
-		c.commit(at, ji, "", "")
+		c.allocateJob(ji, true)
 	}
+}
+
+// allocateJob starts a job in its partition on free capacity if it fits, else says why not
+// and, when it may, reserves nodes for it. It reports whether the job started.
+func (c *cycle) allocateJob(ji int32, mayReserve bool) bool {
+	js := &c.jobs[ji]
+	at := &c.scratch
+	if code, reason := c.admit(js); code != "" {
+		js.code, js.reason = code, reason
+		return false
+	}
+	if f := c.failedBefore(js); f != nil {
+		js.code, js.reason = f.code, f.reason
+		return false
+	}
+	c.begin(at)
+	if c.quickNoFit(js) || !c.placeGang(at, ji, ActionAllocate) {
+		js.code, js.reason = c.explainFailure(at, ji)
+		c.rememberFailure(js)
+		if mayReserve {
+			c.reserveFor(ji)
+		}
+		return false
+	}
+	c.commit(at, ji, "", "")
+	return true
 }
 
 // failedBefore returns an earlier failure of a gang of the same shape asking no more CPU and
@@ -185,6 +195,14 @@ func (c *cycle) reportBinds() {
 				b.GPUMemoryMiB = c.gpus[c.gpuRefs[pl.g0]].mem
 			}
 		}
+	}
+}
+
+// reserveFor reserves nodes for a blocked gang when its partition holds none yet.
+func (c *cycle) reserveFor(ji int32) {
+	js := &c.jobs[ji]
+	if js.code == ReasonResources && c.parts[js.part].reservedBy < 0 && js.need[DimGPU] > 1000 {
+		c.reserve(ji)
 	}
 }
 

@@ -128,6 +128,9 @@ func genJobs(r *rand.Rand, s *Snapshot, g genSpec, next, n int) {
 			switch r.Intn(7) {
 			case 0:
 				tg.NodeSet = []string{"even", "first-half", "none"}[r.Intn(3)]
+				if len(s.Jobs)%2 == 0 { // every other one as alternatives (--constraint [a|b]), without a draw
+					j.Alternatives = []Alternative{{NodeSet: "none"}, {NodeSet: tg.NodeSet}, {NodeSet: "first-half"}}
+				}
 			case 1:
 				j.Placement.RequiredLevel = "rack"
 			case 2:

@@ -60,7 +60,7 @@ func (c *cycle) buildJob(ji int32) {
 	js.prio, js.preempt = int64(j.Priority), j.Preemptible
 	if p, ok := c.partIdx[j.Partition]; ok {
 		js.part = p
-	} else {
+	} else if len(j.Alternatives) == 0 { // else each alternative's partition is checked
 		js.block(ReasonInvalidPartition, fmt.Sprintf("partition %q does not exist", j.Partition))
 	}
 	if q, ok := c.queueIdx[j.Queue]; !ok {
@@ -86,9 +86,14 @@ func (c *cycle) buildJob(ji int32) {
 	if iv := c.s.Config.AgingInterval; iv > 0 && !j.SubmitTime.IsZero() && c.s.Now.After(j.SubmitTime) {
 		js.prio += int64(c.s.Now.Sub(j.SubmitTime) / iv)
 	}
-	c.checkPartitionAccess(js)
+	if len(j.Alternatives) == 0 {
+		c.checkPartitionAccess(js)
+	}
 	c.buildGroups(js)
 	c.buildPlacement(js)
+	if len(j.Alternatives) > 0 {
+		c.buildAlternatives(js)
+	}
 	for i := range j.Running {
 		c.placeRunning(ji, &j.Running[i])
 	}

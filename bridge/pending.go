@@ -43,22 +43,12 @@ func (c *cycle) buildPending() {
 		if js.code != "" || js.evicted || js.pending == 0 {
 			continue
 		}
-		if slot[js.part] == nil {
-			slot[js.part] = make([]int32, len(c.queues))
-			for i := range slot[js.part] {
-				slot[js.part][i] = -1
-			}
+		if js.alts != nil {
+			c.listAlternatives(js, func() { c.listPending(slot, int32(ji)) }) // alternatives.go
+		} else {
+			c.listPending(slot, int32(ji))
+			js.shape = c.shapeOf(js)
 		}
-		p := &c.parts[js.part]
-		s := slot[js.part][js.queue]
-		if s < 0 {
-			s = int32(len(p.pending))
-			slot[js.part][js.queue] = s
-			p.pending = append(p.pending, leafPending{queue: js.queue})
-		}
-		p.pending[s].jobs = append(p.pending[s].jobs, int32(ji))
-		c.qpart(js.queue, js.part).request.add(js.need)
-		js.shape = c.shapeOf(js)
 		js.listed = true
 	}
 	for p := range c.parts {
@@ -77,6 +67,27 @@ func (c *cycle) buildPending() {
 			c.buf.pendingKeys = keys
 		}
 	}
+}
+
+// listPending adds a job to its partition's pending list of its queue, and its demand to
+// the queue's request there; slot is each partition's list index per queue, -1: none yet.
+func (c *cycle) listPending(slot [][]int32, ji int32) {
+	js := &c.jobs[ji]
+	if slot[js.part] == nil {
+		slot[js.part] = make([]int32, len(c.queues))
+		for i := range slot[js.part] {
+			slot[js.part][i] = -1
+		}
+	}
+	p := &c.parts[js.part]
+	s := slot[js.part][js.queue]
+	if s < 0 {
+		s = int32(len(p.pending))
+		slot[js.part][js.queue] = s
+		p.pending = append(p.pending, leafPending{queue: js.queue})
+	}
+	p.pending[s].jobs = append(p.pending[s].jobs, ji)
+	c.qpart(js.queue, js.part).request.add(js.need)
 }
 
 // shapeOf is a key equal for jobs whose pending gangs place identically but for the CPU and

@@ -176,12 +176,19 @@ func (c *cycle) buildPlacement(js *jobState) {
 	}
 	js.constrained = js.constrained || len(pl.Spread) > 0
 	c.buildAffinity(js)
+	js.topo = c.topoOf(js)
+}
+
+// topoOf resolves the job's topology request in its partition (whose levels a preferred
+// level falls back along); nil when it asks for none.
+func (c *cycle) topoOf(js *jobState) *jobTopo {
+	pl := &js.job.Placement
 	required := pl.RequiredLevel
 	if required == "" {
 		required = selfAffinityLevel(js.job)
 	}
 	if required == "" && pl.PreferredLevel == "" && len(pl.Spread) == 0 {
-		return
+		return nil
 	}
 	t := &jobTopo{required: -1, level: -1}
 	for _, sp := range pl.Spread {
@@ -216,7 +223,7 @@ func (c *cycle) buildPlacement(js *jobState) {
 	case t.required < 0:
 		t.ladder = append(t.ladder, -1)
 	}
-	js.topo = t
+	return t
 }
 
 // placeGang places a job's pending tasks as placeTasks does, keeping to its topology: each

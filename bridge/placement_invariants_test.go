@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -46,7 +47,7 @@ func checkPlacementRules(t *testing.T, s, next *Snapshot, d *Decisions) {
 					group = g
 				}
 			}
-			if group.NodeSet != "" && !slices.Contains(sets[group.NodeSet], r.Node) {
+			if group.NodeSet != "" && !altSets(j) && !slices.Contains(sets[group.NodeSet], r.Node) {
 				t.Errorf("job %s task %s on %s, outside its node set %s", j.ID, r.Name, r.Node, group.NodeSet)
 			}
 			if j.Placement.OnePerNode && seen[r.Node] {
@@ -68,6 +69,7 @@ func checkPlacementRules(t *testing.T, s, next *Snapshot, d *Decisions) {
 		}
 	}
 	checkAffinityRules(t, s, next, bound)
+	checkAlternatives(t, s, next, bound)
 	for _, j := range next.Jobs {
 		if !j.Placement.Exclusive {
 			continue
@@ -140,4 +142,40 @@ func checkAffinityRules(t *testing.T, s, next *Snapshot, bound map[string]bool) 
 			}
 		}
 	}
+}
+
+// checkAlternatives verifies that every task of a bound job of several alternatives runs
+// inside one and the same alternative: its partition, and its node set when it names one.
+func checkAlternatives(t *testing.T, s, next *Snapshot, bound map[string]bool) {
+	t.Helper()
+	partOf := map[string]string{}
+	for _, n := range s.Nodes {
+		partOf[n.Name] = n.Partition
+	}
+	sets := map[string][]string{}
+	for _, ns := range s.NodeSets {
+		sets[ns.Name] = ns.Nodes
+	}
+	for _, j := range next.Jobs {
+		if !bound[j.ID] || len(j.Alternatives) == 0 {
+			continue
+		}
+		inside := slices.ContainsFunc(j.Alternatives, func(a Alternative) bool {
+			part := cmp.Or(a.Partition, j.Partition)
+			for _, r := range j.Running {
+				if partOf[r.Node] != part || (a.NodeSet != "" && !slices.Contains(sets[a.NodeSet], r.Node)) {
+					return false
+				}
+			}
+			return true
+		})
+		if !inside {
+			t.Errorf("job %s runs on %v, inside none of its alternatives %+v", j.ID, j.Running, j.Alternatives)
+		}
+	}
+}
+
+// altSets reports whether an alternative of the job replaces its groups' node sets.
+func altSets(j Job) bool {
+	return slices.ContainsFunc(j.Alternatives, func(a Alternative) bool { return a.NodeSet != "" })
 }

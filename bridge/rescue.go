@@ -17,6 +17,12 @@ func (c *cycle) rescue() {
 	failed := map[rescueKey]bool{}
 	for _, ji := range c.order {
 		js := &c.jobs[ji]
+		if js.alts != nil {
+			if js.code != "" && !js.grew && !js.evicted {
+				c.rescueAlternatives(ji, failed) // alternatives.go
+			}
+			continue
+		}
 		if js.code != ReasonResources || js.evicted {
 			continue // an evicted job is requeued by the caller, not placed again now
 		}

@@ -100,25 +100,26 @@ type scRunning struct {
 }
 
 type scJob struct {
-	ID          string            `yaml:"id"`
-	Copies      int               `yaml:"copies"` // id-0 ... id-(copies-1)
-	Queue       string            `yaml:"queue"`
-	Partition   string            `yaml:"partition"`
-	User        string            `yaml:"user"`
-	QOS         string            `yaml:"qos"`
-	Priority    int32             `yaml:"priority"`
-	Preemptible bool              `yaml:"preemptible"`
-	MinMember   int32             `yaml:"minMember"`
-	Submitted   int               `yaml:"submitted"` // minutes before now
-	TimeLimit   time.Duration     `yaml:"timeLimit"`
-	Selector    map[string]string `yaml:"selector"`
-	Labels      map[string]string `yaml:"labels"`
-	Scope       string            `yaml:"scope"`
-	StaleFor    time.Duration     `yaml:"staleFor"`
-	Placement   Placement         `yaml:"placement"`
-	scGroup     `yaml:",inline"`
-	Groups      []scGroup   `yaml:"groups"`
-	Running     []scRunning `yaml:"running"`
+	ID           string            `yaml:"id"`
+	Copies       int               `yaml:"copies"` // id-0 ... id-(copies-1)
+	Queue        string            `yaml:"queue"`
+	Partition    string            `yaml:"partition"`
+	User         string            `yaml:"user"`
+	QOS          string            `yaml:"qos"`
+	Priority     int32             `yaml:"priority"`
+	Preemptible  bool              `yaml:"preemptible"`
+	MinMember    int32             `yaml:"minMember"`
+	Submitted    int               `yaml:"submitted"` // minutes before now
+	TimeLimit    time.Duration     `yaml:"timeLimit"`
+	Selector     map[string]string `yaml:"selector"`
+	Labels       map[string]string `yaml:"labels"`
+	Scope        string            `yaml:"scope"`
+	StaleFor     time.Duration     `yaml:"staleFor"`
+	Placement    Placement         `yaml:"placement"`
+	Alternatives []Alternative     `yaml:"alternatives"`
+	scGroup      `yaml:",inline"`
+	Groups       []scGroup   `yaml:"groups"`
+	Running      []scRunning `yaml:"running"`
 }
 
 type scUsage struct {
@@ -300,7 +301,7 @@ func (g scGroup) group(name string) TaskGroup {
 func (j scJob) job(now time.Time, defaultPartition string) Job {
 	out := Job{ID: j.ID, Queue: j.Queue, Partition: j.Partition, User: j.User, QOS: j.QOS, Priority: j.Priority,
 		Preemptible: j.Preemptible, MinMember: j.MinMember, TimeLimit: j.TimeLimit, NodeSelector: j.Selector, Labels: j.Labels, Scope: j.Scope, Placement: j.Placement,
-		SubmitTime: now.Add(-time.Duration(j.Submitted) * time.Minute)}
+		Alternatives: j.Alternatives, SubmitTime: now.Add(-time.Duration(j.Submitted) * time.Minute)}
 	if out.Partition == "" {
 		out.Partition = defaultPartition
 	}

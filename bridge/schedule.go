@@ -28,6 +28,7 @@ func (sc *Scheduler) Schedule(s *Snapshot) *Decisions {
 	for p := range c.parts {
 		c.allocate(int32(p))
 	}
+	c.allocateDeferred()
 	c.rescue()
 	c.reportBinds()
 	c.reportPending()

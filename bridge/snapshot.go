@@ -198,9 +198,14 @@ type Job struct {
 	Scope  string            `json:"scope,omitempty" yaml:"scope,omitempty"`
 	// Placement constrains where the gang's tasks go relative to one another and to other
 	// jobs: topology, one task per node, whole nodes.
-	Placement Placement     `json:"placement,omitempty" yaml:"placement,omitempty"`
-	Groups    []TaskGroup   `json:"groups" yaml:"groups"`
-	Running   []RunningTask `json:"running,omitempty" yaml:"running,omitempty"`
+	Placement Placement `json:"placement,omitempty" yaml:"placement,omitempty"`
+	// Alternatives are the ways the job may run, in order of preference (sbatch -p a,b,
+	// --constraint [a|b]): each a partition and a node set for all its groups. The job
+	// runs in the first one where it can start (see alternatives.go); empty: the job as it
+	// stands, in Partition.
+	Alternatives []Alternative `json:"alternatives,omitempty" yaml:"alternatives,omitempty"`
+	Groups       []TaskGroup   `json:"groups" yaml:"groups"`
+	Running      []RunningTask `json:"running,omitempty" yaml:"running,omitempty"`
 	// StaleSince is when the gang dropped below MinMember running tasks; zero when it has not.
 	StaleSince time.Time `json:"staleSince,omitempty" yaml:"staleSince,omitempty"`
 }

@@ -281,6 +281,7 @@ type jobState struct {
 	topo      *jobTopo        // nil: no topology asked for
 	aff       *jobAffinity    // nil: no affinity rule, and no selector matches it
 	perNode   map[int32]int32 // a large one-per-node job's live tasks per node; nil: walk places
+	alts      *jobAlts        // nil: one way to run (alternatives.go)
 	// onePerNode and exclusive are the job's Placement flags; constrained is set when it
 	// has either or a topology.
 	onePerNode  bool
