@@ -115,7 +115,24 @@ func (l *Launchers) batchHost(ctx context.Context, job *slurmapi.Job) (string, [
 	if pod.Status.Phase != corev1.PodRunning {
 		return "", nil, notAttachable(job, fmt.Sprintf("its batch host %s is %s, not Running", pod.Name, pod.Status.Phase))
 	}
-	return l.Addr(&pod), []byte(LaunchKey(l.seed, &pg)), nil
+	key := LaunchKey(l.seed, &pg)
+	if fp := podKeySHA256(&pod); fp != "" && fp != launchKeySHA256(key) {
+		return "", nil, notAttachable(job, "its pods started under an earlier token key of the Sluice server (the key was rotated since), "+
+			"so the server can no longer sign for them; the job runs on, and its next run (a requeue) gets a key under the new one")
+	}
+	return l.Addr(&pod), []byte(key), nil
+}
+
+// podKeySHA256 is the launch key fingerprint pod was started with.
+func podKeySHA256(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == launch.EnvKeySHA256 {
+				return e.Value
+			}
+		}
+	}
+	return ""
 }
 
 func notAttachable(job *slurmapi.Job, why string) *slurmapi.Error {

@@ -180,13 +180,15 @@ func (f *PodFactory) ensureService(ctx context.Context, ns string) error {
 }
 
 // ensureLaunchKey creates the job's launch key Secret, once for all its
-// runs; the PodGroup owns it, so it goes with the job. Only the job's pods
+// runs under one token key of the server (a run after a rotation derives
+// another key, named by its own Secret); the PodGroup owns it, so it goes
+// with the job. Only the job's pods
 // mount it: srun and the launchers of other jobs cannot sign for this one.
 // A Secret already there is either this job's from an earlier run (the
 // same derived key) or planted, which the pods refuse (EnvKeySHA256).
 func (f *PodFactory) ensureLaunchKey(ctx context.Context, pg *v1alpha1.PodGroup, key string) error {
 	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(pg), Namespace: pg.Namespace,
+		ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(pg, key), Namespace: pg.Namespace,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice", v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel]}},
 		Data:      map[string][]byte{LaunchKeyField: []byte(key)},
 		Immutable: ptrTo(true), // no later update swaps the key under the job

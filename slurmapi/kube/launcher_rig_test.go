@@ -46,8 +46,9 @@ func TestFactoryGivesMultiNodeJobsALaunchKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	twoKey := LaunchKey(f.opts.LaunchKeySeed, two)
 	var sec corev1.Secret
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(two)}, &sec); err != nil {
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(two, twoKey)}, &sec); err != nil {
 		t.Fatalf("launch key Secret: %v", err)
 	}
 	if len(sec.Data[LaunchKeyField]) < 32 || len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != two.UID {
@@ -58,29 +59,52 @@ func TestFactoryGivesMultiNodeJobsALaunchKey(t *testing.T) {
 		t.Errorf("headless Service: %v", err)
 	}
 	for _, p := range pods {
-		checkLauncher(t, p, LaunchSecretName(two))
+		checkLauncher(t, p, LaunchSecretName(two, twoKey))
 	}
 	// The key is made once: a second start (a requeued run) reuses it.
 	if _, err := f.Pods(two, []bridge.Bind{{Node: "h100-0", Group: memberName}, {Node: "h100-1", Group: memberName}}); err != nil {
 		t.Fatalf("second start: %v", err)
 	}
 	var again corev1.Secret
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(two)}, &again); err != nil || string(again.Data[LaunchKeyField]) != string(sec.Data[LaunchKeyField]) {
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(two, twoKey)}, &again); err != nil || string(again.Data[LaunchKeyField]) != string(sec.Data[LaunchKeyField]) {
 		t.Errorf("the key changed on a second start (%v)", err)
+	}
+	// The server's token key rotated: the next run (a requeue) derives
+	// another key and gets a Secret of its own, which every one of its
+	// pods mounts and whose fingerprint they carry; the Secret (immutable)
+	// of the earlier runs is not what they read.
+	rotated, err := NewPodFactory(e2e.Rig(t).RESTConfig(), PodOptions{LauncherImage: testLauncherImage, LaunchKeySeed: []byte("a-rotated-token-key-0123456789ab")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requeued, err := rotated.Pods(two, []bridge.Bind{{Node: "h100-0", Group: memberName}, {Node: "h100-1", Group: memberName}})
+	if err != nil {
+		t.Fatalf("start after the rotation: %v", err)
+	}
+	newKey := LaunchKey(rotated.opts.LaunchKeySeed, two)
+	var fresh corev1.Secret
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(two, newKey)}, &fresh); err != nil || string(fresh.Data[LaunchKeyField]) != newKey {
+		t.Fatalf("after the rotation the run's Secret %s holds %q (%v), want the key derived under the new token key", LaunchSecretName(two, newKey), fresh.Data[LaunchKeyField], err)
+	}
+	for _, p := range requeued {
+		checkLauncher(t, p, LaunchSecretName(two, newKey))
+		if fp := podKeySHA256(p); fp != launchKeySHA256(newKey) {
+			t.Errorf("pod %s carries fingerprint %q, not its Secret's key's", p.Name, fp)
+		}
 	}
 	single, err := f.Pods(one, []bridge.Bind{{Node: "h100-0", Group: memberName}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkLauncher(t, single[0], "")
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(one)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: LaunchSecretName(one, LaunchKey(f.opts.LaunchKeySeed, one))}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a one-node job got a launch key Secret (%v)", err)
 	}
 	// A Secret planted under a job's name before the job starts is not
 	// the job's key: the pods' fingerprint names the derived key, so the
 	// launchers refuse the planted one (slurmapi/launch).
 	third := load(2)
-	planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(third), Namespace: third.Namespace},
+	planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(third, LaunchKey(f.opts.LaunchKeySeed, third)), Namespace: third.Namespace},
 		Data: map[string][]byte{LaunchKeyField: []byte("a-key-the-tenant-knows-0123456789")}}
 	if err := b.c.Create(ctx, planted); err != nil {
 		t.Fatal(err)

@@ -50,9 +50,19 @@ const (
 	LaunchKeyField = "key"
 )
 
-// LaunchSecretName names a multi-node job's Secret holding its launch key
-// (srun signs step launches with it); only the job's pods mount it.
-func LaunchSecretName(pg *v1alpha1.PodGroup) string { return pg.Name + "-launch" }
+// LaunchSecretName names the Secret holding a multi-node job's launch key
+// (srun signs step launches with it); only the job's pods mount it. The
+// name carries the start of the key's SHA-256 (which the pods carry
+// anyway): a run started after the server's token key was rotated
+// derives another key, so it gets a Secret of its own, and every pod of
+// one run mounts the key its fingerprint names. A key of "" (pods built
+// without one, in tests) names the bare Secret.
+func LaunchSecretName(pg *v1alpha1.PodGroup, key string) string {
+	if key == "" {
+		return pg.Name + "-launch"
+	}
+	return pg.Name + "-launch-" + launchKeySHA256(key)[:10]
+}
 
 // Simulation knobs: a job whose environment sets SLUICE_SIM_DURATION (and
 // optionally SLUICE_SIM_EXIT_CODE) gets the pod annotations the rig's kwok
@@ -281,7 +291,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "sluice-launch-key", MountPath: launchKeyDir, ReadOnly: true})
 		mode := int32(0o444) // the container runs as the job's user, not the Secret's owner
 		volumes = append(volumes, corev1.Volume{Name: "sluice-launch-key", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: LaunchSecretName(pg), DefaultMode: &mode}}})
+			Secret: &corev1.SecretVolumeSource{SecretName: LaunchSecretName(pg, run.LaunchKey), DefaultMode: &mode}}})
 	}
 	if v := run.SharedVolume; v != nil {
 		volumes = append(volumes, corev1.Volume{Name: "sluice-shared", VolumeSource: *v.VolumeSource.DeepCopy()})

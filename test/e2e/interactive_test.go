@@ -106,7 +106,7 @@ func TestInteractiveAllocationOnRig(t *testing.T) {
 	if err := kc.Get(ctx, client.ObjectKey{Namespace: kube.Namespace("nlp"), Name: kube.PodGroupName(a.ID)}, &pg); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := c.CoreV1().Secrets(pg.Namespace).Get(ctx, kube.LaunchSecretName(&pg), metav1.GetOptions{})
+	sec, err := c.CoreV1().Secrets(pg.Namespace).Get(ctx, kube.LaunchSecretName(&pg, kube.LaunchKey(slurmKey, &pg)), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("launch key Secret: %v", err)
 	}
