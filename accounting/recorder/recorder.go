@@ -1,8 +1,8 @@
 // Package recorder writes every workload's life into the accounting ledger: it watches
 // PodGroups (Slurm jobs and manifest workloads alike) and their pods, derives each job's
 // record and state transitions from what the objects show (derive.go), and writes them
-// idempotently. A group of one (a bare pod the webhook numbered) is recorded from its
-// pod alone until its PodGroup is written (groupofone.go). On start the informers list
+// idempotently. A job that is one bare pod is recorded from its pod alone until its
+// PodGroup is written (implied.go). On start the informers list
 // the whole cluster, so every group is derived and written again: the ledger keys
 // transitions by (job, time, state), so a restart neither loses nor double-counts usage.
 package recorder

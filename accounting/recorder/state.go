@@ -77,9 +77,10 @@ func (s *state) deleteGroup(pg *v1alpha1.PodGroup) {
 	}
 	delete(s.groups, k)
 	s.dirty[k] = true
-	// A group of one whose pod lives on is not over: its implied group stands for
-	// the written one again (group names are never shared: it is the same job).
-	if p := s.groupOfOnePodLocked(k); p != nil && p.DeletionTimestamp == nil {
+	// A job whose pod implies its group is not over while the pod lives on: the
+	// implied group stands for the written one again (group names are never shared: it
+	// is the same job).
+	if _, p := s.impliedLocked(k); p != nil && p.DeletionTimestamp == nil {
 		return
 	}
 	s.deleted[k] = pg
@@ -130,9 +131,7 @@ func (s *state) deletePod(p *corev1.Pod) {
 			s.lastPod[k] = p
 		}
 	}
-	if v1alpha1.GroupOfOne(p) {
-		s.endGroupOfOneLocked(p)
-	}
+	s.endImpliedLocked(p)
 }
 
 func (s *state) unlinkLocked(p *corev1.Pod) {
@@ -243,9 +242,9 @@ func (s *state) takeDirty() []groupWork {
 		if gone != nil {
 			add(k, gone, true)
 		}
-		// A group of one has no PodGroup until one has to be written; pods of other
-		// groups not seen (yet) wait for theirs.
-		if ig := s.impliedLocked(k); ig != nil && gone == nil {
+		// A job a bare pod implies has no PodGroup until one has to be written; pods
+		// of other groups not seen (yet) wait for theirs.
+		if ig, _ := s.impliedLocked(k); ig != nil && gone == nil {
 			add(k, ig, false)
 		}
 	}

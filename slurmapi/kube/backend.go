@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
@@ -289,25 +289,17 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 	if err != nil {
 		return nil, err
 	}
-	pods, err := b.groupPods(ctx, pgs)
+	jobs, err := jobstate.Read(ctx, b.c, pgs, id)
 	if err != nil {
 		return nil, err
 	}
-	if id == 0 || len(pgs) == 0 { // the groups of one not written yet
-		implied, podsOf, err := unwrittenGroups(ctx, b.c, id, pgs)
-		if err != nil {
-			return nil, err
-		}
-		pgs = append(pgs, implied...)
-		maps.Copy(pods, podsOf)
-	}
-	out := make([]slurmapi.Job, 0, len(pgs))
-	for i := range pgs {
-		j, err := JobFromPodGroup(&pgs[i])
+	out := make([]slurmapi.Job, 0, len(jobs))
+	for i := range jobs {
+		j, err := JobFromPodGroup(jobs[i].Group)
 		if err != nil {
 			continue // a group with a broken id label is not a job
 		}
-		setView(&j, &pgs[i], pods[groupKey(pgs[i].Namespace, pgs[i].Name)])
+		setView(&j, &jobs[i])
 		if !matches(f, &j) {
 			continue
 		}
@@ -324,46 +316,53 @@ func matches(f slurmapi.JobFilter, j *slurmapi.Job) bool {
 		in(f.Accounts, j.Desc.Account) && in(f.Partitions, j.Desc.Partition) && in(f.States, j.State[0])
 }
 
-// Job returns one job, 404 if neither a PodGroup nor a group of one has its id.
+// Job returns one job, 404 if no job has its id.
 func (b *Backend) Job(ctx context.Context, id uint32) (slurmapi.Job, error) {
-	pg, pod, err := b.jobGroup(ctx, id)
+	job, err := b.job(ctx, id)
 	if err != nil {
 		return slurmapi.Job{}, err
 	}
-	j, err := JobFromPodGroup(pg)
+	j, err := JobFromPodGroup(job.Group)
 	if err != nil {
 		return j, err
 	}
-	pods := map[string][]corev1.Pod{}
-	if pod != nil {
-		pods[groupKey(pod.Namespace, pg.Name)] = []corev1.Pod{*pod}
-	} else if pods, err = b.groupPods(ctx, []v1alpha1.PodGroup{*pg}); err != nil {
-		return j, err
-	}
-	setView(&j, pg, pods[groupKey(pg.Namespace, pg.Name)])
+	setView(&j, &job)
 	return j, nil
 }
 
+// podGroup is the group of job id, without reading its pods unless no group object
+// has the id (then a bare pod may imply it); 404 when no job has it.
 func (b *Backend) podGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, error) {
-	pg, _, err := b.jobGroup(ctx, id)
-	return pg, err
+	pgs, err := b.podGroups(ctx, id)
+	if err != nil || len(pgs) > 0 {
+		return firstGroup(pgs), err
+	}
+	job, err := b.job(ctx, id)
+	return job.Group, err
 }
 
-// jobGroup is job id's PodGroup; without one, the implied group of the group of one
-// numbered id, with its pod (nil for a PodGroup); 404 when there is neither.
-func (b *Backend) jobGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup, *corev1.Pod, error) {
+func firstGroup(pgs []v1alpha1.PodGroup) *v1alpha1.PodGroup {
+	if len(pgs) == 0 {
+		return nil
+	}
+	return &pgs[0]
+}
+
+// job is job id, as the job model identifies it (jobstate.Read), with a batched job
+// not stored yet; 404 when there is none.
+func (b *Backend) job(ctx context.Context, id uint32) (jobstate.Job, error) {
 	pgs, err := b.podGroups(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return jobstate.Job{}, err
 	}
-	if len(pgs) > 0 {
-		return &pgs[0], nil, nil
+	jobs, err := jobstate.Read(ctx, b.c, pgs, id)
+	switch {
+	case err != nil:
+		return jobstate.Job{}, err
+	case len(jobs) == 0:
+		return jobstate.Job{}, slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d does not exist", id)
 	}
-	pg, pod, err := unwrittenGroup(ctx, b.c, id)
-	if err == nil && pg == nil {
-		err = slurmapi.NotFound(slurmapi.ErrInvalidJobID, "job_id", "job %d does not exist", id)
-	}
-	return pg, pod, err
+	return jobs[0], nil
 }
 
 // slurmGroup loads a Slurm-submitted job's PodGroup for a change; a job
@@ -503,17 +502,15 @@ func (b *Backend) SignalJob(ctx context.Context, id uint32, req slurmapi.CancelR
 // ended yet (the record first, so no more are split off); with a task
 // index only that task (dropped from the record if not split off yet).
 func (b *Backend) cancel(ctx context.Context, id uint32, task *int) error {
-	pg, pod, err := b.jobGroup(ctx, id)
-	if err == nil && pod == nil {
-		pod, err = b.groupOfOnePod(ctx, pg)
-	}
+	job, err := b.job(ctx, id)
 	if err != nil {
 		return err
 	}
-	if pod != nil {
-		return b.cancelGroupOfOne(ctx, id, pod)
+	if pod := job.BarePod(); pod != nil {
+		return b.cancelBarePod(ctx, id, pod)
 	}
-	if pg, err = b.asSlurmGroup(ctx, id, pg); err != nil {
+	pg, err := b.asSlurmGroup(ctx, id, job.Group)
+	if err != nil {
 		return err
 	}
 	switch {

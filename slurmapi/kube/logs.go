@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
@@ -130,31 +130,16 @@ func noTask(job *slurmapi.Job, index, nodes int) *slurmapi.Error {
 		"job %d has no output yet: its task on node %d has not started (job state %s)", job.ID, index, strings.Join(job.State, ","))
 }
 
-// manifestPods are a manifest workload's pods, in name order; without a
-// PodGroup, the group of one numbered with the job's id.
+// manifestPods are a manifest workload's pods, in name order, as the job model finds
+// job id's pods (a bare pod's job included).
 func (l *JobLogs) manifestPods(ctx context.Context, job *slurmapi.Job) ([]corev1.Pod, error) {
-	var groups v1alpha1.PodGroupList
-	if err := l.c.List(ctx, &groups, client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(job.ID), 10)}); err != nil {
-		return nil, fmt.Errorf("find the PodGroup of job %d: %w", job.ID, err)
+	found, ok, err := jobstate.Find(ctx, l.c, job.ID)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if len(groups.Items) == 0 {
-		_, pod, err := unwrittenGroup(ctx, l.c, job.ID)
-		if pod == nil {
-			return nil, err
-		}
-		return []corev1.Pod{*pod}, nil
-	}
-	var out []corev1.Pod
-	for _, g := range groups.Items {
-		var pods corev1.PodList
-		if err := l.c.List(ctx, &pods, client.InNamespace(g.Namespace)); err != nil {
-			return nil, fmt.Errorf("list the pods of job %d: %w", job.ID, err)
-		}
-		for _, p := range pods.Items {
-			if p.Annotations[v1alpha1.PodGroupAnnotation] == g.Name {
-				out = append(out, p)
-			}
-		}
+	out := make([]corev1.Pod, 0, len(found.Pods))
+	for _, p := range found.Pods {
+		out = append(out, *p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
@@ -188,7 +189,7 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 	}
 	j.Priority, _ = strconv.ParseInt(pg.Annotations[PriorityAnnotation], 10, 64)
 	j.CPUs, j.TRESReq = tres(pg)
-	setView(&j, pg, nil)
+	setView(&j, &jobstate.Job{Kind: jobstate.Stored, Group: pg})
 	return j, nil
 }
 

@@ -28,7 +28,7 @@ const (
 	JobsService = "slurm-jobs"
 	// SlurmPodLabel marks every pod made for a Slurm job; JobsService
 	// selects on it.
-	SlurmPodLabel = "sluice.dev/slurm-job"
+	SlurmPodLabel = v1alpha1.SlurmJobPodLabel
 	// NodeIndexLabel is a pod's SLURM_NODEID within its job.
 	NodeIndexLabel = v1alpha1.NodeIndexLabel
 	// containerName is the one container of a job's pod.

@@ -23,6 +23,9 @@ const (
 	KAIQueueLabel = "kai.scheduler/queue"
 	// JobIDLabel holds the Slurm-style job id on a PodGroup and its pods.
 	JobIDLabel = "sluice.dev/job-id"
+	// SlurmJobPodLabel marks every pod made for a Slurm job (by the Slurm API's pod
+	// factory), so readers can leave them out of a List of other numbered pods.
+	SlurmJobPodLabel = "sluice.dev/slurm-job"
 	// NodeIndexLabel is a Slurm job's pod's SLURM_NODEID within its job.
 	NodeIndexLabel = "sluice.dev/node-index"
 	// PartitionLabel puts a node in a partition (Partition node selectors

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
@@ -26,7 +27,7 @@ func groupOfOne(name, id string) corev1.Pod {
 	}
 }
 
-func TestGroupsOfOneListAsJobs(t *testing.T) {
+func TestBarePodsListAsJobs(t *testing.T) {
 	started := metav1.NewTime(time.Date(2026, 12, 3, 9, 0, 5, 0, time.UTC))
 	on := func(p corev1.Pod, node string, phase corev1.PodPhase) corev1.Pod {
 		p.Spec.NodeName, p.Status.Phase, p.Status.StartTime = node, phase, &started
@@ -47,7 +48,11 @@ func TestGroupsOfOneListAsJobs(t *testing.T) {
 		owned, named, unnumbered, written,
 	}
 	have := []v1alpha1.PodGroup{*v1alpha1.ImpliedPodGroup(&written)}
-	implied, podsOf := impliedGroups(pods, have)
+	jobs := jobstate.Assemble(have, pods)
+	if len(jobs) == 0 || jobs[0].Kind != jobstate.Stored || jobs[0].Group.Name != "pg-written" {
+		t.Fatalf("the written group is not the first job: %+v", jobs)
+	}
+	implied := jobs[1:]
 
 	want := map[uint32]struct {
 		name, state, nodes string
@@ -59,12 +64,15 @@ func TestGroupsOfOneListAsJobs(t *testing.T) {
 	}
 	got := map[uint32]bool{}
 	for i := range implied {
-		pg := &implied[i]
+		pg := implied[i].Group
+		if implied[i].Kind != jobstate.ImpliedByPod {
+			t.Errorf("job %s is %s, want %s", implied[i].Key(), implied[i].Kind, jobstate.ImpliedByPod)
+		}
 		j, err := JobFromPodGroup(pg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		setView(&j, pg, podsOf[groupKey(pg.Namespace, pg.Name)])
+		setView(&j, &implied[i])
 		w, ok := want[j.ID]
 		switch {
 		case !ok:
@@ -91,7 +99,7 @@ func TestGroupsOfOneListAsJobs(t *testing.T) {
 	}
 }
 
-func TestCancellableGroupOfOne(t *testing.T) {
+func TestCancellableBarePod(t *testing.T) {
 	now := metav1.Now()
 	tests := []struct {
 		name   string

@@ -1,0 +1,82 @@
+package jobstate
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// admittedPod is a bare pod as admission names and numbers it.
+func admittedPod(name, id string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ml", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(t0),
+		Labels:      map[string]string{v1alpha1.JobIDLabel: id},
+		Annotations: map[string]string{v1alpha1.PodGroupAnnotation: name + "-job" + id, v1alpha1.PodGroupDerivedAnnotation: "true"},
+	}}
+}
+
+func TestAssembleFindsEveryJobOnce(t *testing.T) {
+	train := group(v1alpha1.PodGroupRunning, false)
+	trainPod := *pod(train, 0, "h100-0", corev1.PodRunning)
+	trainPod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: train.Name}
+
+	waiting, written, renamed := admittedPod("waiting", "8"), admittedPod("written", "9"), admittedPod("renamed", "10")
+	owned := admittedPod("owned", "11") // a Job's pod: its group is the Job's, never implied
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "x", UID: "x"}}
+	userNamed := admittedPod("user-named", "12") // its PodGroup is the user's object
+	delete(userNamed.Annotations, v1alpha1.PodGroupDerivedAnnotation)
+	writtenGroup := *Implied(&written)
+	// A written group whose pod is another pod of the same name now (the first was
+	// deleted and recreated): the group no longer has a bare pod to act on.
+	renamedGroup := *Implied(&renamed)
+	renamed.UID = "uid-renamed-again"
+	renamed.Annotations[v1alpha1.PodGroupAnnotation] = renamedGroup.Name
+
+	jobs := Assemble([]v1alpha1.PodGroup{*train, writtenGroup, renamedGroup, writtenGroup},
+		[]corev1.Pod{trainPod, waiting, written, renamed, owned, userNamed})
+	type want struct {
+		key  string
+		kind Kind
+		pods int
+		bare bool
+	}
+	wants := []want{
+		{"ml/job-7", Stored, 1, false},
+		{"ml/written-job9", Stored, 1, true},
+		{"ml/renamed-job10", Stored, 1, false},
+		{"ml/waiting-job8", ImpliedByPod, 1, true},
+	}
+	if len(jobs) != len(wants) {
+		t.Fatalf("%d jobs, want %d: %+v", len(jobs), len(wants), jobs)
+	}
+	for i, w := range wants {
+		j := jobs[i]
+		if j.Key() != w.key || j.Kind != w.kind || len(j.Pods) != w.pods || (j.BarePod() != nil) != w.bare {
+			t.Errorf("job %d: %s %s, %d pods, bare pod %v; want %+v", i, j.Key(), j.Kind, len(j.Pods), j.BarePod() != nil, w)
+		}
+	}
+	if id := jobs[3].ID(); id != 8 {
+		t.Errorf("implied job id %d, want 8", id)
+	}
+	if v := jobs[3].View(now); v.State != Pending {
+		t.Errorf("a bare pod not bound reads %s, want PENDING", v.State)
+	}
+}
+
+func TestImpliedOnlyForAdmittedBarePods(t *testing.T) {
+	p := admittedPod("p", "3")
+	if g := Implied(&p); g == nil || g.Name != "p-job3" || g.Spec.MinMember != 1 || v1alpha1.OwningPod(g).UID != p.UID {
+		t.Errorf("Implied(bare pod) = %+v", g)
+	}
+	unnumbered := admittedPod("q", "")
+	if Implied(&unnumbered) != nil {
+		t.Error("a pod without a job id implies a group")
+	}
+	if k := PodGroupKey(&corev1.Pod{}); k != "" {
+		t.Errorf("a pod naming no group has key %q", k)
+	}
+}
