@@ -8,7 +8,7 @@ import (
 
 // newCycle turns a snapshot into indexed working state, applying every running task.
 func newCycle(s *Snapshot, b *buffers) *cycle {
-	c := &cycle{s: s, d: &Decisions{}, now: nanos(s.Now), users: map[userKey]*userUsage{}, building: true, buf: b, binds: b.binds[:0]}
+	c := &cycle{s: s, d: &Decisions{}, now: nanos(s.Now), users: map[userKey]*userUsage{}, building: true, buf: b, binds: b.binds[:0], carry: &b.carry}
 	c.buildPartitions()
 	c.buildNodes()
 	c.buildNodeSets()

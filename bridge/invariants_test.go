@@ -20,12 +20,21 @@ func applyDecisions(s *Snapshot, d *Decisions) *Snapshot {
 	for _, e := range d.Evictions {
 		gone[e.Job+"/"+e.Task] = true
 	}
+	// A job that changes gets a new Running slice, as Snapshot's contract asks; the others
+	// keep theirs, so a reused Scheduler takes their running tasks over.
 	for i := range next.Jobs {
 		j := &next.Jobs[i]
-		j.Running = slices.DeleteFunc(slices.Clone(j.Running), func(r RunningTask) bool { return gone[j.ID+"/"+r.Name] })
+		if slices.ContainsFunc(j.Running, func(r RunningTask) bool { return gone[j.ID+"/"+r.Name] }) {
+			j.Running = slices.DeleteFunc(slices.Clone(j.Running), func(r RunningTask) bool { return gone[j.ID+"/"+r.Name] })
+		}
 	}
+	cloned := map[string]bool{}
 	for _, b := range d.Binds {
 		j := &next.Jobs[idx[b.Job]]
+		if !cloned[b.Job] {
+			j.Running = slices.Clip(slices.Clone(j.Running))
+			cloned[b.Job] = true
+		}
 		rt := RunningTask{Name: b.Task, Group: b.Group, Node: b.Node, Start: s.Now}
 		for _, g := range b.GPUs {
 			rt.GPUs = append(rt.GPUs, g.Index)

@@ -28,6 +28,7 @@ func (c *cycle) buildJobs() {
 	c.gpuRefs = reuse(c.buf.gpuRefs, refs+refs/8)[:0]
 	c.jobs = reuse(c.buf.jobs, len(c.s.Jobs))
 	c.jobsByID = listedByID(c.s.Jobs)
+	c.carry.startCycle(c)
 	// Every job's list of placements is cut from one array, room for all its tasks.
 	c.buf.lists = reuse(c.buf.lists, tasks)
 	lists := c.buf.lists
@@ -94,9 +95,17 @@ func (c *cycle) buildJob(ji int32) {
 	if len(j.Alternatives) > 0 {
 		c.buildAlternatives(js)
 	}
-	for i := range j.Running {
-		c.placeRunning(ji, &j.Running[i])
+	p0, problems := int32(len(c.places)), len(c.d.Problems)
+	c.unlisted = false
+	if cj := c.carry.find(ji, j); cj != nil {
+		c.takeRunning(ji, cj)
+	} else {
+		for i := range j.Running {
+			c.placeRunning(ji, &j.Running[i])
+		}
+		c.carry.resolved += len(j.Running)
 	}
+	c.carry.noteRunning(c, ji, p0, len(c.d.Problems) == problems && !c.unlisted)
 	for gi := js.g0; gi < js.gn; gi++ {
 		g := &c.groups[gi]
 		left := max(g.count-g.running, 0)

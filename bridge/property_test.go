@@ -27,10 +27,12 @@ func TestProperties(t *testing.T) {
 				checkNonPreemptibleWithinQuota(t, s)
 				next := spec.jobs
 				sched := &Scheduler{} // reused across cycles, as the adapter does
+				taken := 0            // running tasks it carried over instead of resolving them
 				for cycle := range 6 {
 					genJobs(r, s, spec, next, spec.jobs/4)
 					next += spec.jobs / 4
 					d := sched.Schedule(s)
+					taken += sched.buf.carry.taken
 					checkInvariants(t, s, d)
 					checkDeterministic(t, r, s, d)
 					s = applyDecisions(s, d)
@@ -39,6 +41,9 @@ func TestProperties(t *testing.T) {
 					if t.Failed() {
 						t.Fatalf("cycle %d failed:\n%s", cycle, dump(d))
 					}
+				}
+				if taken == 0 {
+					t.Error("no running task was carried over between cycles; the fresh Scheduler comparison did not cover them")
 				}
 			})
 		}

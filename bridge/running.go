@@ -45,6 +45,7 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 		}
 	}
 	listed := int32(len(c.gpuRefs)) > pl.g0
+	c.unlisted = c.unlisted || (kind != GPUNone && !listed)
 	switch kind {
 	case GPUWhole:
 		pl.whole, pl.milli = true, 1000

@@ -11,8 +11,9 @@ func Schedule(s *Snapshot) *Decisions {
 	return new(Scheduler).Schedule(s)
 }
 
-// Scheduler runs cycles one after another, reusing its working memory between them; the
-// decisions are the same as Schedule's. It is not safe for concurrent use.
+// Scheduler runs cycles one after another, reusing its working memory between them and
+// carrying unchanged jobs' running tasks over (see Snapshot); the decisions are the same as
+// Schedule's. It is not safe for concurrent use.
 type Scheduler struct {
 	buf buffers
 }

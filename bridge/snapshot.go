@@ -4,6 +4,13 @@ import "time"
 
 // Snapshot is everything one scheduling cycle looks at. The caller builds it fresh each cycle
 // (the Kubernetes adapter from its informer caches); Schedule never keeps it.
+//
+// A Scheduler reused across cycles keeps what it resolved of each job's running tasks and
+// takes it over when the next snapshot hands the job the same Running and Groups slices
+// (the same arrays, the same lengths) on nodes laid out as before (carry.go). So a caller
+// that changes a job's running tasks, or its groups' names, counts or requests, gives the
+// job new slices and never writes into slices it handed over; listing each job at the
+// same place as last cycle (new ones last) lets the Scheduler find it at once.
 type Snapshot struct {
 	// Now is the cycle's clock: aging, stale-gang grace and backfill windows use it, never
 	// the wall clock, so the same snapshot always gives the same decisions.

@@ -84,6 +84,10 @@ type cycle struct {
 	// not depend on the order jobs were listed in.
 	building bool
 	binds    []bindRef // committed placements to report as binds
+	// carry is what the Scheduler keeps of running tasks between cycles (carry.go);
+	// unlisted is set when a running task took devices it did not list.
+	carry    *carry
+	unlisted bool
 }
 
 // buffers are the big per-cycle arrays, kept by a Scheduler from one cycle to the next so
@@ -107,11 +111,13 @@ type buffers struct {
 	// victimKeys and pendingKeys are scratch for sorting one queue's victims or pending jobs.
 	victimKeys  []victimKey
 	pendingKeys []pendingKey
+	carry       carry
 }
 
 // keep takes back the cycle's arrays (they may have grown) for the next cycle.
 func (b *buffers) keep(c *cycle) {
-	b.jobs, b.groups, b.places, b.gpuRefs = c.jobs, c.groups, c.places, c.gpuRefs
+	b.jobs, b.groups = c.jobs, c.groups
+	b.places, b.gpuRefs = b.carry.endCycle(c)
 	b.nodes, b.gpus, b.nodeIdx = c.nodes, c.gpus, c.nodeIdx
 	b.holds, b.holdsAt, b.belows, b.binds = c.holds, c.holdsAt, c.belows, c.binds
 }

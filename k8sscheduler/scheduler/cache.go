@@ -19,14 +19,19 @@ import (
 // and updated by informer events, so that a cycle only copies what changed into a
 // snapshot. All fields are guarded by mu.
 type cache struct {
-	mu        sync.Mutex
-	nodes     map[string]*nodeEntry
-	parts     []partitionEntry // by name
-	queues    map[string]bridge.Queue
-	access    map[string]queueAccess       // by queue: who may use it
-	nsLabels  map[string]map[string]string // by namespace
-	qos       map[string]bridge.QOS
-	groups    map[string]*groupEntry
+	mu       sync.Mutex
+	nodes    map[string]*nodeEntry
+	parts    []partitionEntry // by name
+	queues   map[string]bridge.Queue
+	access   map[string]queueAccess       // by queue: who may use it
+	nsLabels map[string]map[string]string // by namespace
+	qos      map[string]bridge.QOS
+	groups   map[string]*groupEntry
+	// order lists the groups in the order they came, so that a job keeps its position in
+	// the snapshot from one cycle to the next (the core then finds what it carried over for
+	// it at once, bridge/carry.go); removed groups are dropped from it by listedGroups.
+	order     []*groupEntry
+	removed   int
 	pods      map[string]*podEntry
 	expanded  []bridge.Queue // queues with "*" quotas expanded; nil when stale
 	partNames []string       // every partition of the last snapshot
@@ -100,6 +105,7 @@ func (c *cache) group(key string) *groupEntry {
 	if g == nil {
 		g = &groupEntry{key: key, pods: map[string]*podEntry{}, dirty: true}
 		c.groups[key] = g
+		c.order = append(c.order, g)
 	}
 	return g
 }
@@ -210,7 +216,7 @@ func (c *cache) detach(p *podEntry) {
 			g.dropPod(p.name)
 			g.dirty = true
 			if g.pg == nil && len(g.pods) == 0 && len(g.assumed) == 0 {
-				delete(c.groups, p.group)
+				c.removeGroup(g)
 			}
 		}
 		return
@@ -352,7 +358,10 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 	def := c.defaultPartition()
 	s.Jobs = c.jobBuf[:0]
 	var blocked []bridge.Pending
-	for _, g := range c.groups {
+	for _, g := range c.listedGroups() {
+		if g.removed {
+			continue
+		}
 		if g.dirty {
 			g.build(def, c.slurmPods, c.queueRefusal)
 		}
@@ -537,7 +546,26 @@ func (c *cache) deletePodGroup(key string) {
 	}
 	g.pg, g.dirty, g.created, g.assumed = nil, true, false, nil
 	if len(g.pods) == 0 {
-		delete(c.groups, key)
+		c.removeGroup(g)
 	}
 	c.poke()
+}
+
+// removeGroup forgets a group; listedGroups drops it from the order.
+func (c *cache) removeGroup(g *groupEntry) {
+	delete(c.groups, g.key)
+	g.removed = true
+	c.removed++
+}
+
+// listedGroups returns the groups in the order they came. Removed ones are dropped once
+// they are an eighth of the list: each drop moves the groups after them one place up, which
+// the core follows (a job found at a constant distance from its last position) but pays for
+// at each place where the distance changes.
+func (c *cache) listedGroups() []*groupEntry {
+	if c.removed > 0 && c.removed >= len(c.order)/8 {
+		c.order = slices.DeleteFunc(c.order, func(g *groupEntry) bool { return g.removed })
+		c.removed = 0
+	}
+	return c.order
 }

@@ -30,6 +30,8 @@ type groupEntry struct {
 	// ran marks a group one of whose pods was seen finished (the cache drops finished
 	// pods): its job started, whatever its status and pods say now.
 	ran bool
+	// removed marks a group the cache no longer holds, still in its order (listedGroups).
+	removed bool
 
 	job     bridge.Job
 	include bool            // job goes into the snapshot
