@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := $(CURDIR)/bin
 export SLUICE_ASSETS ?= $(BIN)
 
-.PHONY: all build tools rig-tools test-tools dev test test-unit chaos bench bench-rig bench-rig-scale lint generate clean
+.PHONY: all build tools rig-tools test-tools dev test test-unit chaos bench bench-rig bench-rig-scale bench-submit bench-submit-deps lint generate clean
 
 # The binaries the rig runs; the tests also need helm (chart tests); controller-gen is only for `make generate`.
 RIG_TOOLS  := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok
@@ -56,6 +56,17 @@ bench-rig: rig-tools build
 ## bench-rig-scale: the same at 2000 nodes x 8 GPUs, 16,000 pods (tens of minutes)
 bench-rig-scale: rig-tools build
 	$(BIN)/sluice bench -v --scale --gpus 8
+
+## bench-submit: Slurm job submissions over REST, 16 keep-alive clients, 5000 and 50,000 held and
+## runnable jobs, to sluice server as installed on a fresh rig and, where bench-submit-deps has
+## installed them, to real slurmrestd + slurmctld in the same run (docs/benchmarks.md)
+bench-submit: rig-tools build
+	$(BIN)/sluice bench --submit -v --jobs 5000,50000 $(BENCH_FLAGS)
+
+## bench-submit-deps: Debian's Slurm 22.05 (slurmctld, slurmrestd, the JWT plugin) and munge, which
+## bench-submit runs beside Sluice; needs root (or sudo) and apt
+bench-submit-deps:
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends slurmctld slurmrestd slurm-wlm-jwt-plugin slurm-client munge
 
 ## lint: gofmt and go vet
 lint:

@@ -31,6 +31,11 @@ func runBench(args []string) error {
 	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its sluice-scheduler contender so, in a process of its own")
 	runServerArgs := fs.Bool("run-server", false, "internal: run `sluice server` with the arguments that follow the flags; the benchmark runs its Sluice contenders so with --cpuprofile")
+	submit := fs.Bool("submit", false, "the submission benchmark instead (issue 24): Slurm jobs over REST to sluice server and, where installed, real slurmrestd")
+	jobs := fs.String("jobs", "5000", "with --submit: submissions per run, comma-separated sizes")
+	kinds := fs.String("kinds", bench.KindHeld+","+bench.KindRunnable, "with --submit: job kinds, comma-separated, of held,runnable")
+	clients := fs.Int("clients", 16, "with --submit: clients sending at once, each on a keep-alive connection")
+	slurmrestd := fs.String("slurmrestd", "auto", "with --submit: run real slurmrestd beside Sluice: auto (where the packages are installed), on, off")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, of each sluice server process to this file with .server.PID appended and of each sluice-scheduler process with .sluice.PID")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
@@ -68,6 +73,9 @@ func runBench(args []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	if *submit {
+		return runSubmitBench(ctx, self, *jobs, *kinds, *clients, *slurmrestd, *cpuProfile, *verbose)
 	}
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
 		Modes: strings.Split(*modes, ","), Repeats: *repeats, SluiceBinary: self,
@@ -111,4 +119,32 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// runSubmitBench runs the submission benchmark and prints its table.
+func runSubmitBench(ctx context.Context, self, jobs, kinds string, clients int, slurmrestd, cpuProfile string, verbose bool) error {
+	opts := bench.SubmitOptions{Kinds: strings.Split(kinds, ","), Clients: clients, Slurmrestd: slurmrestd, SluiceBinary: self}
+	for _, f := range strings.Split(jobs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return usageError{fmt.Sprintf("bench: --jobs %q: want positive numbers, comma-separated", jobs)}
+		}
+		opts.Jobs = append(opts.Jobs, n)
+	}
+	if slurmrestd != "auto" && slurmrestd != "on" && slurmrestd != "off" {
+		return usageError{fmt.Sprintf("bench: --slurmrestd %q: want auto, on or off", slurmrestd)}
+	}
+	if cpuProfile != "" {
+		opts.ServerCommand = []string{self, "bench", "--cpuprofile", cpuProfile + ".server", "--run-server", "--"}
+	}
+	if verbose {
+		opts.Log = os.Stderr
+	}
+	results, err := bench.RunSubmit(ctx, opts)
+	if len(results) > 0 {
+		if perr := bench.PrintSubmitTable(os.Stdout, results); perr != nil {
+			return perr
+		}
+	}
+	return err
 }

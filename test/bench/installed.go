@@ -38,8 +38,12 @@ type serverProcess struct {
 	noWebhook bool
 	// holdLease: the next start waits for the harness to release the Lease (backlog).
 	holdLease bool
-	starts    int
-	proc      childProcess
+	// extra settings merged over the harness's (the submission benchmark's REST settings).
+	extra   map[string]any
+	starts  int
+	state   string // the last start's state directory
+	logPath string // the last start's log
+	proc    childProcess
 }
 
 const (
@@ -66,6 +70,10 @@ func (s *serverProcess) start(ctx context.Context) (usageProbe, error) {
 	if s.noWebhook {
 		cfg["webhook"] = map[string]any{"enabled": false}
 	}
+	for k, v := range s.extra {
+		cfg[k] = v
+	}
+	s.state = state
 	if s.holdLease {
 		if err := s.takeLease(ctx); err != nil {
 			return nil, err
@@ -80,7 +88,8 @@ func (s *serverProcess) start(ctx context.Context) (usageProbe, error) {
 		return nil, err
 	}
 	args := append(append([]string{}, s.command[1:]...), "--config", cfgPath)
-	return s.proc.start(filepath.Join(s.dir, "bench-server-"+strconv.Itoa(s.starts)+".log"), s.command[0], args...)
+	s.logPath = filepath.Join(s.dir, "bench-server-"+strconv.Itoa(s.starts)+".log")
+	return s.proc.start(s.logPath, s.command[0], args...)
 }
 
 func (s *serverProcess) stop() { s.proc.stop() }

@@ -11,6 +11,7 @@ import (
 // childProcess is a contender the harness runs as a process of its own, so that its CPU
 // and peak RSS are read alone; its output goes to a log file beside the rig's.
 type childProcess struct {
+	env    []string // added to this process's environment
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -23,6 +24,9 @@ func (c *childProcess) start(logPath, bin string, args ...string) (usageProbe, e
 	}
 	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	if len(c.env) > 0 {
+		c.cmd.Env = append(os.Environ(), c.env...)
+	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {
 		logf.Close()
