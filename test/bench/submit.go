@@ -230,7 +230,7 @@ func submitToSluice(ctx context.Context, opts SubmitOptions, n int, kind string)
 	if err != nil {
 		return r, err
 	}
-	if err := h.benchUsers(ctx, benchUser); err != nil {
+	if err := h.submitSite(ctx, benchUser); err != nil {
 		return r, err
 	}
 	server := h.sched.(*serverProcess)

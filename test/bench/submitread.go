@@ -99,8 +99,17 @@ func parseScheduler(raw []byte) schedulerReading {
 	return r
 }
 
-// benchUsers lets users submit Slurm jobs to the benchmark's queue.
-func (h *harness) benchUsers(ctx context.Context, users ...string) error {
+// submitSite lets users submit Slurm jobs to the benchmark's queue and gives the
+// benchmark's partition an image for the jobs that start.
+func (h *harness) submitSite(ctx context.Context, users ...string) error {
+	var p v1alpha1.Partition
+	if err := h.crs.Get(ctx, client.ObjectKey{Name: poolName}, &p); err != nil {
+		return fmt.Errorf("read partition %s: %w", poolName, err)
+	}
+	p.Spec.DefaultImage = "busybox"
+	if err := h.crs.Update(ctx, &p); err != nil {
+		return fmt.Errorf("give partition %s an image: %w", poolName, err)
+	}
 	var q v1alpha1.Queue
 	if err := h.crs.Get(ctx, client.ObjectKey{Name: benchQueue}, &q); err != nil {
 		return fmt.Errorf("read queue %s: %w", benchQueue, err)
