@@ -18,7 +18,7 @@ func setPlacement(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 		d.Constraint = *in.Constraints
 	}
 	if d.Constraint != "" {
-		if _, err := sbatch.ParseConstraint(d.Constraint); err != nil {
+		if _, err := sbatch.ParseConstraintChoices(d.Constraint); err != nil {
 			return BadRequest(ErrRestInvalidJobs, "job.constraints", "%v", err)
 		}
 	}

@@ -106,6 +106,9 @@ func TestDecodeSubmissionAccepts(t *testing.T) {
 			return d.Constraint == "ib&h100" && strings.Join(d.NodeList, ",") == "n1,n2" && strings.Join(d.Exclude, ",") == "n3" &&
 				d.Exclusive && d.Switches == 1 && d.Nodes == 2
 		}},
+		{"partition list", body(map[string]any{}, "#!/bin/sh\n#SBATCH -p a100,h100 -C [r1|r2]\n"), "bob", func(d *JobDesc) bool {
+			return d.Partition == "a100,h100" && d.Constraint == "[r1|r2]" && d.ContainerImage == "" && strings.Join(d.Partitions(), " ") == "a100 h100"
+		}},
 		{"placement fields win", body(map[string]any{"constraints": "a100", "required_nodes": []string{"m1"}, "excluded_nodes": "m2,m3",
 			"shared": []string{"none"}, "required_switches": 2, "wait_for_switch": 600}, "#!/bin/sh\n#SBATCH -C ib -w n1 --switches=1@1:00\n"), "alice", func(d *JobDesc) bool {
 			return d.Constraint == "a100" && strings.Join(d.NodeList, ",") == "m1" && strings.Join(d.Exclude, ",") == "m2,m3" && d.Exclusive && d.Switches == 2 &&
@@ -133,7 +136,10 @@ func TestDecodeSubmissionRejects(t *testing.T) {
 		want   string
 	}{
 		{"malformed JSON", `{"job":`, "alice", ErrRestFailParsing, "malformed JSON"},
-		{"matching or", `{"script":"#!/bin/sh\n#SBATCH -C [a|b]\n","job":{}}`, "alice", ErrRestInvalidJobs, "not supported"},
+		{"feature counts", `{"script":"#!/bin/sh\n#SBATCH -C [a*2&b*4]\n","job":{}}`, "alice", ErrRestInvalidJobs, "node counts per feature (a*2) are not supported"},
+		{"partition list with a closed partition", `{"script":"#!/bin/sh\n","job":{"partition":"h100,a100"}}`, "alice", ErrInvalidAccount, "partition \"a100\" does not allow account"},
+		{"partition listed twice", `{"script":"#!/bin/sh\n#SBATCH -p h100,h100\n","job":{}}`, "alice", ErrInvalidPartition, "names h100 twice"},
+		{"unknown partition in a list", `{"script":"#!/bin/sh\n","job":{"partition":"h100,v100"}}`, "alice", ErrInvalidPartition, "\"v100\" does not exist"},
 		{"bad constraint field", `{"script":"#!/bin/sh\n","job":{"constraints":"a b"}}`, "alice", ErrRestInvalidJobs, "not a feature"},
 		{"required and excluded", `{"script":"#!/bin/sh\n","job":{"required_nodes":["n1"],"excluded_nodes":["n1"]}}`, "alice", ErrInvalidNodeName, "both required and excluded"},
 		{"more nodes than listed", `{"script":"#!/bin/sh\n","job":{"required_nodes":["n1"],"minimum_nodes":2}}`, "alice", ErrNotSupported, "list every node"},

@@ -20,6 +20,18 @@ func (c *Catalog) resolve(d *JobDesc) *Error {
 	if d.Partition == "" {
 		return BadRequest(ErrInvalidPartition, "job.partition", "no partition given and the site has no default partition (known: %s)", names(c.Partitions))
 	}
+	list, e := partitionList(d.Partition)
+	if e != nil {
+		return e
+	}
+	if len(list) > 1 {
+		return c.resolveList(d, list)
+	}
+	return c.resolveIn(d)
+}
+
+// resolveIn resolves a job of one partition, d.Partition.
+func (c *Catalog) resolveIn(d *JobDesc) *Error {
 	part, ok := c.Partitions[d.Partition]
 	if !ok {
 		return BadRequest(ErrInvalidPartition, "job.partition", "partition %q does not exist (known: %s)", d.Partition, names(c.Partitions))

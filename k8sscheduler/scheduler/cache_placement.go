@@ -49,6 +49,9 @@ func (c *cache) addPlacement(s *bridge.Snapshot) {
 				}
 			}
 		}
+		if len(g.altParts) > 0 || len(g.altCons) > 0 {
+			c.addAlternatives(j, g)
+		}
 		if g.switches > 0 && (g.switchWait <= 0 || s.Now.Sub(j.SubmitTime) < g.switchWait) {
 			c.resolveSwitches(j, g.switches)
 		}

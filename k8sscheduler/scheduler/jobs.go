@@ -48,6 +48,11 @@ type groupEntry struct {
 	rules []podRule
 	// claims are, per task group, the PersistentVolumeClaims its pods mount.
 	claims [][]string
+	// altParts and altCons are a Slurm job's ways to run (placement_alternatives.go):
+	// its partitions in order (-p a,b) and its node constraints per choice
+	// (--constraint [a|b]); nil: one way.
+	altParts []string
+	altCons  []*nodeConstraints
 
 	ranWhole   bool      // at least minMember tasks ran at once
 	staleSince time.Time // when a gang that ran whole fell below minMember
@@ -138,6 +143,7 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 	g.dirty = false
 	g.include, g.blocked, g.job = false, nil, bridge.Job{}
 	g.classes, g.switches, g.switchWait, g.rules, g.claims = g.classes[:0], 0, 0, nil, nil
+	g.altParts, g.altCons = nil, nil
 	g.bound = 0
 	for _, p := range g.pods {
 		if p.node != "" && !p.terminating {

@@ -230,6 +230,9 @@ func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
 			cons = &c
 		}
 	}
+	if !g.readAlternatives(pg) {
+		return false
+	}
 	for i := range g.classes {
 		g.classes[i] = cons
 	}

@@ -45,6 +45,11 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind, mps bool) func(context.Co
 // share's limits.
 func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, mps []bool) func(context.Context) {
 	return func(ctx context.Context) {
+		pg, err := s.setRunPartition(ctx, pg, binds) // placement_alternatives.go
+		if err != nil {
+			s.createFailed(g, pg, binds, nil, err)
+			return
+		}
 		pods, err := s.factory.Pods(pg, binds)
 		if err == nil && len(pods) != len(binds) {
 			err = fmt.Errorf("the pod factory made %d pods for %d binds", len(pods), len(binds))

@@ -312,8 +312,9 @@ func (b *Backend) Jobs(ctx context.Context, f slurmapi.JobFilter) ([]slurmapi.Jo
 
 func matches(f slurmapi.JobFilter, j *slurmapi.Job) bool {
 	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+	inPart := len(f.Partitions) == 0 || slices.ContainsFunc(j.Desc.Partitions(), func(p string) bool { return slices.Contains(f.Partitions, p) })
 	return (len(f.IDs) == 0 || slices.Contains(f.IDs, j.ID) || slices.Contains(f.IDs, j.ArrayJobID)) && in(f.Users, j.Desc.User) &&
-		in(f.Accounts, j.Desc.Account) && in(f.Partitions, j.Desc.Partition) && in(f.States, j.State[0])
+		in(f.Accounts, j.Desc.Account) && inPart && in(f.States, j.State[0])
 }
 
 // Job returns one job, 404 if no job has its id.
@@ -445,11 +446,20 @@ func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 		}
 	}
 	if u.Partition != nil {
-		pg.Spec.Partition = *u.Partition
+		parts := strings.Split(*u.Partition, ",") // checked by the server: a list of partitions
+		pg.Spec.Partition = parts[0]
 		if pg.Labels == nil {
 			pg.Labels = map[string]string{}
 		}
-		pg.Labels[v1alpha1.PartitionLabel] = *u.Partition
+		pg.Labels[v1alpha1.PartitionLabel] = parts[0]
+		if len(parts) > 1 {
+			if pg.Annotations == nil {
+				pg.Annotations = map[string]string{}
+			}
+			pg.Annotations[v1alpha1.PartitionsAnnotation] = *u.Partition
+		} else {
+			delete(pg.Annotations, v1alpha1.PartitionsAnnotation)
+		}
 	}
 	if u.QOS != nil {
 		pg.Spec.QOS = *u.QOS

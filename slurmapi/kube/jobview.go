@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
 
@@ -25,6 +26,9 @@ func setView(j *slurmapi.Job, job *jobstate.Job) {
 		if _, refused := storeRefused(pg); refused {
 			j.Reason = reasonStoreRefused
 		}
+	}
+	if list := pg.Annotations[v1alpha1.PartitionsAnnotation]; list != "" && v.State == jobstate.Pending {
+		j.Desc.Partition = list // as Slurm shows -p a,b until the job starts, then where it runs
 	}
 	j.StartTime, j.EndTime, j.ExitCode = v.Start, v.End, int(v.ExitCode)
 	nodes := pg.Status.Nodes // in member order, as the job's nodes are numbered

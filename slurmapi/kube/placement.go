@@ -18,10 +18,18 @@ import (
 // scheduler (docs/placement.md): --constraint, --nodelist and --exclude as one required
 // node affinity, --exclusive and --switches.
 func placementAnnotations(d *slurmapi.JobDesc, ann map[string]string) {
-	if ns := nodeAffinity(d); ns != nil {
-		raw, _ := json.Marshal(ns)
+	switch choices := nodeAffinities(d); {
+	case len(choices) == 1:
+		raw, _ := json.Marshal(choices[0])
 		ann[v1alpha1.NodeAffinityAnnotation] = string(raw)
 		ann[v1alpha1.NodeConstraintAnnotation] = constraintText(d)
+	case len(choices) > 1: // a matching or: the scheduler tries each in order
+		raw, _ := json.Marshal(choices)
+		ann[v1alpha1.NodeAffinityChoicesAnnotation] = string(raw)
+		ann[v1alpha1.NodeConstraintAnnotation] = constraintText(d)
+	}
+	if parts := d.Partitions(); len(parts) > 1 {
+		ann[v1alpha1.PartitionsAnnotation] = strings.Join(parts, ",")
 	}
 	if d.Exclusive {
 		ann[v1alpha1.ExclusiveAnnotation] = "true"
@@ -34,18 +42,27 @@ func placementAnnotations(d *slurmapi.JobDesc, ann map[string]string) {
 	}
 }
 
-// nodeAffinity is the required node affinity of a job's pods, nil when it asks for no
-// particular nodes. Each alternative of --constraint is a term; with --nodelist, each is
-// crossed with each listed node (a field selector takes one name per requirement); every
-// term leaves out the --exclude nodes.
-func nodeAffinity(d *slurmapi.JobDesc) *corev1.NodeSelector {
+// nodeAffinities is the required node affinity of a job's pods, one per choice of a
+// matching or (--constraint [a|b]), nil when it asks for no particular nodes.
+func nodeAffinities(d *slurmapi.JobDesc) []*corev1.NodeSelector {
 	if d.Constraint == "" && len(d.NodeList) == 0 && len(d.Exclude) == 0 {
 		return nil
 	}
-	alts := [][]string{nil}
+	choices := [][][]string{{nil}}
 	if d.Constraint != "" {
-		alts, _ = sbatch.ParseConstraint(d.Constraint) // checked at submission
+		choices, _ = sbatch.ParseConstraintChoices(d.Constraint) // checked at submission
 	}
+	out := make([]*corev1.NodeSelector, len(choices))
+	for i, alts := range choices {
+		out[i] = nodeAffinity(d, alts)
+	}
+	return out
+}
+
+// nodeAffinity is one choice's node affinity. Each alternative of --constraint is a term;
+// with --nodelist, each is crossed with each listed node (a field selector takes one name
+// per requirement); every term leaves out the --exclude nodes.
+func nodeAffinity(d *slurmapi.JobDesc, alts [][]string) *corev1.NodeSelector {
 	var exclude []corev1.NodeSelectorRequirement
 	for _, n := range d.Exclude {
 		exclude = append(exclude, corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{n}})

@@ -78,3 +78,38 @@ func TestNodeAffinityOfSlurmOptions(t *testing.T) {
 }
 
 func unmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// A matching or (--constraint "ib&[r1|r2]") is one node affinity per choice, each
+// admitting the nodes with the common features and that choice's; a partition list keeps
+// the first partition in spec.partition and the list in an annotation.
+func TestMatchingOrAndPartitionList(t *testing.T) {
+	nodes := []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1alpha1.FeatureLabelPrefix + "ib": "", v1alpha1.FeatureLabelPrefix + "r1": ""}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1alpha1.FeatureLabelPrefix + "ib": "", v1alpha1.FeatureLabelPrefix + "r2": ""}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1alpha1.FeatureLabelPrefix + "r1": ""}}},
+	}
+	d := slurmapi.JobDesc{Constraint: "ib&[r1|r2]", Exclude: []string{"c"}, Partition: "h100,a100", Account: "nlp", Nodes: 1}
+	pg := PodGroupFor(&d, 7)
+	var choices []corev1.NodeSelector
+	if err := unmarshal(pg.Annotations[v1alpha1.NodeAffinityChoicesAnnotation], &choices); err != nil || len(choices) != 2 {
+		t.Fatalf("choices %v (%v)", pg.Annotations[v1alpha1.NodeAffinityChoicesAnnotation], err)
+	}
+	if pg.Annotations[v1alpha1.NodeAffinityAnnotation] != "" || pg.Annotations[v1alpha1.NodeConstraintAnnotation] != "--constraint=ib&[r1|r2] --exclude=c" {
+		t.Errorf("annotations %v", pg.Annotations)
+	}
+	for i, want := range []string{"a", "b"} {
+		req := nodeaffinity.NewRequiredNodeAffinity(nil, &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &choices[i]}})
+		got := ""
+		for _, n := range nodes {
+			if ok, _ := req.Match(n); ok {
+				got += n.Name
+			}
+		}
+		if got != want {
+			t.Errorf("choice %d matches %q, want %q", i, got, want)
+		}
+	}
+	if pg.Spec.Partition != "h100" || pg.Labels[v1alpha1.PartitionLabel] != "h100" || pg.Annotations[v1alpha1.PartitionsAnnotation] != "h100,a100" {
+		t.Errorf("partition %q label %q list %q", pg.Spec.Partition, pg.Labels[v1alpha1.PartitionLabel], pg.Annotations[v1alpha1.PartitionsAnnotation])
+	}
+}

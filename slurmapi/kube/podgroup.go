@@ -87,8 +87,10 @@ func beginTime(pg *v1alpha1.PodGroup) time.Time {
 func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
 	idText := strconv.FormatUint(uint64(id), 10)
 	labels := map[string]string{v1alpha1.JobIDLabel: idText, v1alpha1.QueueLabel: d.Account}
-	if d.Partition != "" {
-		labels[v1alpha1.PartitionLabel] = d.Partition
+	partition := "" // the first listed; the job's list is in PartitionsAnnotation
+	if parts := d.Partitions(); len(parts) > 0 {
+		partition = parts[0]
+		labels[v1alpha1.PartitionLabel] = partition
 	}
 	member := v1alpha1.MemberSet{Name: memberName, Count: int32(d.Nodes), Resources: perNode(d)}
 	if d.GPUs.Fraction > 0 {
@@ -100,7 +102,7 @@ func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
 		Spec: v1alpha1.PodGroupSpec{
 			MinMember: int32(d.Nodes),
 			Queue:     d.Account,
-			Partition: d.Partition,
+			Partition: partition,
 			QOS:       d.QOS,
 			Members:   []v1alpha1.MemberSet{member},
 			Slurm:     slurmJob(d),

@@ -59,7 +59,7 @@ type Option struct {
 // Table is sbatch's option table as Sluice implements it, in the order
 // `sluice sbatch --help` lists it.
 var Table = []Option{
-	{"partition", 'p', RequiredArg, "partition requested", str(func(o *Options) *string { return &o.Partition })},
+	{"partition", 'p', RequiredArg, "partition requested (a,b: the first listed where the job can start)", str(func(o *Options) *string { return &o.Partition })},
 	{"account", 'A', RequiredArg, "charge job to specified account", str(func(o *Options) *string { return &o.Account })},
 	{"qos", 'q', RequiredArg, "quality of service", str(func(o *Options) *string { return &o.QOS })},
 	{"nodes", 'N', RequiredArg, "number of nodes on which to run (N = min[-max])", setNodes},
@@ -92,7 +92,7 @@ var Table = []Option{
 	{"mail-type", 0, RequiredArg, "ignored: no mail is sent", nil},
 	{"mail-user", 0, RequiredArg, "ignored: no mail is sent", nil},
 	{"exclusive", 0, NoArg, "allocate nodes in exclusive mode", func(o *Options, _ string) error { o.Exclusive = true; return nil }},
-	{"constraint", 'C', RequiredArg, "specify a list of constraints (node features, & and |)", checked(ParseConstraint, func(o *Options) *string { return &o.Constraint })},
+	{"constraint", 'C', RequiredArg, "specify a list of constraints (node features, & and |, one [a|b] group)", checked(ParseConstraintChoices, func(o *Options) *string { return &o.Constraint })},
 	{"nodelist", 'w', RequiredArg, "request a specific list of hosts", checked(ParseNodeList, func(o *Options) *string { return &o.NodeList })},
 	{"exclude", 'x', RequiredArg, "exclude a specific list of hosts", checked(ParseNodeList, func(o *Options) *string { return &o.Exclude })},
 	{"spread-job", 0, NoArg, "spread the job over as many nodes as possible", func(o *Options, _ string) error { o.SpreadJob = true; return nil }},

@@ -10,8 +10,8 @@ import (
 // ParseConstraint reads --constraint: features joined by & (and) and | (or), & binding
 // tighter, as Slurm reads them; a comma is an and too (slurmrestd's constraints field). It returns the alternatives, each a list of features that
 // must all hold. A feature is a name (a node with label sluice.dev/feature.NAME has it) or
-// KEY=VALUE (a node with that label). Slurm's matching or ([a|b]), counts (a*2) and
-// parentheses are refused: Sluice cannot keep them.
+// KEY=VALUE (a node with that label). Slurm's matching or ([a|b]) is read by
+// ParseConstraintChoices; counts (a*2) and parentheses are refused: Sluice cannot keep them.
 func ParseConstraint(s string) ([][]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("empty constraint")

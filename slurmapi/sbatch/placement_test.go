@@ -36,6 +36,37 @@ func TestParseConstraint(t *testing.T) {
 	}
 }
 
+func TestParseConstraintChoices(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    [][][]string
+		wantErr string
+	}{
+		{in: "h100&ib|a100", want: [][][]string{{{"h100", "ib"}, {"a100"}}}},
+		{in: "[rack1|rack2]", want: [][][]string{{{"rack1"}}, {{"rack2"}}}},
+		{in: "ib&[r1|r2&fast]", want: [][][]string{{{"ib", "r1"}}, {{"ib", "r2", "fast"}}}},
+		{in: "[r1|r2],ib", want: [][][]string{{{"ib", "r1"}}, {{"ib", "r2"}}}},
+		{in: "[a*2&b*4]", wantErr: "node counts per feature"},
+		{in: "ib*2", wantErr: "not supported"},
+		{in: "[a|b]|c", wantErr: "outside the brackets"},
+		{in: "[a|b]&[c|d]", wantErr: "one bracketed group"},
+		{in: "(a|b)&c", wantErr: "not supported"},
+		{in: "[a||b]", wantErr: "no feature"},
+		{in: "[a|b", wantErr: "one bracketed group"},
+	} {
+		got, err := ParseConstraintChoices(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
 func TestParseNodeList(t *testing.T) {
 	for _, tc := range []struct {
 		in      string

@@ -85,6 +85,14 @@ const (
 	// (required node affinity) its pods must satisfy: what --constraint, --nodelist and
 	// --exclude ask. Written by the Slurm API only.
 	NodeAffinityAnnotation = "sluice.dev/node-affinity"
+	// NodeAffinityChoicesAnnotation replaces NodeAffinityAnnotation for a --constraint with
+	// a matching or ([r1|r2]): a JSON list of corev1.NodeSelector, one per choice, tried in
+	// order; all the job's nodes satisfy the same one. Written by the Slurm API only.
+	NodeAffinityChoicesAnnotation = "sluice.dev/node-affinity-choices"
+	// PartitionsAnnotation on a Slurm job's PodGroup lists the partitions the job may run
+	// in, comma-separated in order of preference (sbatch -p a,b); spec.partition is the
+	// first until the job starts, then the one it runs in. Written by the Slurm API only.
+	PartitionsAnnotation = "sluice.dev/partitions"
 	// NodeConstraintAnnotation is what the user wrote for NodeAffinityAnnotation (e.g.
 	// "--constraint=h100&ib --exclude=n3"), quoted when the job waits for it.
 	NodeConstraintAnnotation = "sluice.dev/node-constraint"

@@ -1,0 +1,94 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// readAlternatives reads a Slurm job's ways to run from its PodGroup: the partitions it
+// lists (-p a,b) and the choices of a matching or (--constraint [a|b]), each a required
+// node affinity all its nodes satisfy. The core tries them in order (bridge.Alternative).
+func (g *groupEntry) readAlternatives(pg *v1alpha1.PodGroup) bool {
+	if list := pg.Annotations[v1alpha1.PartitionsAnnotation]; list != "" {
+		g.altParts = strings.Split(list, ",")
+	}
+	raw := pg.Annotations[v1alpha1.NodeAffinityChoicesAnnotation]
+	if raw == "" {
+		return true
+	}
+	var choices []corev1.NodeSelector
+	if err := json.Unmarshal([]byte(raw), &choices); err != nil || len(choices) == 0 {
+		return g.block(bridge.ReasonBadConstraints, "annotation %s is not a JSON list of node selectors: %v", v1alpha1.NodeAffinityChoicesAnnotation, err)
+	}
+	text := pg.Annotations[v1alpha1.NodeConstraintAnnotation]
+	for i := range choices {
+		cons := newConstraints(nil, &choices[i], nil)
+		if text != "" {
+			c := *cons
+			c.text = fmt.Sprintf("%s, choice %d of %d: %s", text, i+1, len(choices), cons.text)
+			cons = &c
+		}
+		g.altCons = append(g.altCons, cons)
+	}
+	return true
+}
+
+// addAlternatives gives the core a job's alternatives: each partition it lists, in order,
+// with each choice of its matching or, in order (partition first). A choice every node
+// satisfies names no node set.
+func (c *cache) addAlternatives(j *bridge.Job, g *groupEntry) {
+	parts := g.altParts
+	if len(parts) == 0 {
+		parts = []string{j.Partition}
+	}
+	cons := g.altCons
+	if len(cons) == 0 {
+		cons = []*nodeConstraints{nil}
+	}
+	j.Alternatives = make([]bridge.Alternative, 0, len(parts)*len(cons))
+	for _, p := range parts {
+		for _, cn := range cons {
+			alt := bridge.Alternative{Partition: p}
+			if cn != nil && !c.classFor(cn).all {
+				alt.NodeSet = cn.key
+			}
+			j.Alternatives = append(j.Alternatives, alt)
+		}
+	}
+}
+
+// setRunPartition records, as a job of several partitions starts, the partition its
+// nodes are in as its spec.partition (and label): the partition it runs in, which its
+// pods, its accounting and squeue then show. One write, only for such a job; a failed
+// write fails the start, which the next cycle tries again.
+func (s *Scheduler) setRunPartition(ctx context.Context, pg *v1alpha1.PodGroup, binds []bridge.Bind) (*v1alpha1.PodGroup, error) {
+	if pg.Annotations[v1alpha1.PartitionsAnnotation] == "" || len(binds) == 0 {
+		return pg, nil
+	}
+	s.cache.mu.Lock()
+	part := ""
+	if n := s.cache.nodes[binds[0].Node]; n != nil {
+		part = n.built.Partition
+	}
+	s.cache.mu.Unlock()
+	if part == "" || part == pg.Spec.Partition {
+		return pg, nil
+	}
+	out := pg.DeepCopy()
+	out.Spec.Partition = part
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	out.Labels[v1alpha1.PartitionLabel] = part
+	if err := s.crs.Update(ctx, out); err != nil {
+		return pg, fmt.Errorf("recording partition %s of job %s: %w", part, pg.Labels[v1alpha1.JobIDLabel], err)
+	}
+	return out, nil
+}
