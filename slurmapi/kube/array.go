@@ -169,7 +169,7 @@ func (l *Lifecycle) splitReady(ctx context.Context, pg *v1alpha1.PodGroup) error
 		if err := l.markEligibility(ctx, pg); err != nil {
 			return err
 		}
-		if err := Eligible(ctx, l.cache, pg); err != nil {
+		if err := Eligible(ctx, l.deps, pg); err != nil {
 			return nil // judged again when a job it depends on ends
 		}
 	}

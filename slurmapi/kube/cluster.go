@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
@@ -213,31 +214,40 @@ func (b *Backend) Partitions(ctx context.Context) ([]slurmapi.Partition, error) 
 	return out, nil
 }
 
-// Diag counts jobs by state from the PodGroups.
+// Diag counts jobs by their state in the job model, as sdiag does.
 func (b *Backend) Diag(ctx context.Context) (slurmapi.Diag, error) {
 	jobs, err := b.Jobs(ctx, slurmapi.JobFilter{})
 	if err != nil {
 		return slurmapi.Diag{}, err
 	}
+	return diagCounts(jobs), nil
+}
+
+// diagCounts sorts jobs into sdiag's counters by their state (jobstate): pending,
+// running, and the ended ones into completed, canceled and failed (State.Failure:
+// FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, PREEMPTED). Started counts every job that
+// ran, whatever its end, as slurmctld counts each start.
+func diagCounts(jobs []slurmapi.Job) slurmapi.Diag {
 	d := slurmapi.Diag{JobsSubmitted: int64(len(jobs))}
 	for _, j := range jobs {
-		switch j.State[0] {
-		case "PENDING":
+		s := jobstate.State(j.State[0])
+		switch {
+		case s == jobstate.Pending:
 			d.JobsPending++
-		case "RUNNING":
+		case s == jobstate.Running:
 			d.JobsRunning++
-			d.JobsStarted++
-		case "COMPLETED":
+		case s == jobstate.Completed:
 			d.JobsCompleted++
-			d.JobsStarted++
-		case "CANCELLED":
+		case s == jobstate.Cancelled:
 			d.JobsCanceled++
-		case "FAILED", "TIMEOUT":
+		case s.Failure():
 			d.JobsFailed++
+		}
+		if !j.StartTime.IsZero() {
 			d.JobsStarted++
 		}
 	}
-	return d, nil
+	return d
 }
 
 // needsLedger answers what belongs to the accounting ledger.

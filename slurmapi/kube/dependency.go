@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -22,7 +23,8 @@ type NotEligible struct {
 func (e *NotEligible) Error() string { return e.Reason + ": " + e.Message }
 
 // Eligible reports whether the Slurm job pg may start: not held, its
-// --begin time reached, and its --dependency satisfied. It reads the PodGroups the dependency names.
+// --begin time reached, and its --dependency satisfied. It reads the jobs the
+// dependency names (their groups and pods) from r.
 func Eligible(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error {
 	s := pg.Spec.Slurm
 	if s == nil {
@@ -56,34 +58,38 @@ func Eligible(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) error
 	return firstWait
 }
 
-// conditionMet checks one condition of a dependency against every job it names.
+// conditionMet checks one condition of a dependency against every job it names, in the
+// state the job model gives it (a Slurm job, a manifest workload, a bare pod alike).
 func conditionMet(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup, dep sbatch.Dependency) error {
 	if dep.Type == "singleton" {
 		return singletonMet(ctx, r, pg)
 	}
 	for _, id := range dep.Jobs {
-		phase, found, err := jobPhase(ctx, r, uint64(id))
+		job, found, err := jobstate.Find(ctx, r, uint32(id))
 		if err != nil {
-			return err
+			return fmt.Errorf("read dependency job %d: %w", id, err)
 		}
 		if !found {
 			return &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("job %d does not exist", id)}
 		}
-		if err := dependencyMet(dep.Type, uint64(id), phase); err != nil {
+		if err := dependencyMet(dep.Type, uint64(id), job.View(time.Now())); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// dependencyMet applies one dependency type to the phase of the job it names.
-func dependencyMet(kind string, id uint64, phase v1alpha1.PodGroupPhase) error {
-	done := finished(phase)
-	wait := &NotEligible{Reason: "Dependency", Message: fmt.Sprintf("waiting for job %d (%s) to satisfy %s", id, phaseText(phase), kind)}
-	never := &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("job %d ended %s, so %s can never be satisfied", id, phaseText(phase), kind)}
+// dependencyMet applies one dependency type to the view of the job it names, as Slurm
+// does: after waits for the job to start (or end without starting), the others for it
+// to have ended and no longer be completing; afterok needs COMPLETED, afternotok any
+// other end (FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, CANCELLED, PREEMPTED).
+func dependencyMet(kind string, id uint64, v jobstate.View) error {
+	done := v.State.Final() && !v.Completing
+	wait := &NotEligible{Reason: "Dependency", Message: fmt.Sprintf("waiting for job %d (%s) to satisfy %s", id, stateText(v), kind)}
+	never := &NotEligible{Reason: "DependencyNeverSatisfied", Message: fmt.Sprintf("job %d ended %s, so %s can never be satisfied", id, v.State, kind)}
 	switch kind {
 	case "after":
-		if phase == "" || phase == v1alpha1.PodGroupPending {
+		if v.State == jobstate.Pending {
 			return wait
 		}
 	case "afterany":
@@ -94,14 +100,14 @@ func dependencyMet(kind string, id uint64, phase v1alpha1.PodGroupPhase) error {
 		if !done {
 			return wait
 		}
-		if phase != v1alpha1.PodGroupSucceeded {
+		if v.State != jobstate.Completed {
 			return never
 		}
 	case "afternotok":
 		if !done {
 			return wait
 		}
-		if phase == v1alpha1.PodGroupSucceeded {
+		if v.State == jobstate.Completed {
 			return never
 		}
 	default:
@@ -110,23 +116,13 @@ func dependencyMet(kind string, id uint64, phase v1alpha1.PodGroupPhase) error {
 	return nil
 }
 
-func phaseText(p v1alpha1.PodGroupPhase) string {
-	if p == "" {
-		return string(v1alpha1.PodGroupPending)
+// stateText is the state squeue shows, COMPLETING for a job that ended and still holds
+// a node.
+func stateText(v jobstate.View) string {
+	if v.Completing {
+		return string(jobstate.Completing)
 	}
-	return string(p)
-}
-
-// jobPhase reads the phase of job id; found is false when no PodGroup has it.
-func jobPhase(ctx context.Context, r client.Reader, id uint64) (v1alpha1.PodGroupPhase, bool, error) {
-	var list v1alpha1.PodGroupList
-	if err := r.List(ctx, &list, client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(id, 10)}); err != nil {
-		return "", false, fmt.Errorf("read dependency job %d: %w", id, err)
-	}
-	if len(list.Items) == 0 {
-		return "", false, nil
-	}
-	return list.Items[0].Status.Phase, true, nil
+	return string(v.State)
 }
 
 // singletonMet holds a job while an earlier job of the same name and user

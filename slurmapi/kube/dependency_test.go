@@ -5,36 +5,44 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
 
 func TestDependencyMet(t *testing.T) {
 	tests := []struct {
-		kind   string
-		phase  v1alpha1.PodGroupPhase
-		reason string // "" when met
+		kind       string
+		state      jobstate.State
+		completing bool
+		reason     string // "" when met
 	}{
-		{"afterok", v1alpha1.PodGroupRunning, "Dependency"},
-		{"afterok", v1alpha1.PodGroupSucceeded, ""},
-		{"afterok", v1alpha1.PodGroupFailed, "DependencyNeverSatisfied"},
-		{"afternotok", v1alpha1.PodGroupFailed, ""},
-		{"afternotok", v1alpha1.PodGroupTimedOut, ""},
-		{"afternotok", v1alpha1.PodGroupSucceeded, "DependencyNeverSatisfied"},
-		{"afterany", v1alpha1.PodGroupCancelled, ""},
-		{"afterany", "", "Dependency"},
-		{"after", v1alpha1.PodGroupPending, "Dependency"},
-		{"after", v1alpha1.PodGroupRunning, ""},
-		{"aftercorr", v1alpha1.PodGroupSucceeded, "DependencyNeverSatisfied"},
+		{"afterok", jobstate.Running, false, "Dependency"},
+		{"afterok", jobstate.Completed, false, ""},
+		{"afterok", jobstate.Completed, true, "Dependency"}, // Slurm waits while it completes
+		{"afterok", jobstate.Failed, false, "DependencyNeverSatisfied"},
+		{"afterok", jobstate.OutOfMemory, false, "DependencyNeverSatisfied"},
+		{"afternotok", jobstate.Failed, false, ""},
+		{"afternotok", jobstate.Timeout, false, ""},
+		{"afternotok", jobstate.NodeFail, false, ""},
+		{"afternotok", jobstate.Cancelled, true, "Dependency"},
+		{"afternotok", jobstate.Completed, false, "DependencyNeverSatisfied"},
+		{"afterany", jobstate.Cancelled, false, ""},
+		{"afterany", jobstate.Preempted, false, ""},
+		{"afterany", jobstate.Pending, false, "Dependency"},
+		{"after", jobstate.Pending, false, "Dependency"},
+		{"after", jobstate.Running, false, ""},
+		{"after", jobstate.Cancelled, false, ""},
+		{"aftercorr", jobstate.Completed, false, "DependencyNeverSatisfied"},
 	}
 	for _, tc := range tests {
-		err := dependencyMet(tc.kind, 3, tc.phase)
+		err := dependencyMet(tc.kind, 3, jobstate.View{State: tc.state, Completing: tc.completing})
 		got := ""
 		if ne, ok := err.(*NotEligible); ok {
 			got = ne.Reason
 		}
 		if got != tc.reason {
-			t.Errorf("%s on a %q job: %v, want reason %q", tc.kind, tc.phase, err, tc.reason)
+			t.Errorf("%s on a %s job (completing %v): %v, want reason %q", tc.kind, tc.state, tc.completing, err, tc.reason)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func eligibleCondition(ctx context.Context, r client.Reader, pg *v1alpha1.PodGro
 // markEligibility writes the pending job's Eligible condition when it
 // changed; only the lifecycle controller writes this condition.
 func (l *Lifecycle) markEligibility(ctx context.Context, pg *v1alpha1.PodGroup) error {
-	want, err := eligibleCondition(ctx, l.cache, pg)
+	want, err := eligibleCondition(ctx, l.deps, pg)
 	if err != nil || want == nil {
 		return err
 	}

@@ -37,8 +37,14 @@ type Lifecycle struct {
 	queue  workqueue.TypedRateLimitingInterface[client.ObjectKey]
 	now    func() time.Time
 
+	// deps is where the jobs a --dependency names are read: the shared cache, which
+	// holds every pod and PodGroup; without one, the API server (an own cache holds only
+	// Slurm jobs' pods, and a dependency may name a manifest job).
+	deps client.Reader
+
 	mu        sync.Mutex
 	disrupted map[client.ObjectKey]disruptedPod // noted from pods that may be gone by the time of the reconcile
+	waiting   dependents                        // pending jobs by the job ids their dependency names
 }
 
 // disruptedPod is a disruption seen on one pod; it counts only against
@@ -65,8 +71,13 @@ func NewLifecycle(cfg *rest.Config, shared cache.Cache) (*Lifecycle, error) {
 	if err != nil {
 		return nil, err
 	}
+	var deps client.Reader = cl
+	if shared != nil {
+		deps = shared
+	}
 	return &Lifecycle{
-		cache: c, shared: shared != nil, client: cl, now: time.Now, disrupted: map[client.ObjectKey]disruptedPod{},
+		cache: c, shared: shared != nil, client: cl, deps: deps, now: time.Now,
+		disrupted: map[client.ObjectKey]disruptedPod{}, waiting: dependents{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
 			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "slurm-lifecycle"}),
 	}, nil
@@ -119,6 +130,7 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 				l.wakeDependents(ctx)
 			}
 		},
+		DeleteFunc: l.groupGone,
 	})
 	if err != nil {
 		return err
@@ -158,11 +170,20 @@ func jobEnded(old, cur any) bool {
 }
 
 func (l *Lifecycle) groupChanged(obj any) {
-	if pg, ok := obj.(*v1alpha1.PodGroup); ok && pg.Spec.Slurm != nil {
-		l.queue.Add(client.ObjectKeyFromObject(pg))
-		if record, ok := arrayRecordOf(pg); ok {
-			l.queue.Add(record)
-		}
+	pg, ok := obj.(*v1alpha1.PodGroup)
+	if !ok {
+		return
+	}
+	if pg.Spec.Slurm == nil {
+		// A manifest job's group changed (written, its state, its deletion): a
+		// Slurm job that depends on it is judged again.
+		l.wakeWaitingOn(v1alpha1.JobIDOf(pg.Labels))
+		return
+	}
+	l.noteDependency(pg)
+	l.queue.Add(client.ObjectKeyFromObject(pg))
+	if record, ok := arrayRecordOf(pg); ok {
+		l.queue.Add(record)
 	}
 }
 
@@ -173,7 +194,11 @@ func (l *Lifecycle) podChanged(obj any) {
 		obj = t.Obj
 	}
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Labels[SlurmPodLabel] != "true" || pod.Labels[v1alpha1.JobIDLabel] == "" {
+	if ok && pod.Labels[SlurmPodLabel] != "true" {
+		l.manifestPodChanged(pod)
+		return
+	}
+	if !ok || pod.Labels[v1alpha1.JobIDLabel] == "" {
 		return // a shared cache holds every pod; only Slurm jobs' are this controller's
 	}
 	name := pod.Annotations[v1alpha1.PodGroupAnnotation]
@@ -181,6 +206,8 @@ func (l *Lifecycle) podChanged(obj any) {
 		return // not (yet) created by the scheduler for a job
 	}
 	key := client.ObjectKey{Namespace: pod.Namespace, Name: name}
+	// A job that ended is not done for its dependents until its pods are (COMPLETING).
+	l.wakeWaitingOn(v1alpha1.JobIDOf(pod.Labels))
 	if d := jobstate.Disruption(pod); d != "" {
 		l.mu.Lock()
 		l.disrupted[key] = disruptedPod{why: d, pod: pod.Name, index: pod.Labels[NodeIndexLabel]}

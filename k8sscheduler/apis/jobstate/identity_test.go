@@ -80,3 +80,12 @@ func TestImpliedOnlyForAdmittedBarePods(t *testing.T) {
 		t.Errorf("a pod naming no group has key %q", k)
 	}
 }
+
+func TestFailureIsEveryEndButCompletedAndCancelled(t *testing.T) {
+	for _, s := range []State{Pending, Running, Completed, Cancelled, Failed, Timeout, NodeFail, OutOfMemory, Preempted} {
+		want := s == Failed || s == Timeout || s == NodeFail || s == OutOfMemory || s == Preempted
+		if s.Failure() != want {
+			t.Errorf("%s.Failure() = %v, want %v", s, s.Failure(), want)
+		}
+	}
+}

@@ -41,6 +41,13 @@ func (s State) Final() bool {
 	return false
 }
 
+// Failure reports whether a job in state s ended and failed, as Slurm's sdiag counts it:
+// slurmctld sorts an ended job into completed (COMPLETED), canceled (CANCELLED) and
+// failed, every other end (FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, PREEMPTED), as
+// its job-end handling does (JOB_COMPLETE and JOB_CANCELLED apart from "JOB_FAILED,
+// JOB_TIMEOUT, etc.").
+func (s State) Failure() bool { return s.Final() && s != Completed && s != Cancelled }
+
 // Slurm's reason for a state, where the state alone decides it (a pending job's reason
 // is why it waits, which the Slurm API reads from the scheduler's condition).
 var reasons = map[State]string{
