@@ -337,3 +337,23 @@ func TestShardJobShownAsAsked(t *testing.T) {
 		t.Errorf("TRES %q, want %q", j.TRESReq, want)
 	}
 }
+
+// A job listing partitions shows the list while it is pending (the round trip keeps what
+// was submitted), then the partition it runs in, as Slurm does.
+func TestPartitionListShown(t *testing.T) {
+	d := &slurmapi.JobDesc{Partition: "h100,a100", Account: "nlp", User: "alice", Nodes: 1, Tasks: 1, CPUsPerTask: 1}
+	pg := PodGroupFor(d, 9)
+	j, err := JobFromPodGroup(pg)
+	if err != nil || j.Desc.Partition != "h100,a100" {
+		t.Fatalf("pending job shows partition %q (%v), want the list", j.Desc.Partition, err)
+	}
+	start := metav1.NewTime(time.Unix(2000, 0))
+	pg.Spec.Partition, pg.Status = "a100", v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, StartTime: &start, Nodes: []string{"gpu-1"}}
+	if j, _ = JobFromPodGroup(pg); j.Desc.Partition != "a100" || j.State[0] != "RUNNING" {
+		t.Errorf("running job shows partition %q (%v), want a100", j.Desc.Partition, j.State)
+	}
+	f := slurmapi.JobFilter{Partitions: []string{"h100"}}
+	if j, _ = JobFromPodGroup(PodGroupFor(d, 10)); !matches(f, &j) {
+		t.Errorf("squeue -p h100 leaves out a pending job listing h100,a100")
+	}
+}
