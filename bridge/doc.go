@@ -38,7 +38,9 @@
 //     job must pass its limits (QOS, queue limits along its path, deserved quota for
 //     non-preemptible work); then its gang is placed all or nothing. The first blocked gang
 //     of more than one GPU holds the nodes it will get (a backfill reservation): other jobs may
-//     use them only if their time limit ends before those nodes free up.
+//     use them only if their time limit ends before those nodes free up. A job of several
+//     alternatives (partitions and node sets, alternatives.go) waits in each partition it
+//     lists and starts in the first listed alternative that can start.
 //  5. Rescue, for jobs blocked for capacity, in the same order: capacity freed by earlier
 //     evictions; consolidation for whole-GPU gangs (move preemptible jobs so the gang fits,
 //     commit only if every moved job lands again); reclaim (take preemptible work from queues over their fair share,
