@@ -23,9 +23,9 @@ func (c *cycle) buildJobs() {
 		counts[i] = int32(n)
 		tasks += n
 	}
-	c.groups = reuse(c.buf.groups, groups)[:0]
-	c.places = reuse(c.buf.places, tasks+tasks/8)[:0]
-	c.gpuRefs = reuse(c.buf.gpuRefs, refs+refs/8)[:0]
+	c.groups = room(c.buf.groups, groups)
+	c.places = room(c.buf.places, tasks+tasks/8)
+	c.gpuRefs = room(c.buf.gpuRefs, refs+refs/8)
 	c.jobs = reuse(c.buf.jobs, len(c.s.Jobs))
 	c.jobsByID = listedByID(c.s.Jobs)
 	c.carry.startCycle(c)

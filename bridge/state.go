@@ -122,6 +122,15 @@ func (b *buffers) keep(c *cycle) {
 	b.holds, b.holdsAt, b.belows, b.binds = c.holds, c.holdsAt, c.belows, c.binds
 }
 
+// room returns an empty slice with room for n, buf's array when it is large enough; for
+// arrays filled by append, whose old contents need no clearing.
+func room[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, 0, n)
+	}
+	return buf[:0]
+}
+
 // reuse returns a zeroed slice of length n, in buf's array when it is large enough.
 func reuse[T any](buf []T, n int) []T {
 	if cap(buf) < n {
