@@ -50,7 +50,9 @@ func runServer(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	defer startMemProfile()()
-	srv, err := NewServer(cfg, newLogger(cfg.Log, os.Stderr))
+	log := newLogger(cfg.Log, os.Stderr)
+	applyMemoryLimit(log)
+	srv, err := NewServer(cfg, log)
 	if err != nil {
 		return err
 	}

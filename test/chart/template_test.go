@@ -48,6 +48,15 @@ func TestLintAndTemplate(t *testing.T) {
 			if _, ok, _ := unstructured.NestedMap(c, "resources", "requests"); !ok {
 				t.Error("server container has no resource requests")
 			}
+			// The server holds the Go collector under the container's memory limit.
+			env, _, _ := unstructured.NestedSlice(c, "env")
+			if !slices.ContainsFunc(env, func(e any) bool {
+				m := e.(map[string]any)
+				ref, _, _ := unstructured.NestedString(m, "valueFrom", "resourceFieldRef", "resource")
+				return m["name"] == "SLUICE_MEMORY_LIMIT" && ref == "limits.memory"
+			}) {
+				t.Errorf("server env %v lacks SLUICE_MEMORY_LIMIT from limits.memory", env)
+			}
 			agent := find(t, objs, "DaemonSet", "sluice-agent")
 			spec, _, _ := unstructured.NestedMap(agent.Object, "spec", "template", "spec")
 			if spec["runtimeClassName"] != "nvidia" {
