@@ -232,10 +232,24 @@ func (c *cycle) couldStart(ji, k int32) bool {
 		st.code, st.reason = code, reason
 		return false
 	}
+	// Until the partition's turn nothing is placed there, so a shape that did not fit
+	// still does not: the failure is kept in its noFit, which its turn starts afresh.
+	ps := &c.parts[js.part]
+	if ps.noFit == nil {
+		ps.noFit = map[int32][]failure{}
+	}
+	if f := c.failedBefore(js); f != nil {
+		st.code, st.reason = f.code, f.reason
+		return false
+	}
 	at := &c.scratch
 	c.begin(at)
 	if c.quickNoFit(js) || !c.placeGang(at, ji, ActionAllocate) {
-		st.code, st.reason = c.explainFailure(at, ji)
+		saved, savedReason := js.code, js.reason
+		js.code, js.reason = c.explainFailure(at, ji)
+		st.code, st.reason = js.code, js.reason
+		c.rememberFailure(js)
+		js.code, js.reason = saved, savedReason
 		return false
 	}
 	c.rollback(at)
