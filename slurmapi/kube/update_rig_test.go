@@ -70,6 +70,9 @@ func TestUpdatePendingJobOnRig(t *testing.T) {
 		want       any
 	}{
 		{"another partition", `{"partition":"a100"}`, http.StatusOK, 0, "partition", "a100"},
+		{"a partition list", `{"partition":"h100,a100"}`, http.StatusOK, 0, "partition", "h100,a100"},
+		{"a list naming an unknown partition", `{"partition":"h100,v100"}`, http.StatusBadRequest, slurmapi.ErrInvalidPartition, "partition", "h100,a100"},
+		{"one partition again", `{"partition":"a100"}`, http.StatusOK, 0, "partition", "a100"},
 		{"a QOS of the association", `{"qos":"normal"}`, http.StatusOK, 0, "qos", "normal"},
 		{"a QOS outside the association", `{"qos":"high"}`, http.StatusBadRequest, slurmapi.ErrInvalidQOS, "qos", "normal"},
 		{"an unknown partition", `{"partition":"v100"}`, http.StatusBadRequest, slurmapi.ErrInvalidPartition, "partition", "a100"},
