@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -82,12 +85,23 @@ func (s *Scheduler) setRunPartition(ctx context.Context, pg *v1alpha1.PodGroup, 
 		return pg, nil
 	}
 	out := pg.DeepCopy()
-	out.Spec.Partition = part
-	if out.Labels == nil {
-		out.Labels = map[string]string{}
-	}
-	out.Labels[v1alpha1.PartitionLabel] = part
-	if err := s.crs.Update(ctx, out); err != nil {
+	// The cached copy may be older than the object (its status changes often): on a
+	// conflict the object is read again and the change made on it.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		out.Spec.Partition = part
+		if out.Labels == nil {
+			out.Labels = map[string]string{}
+		}
+		out.Labels[v1alpha1.PartitionLabel] = part
+		err := s.crs.Update(ctx, out)
+		if apierrors.IsConflict(err) {
+			if gerr := s.crs.Get(ctx, client.ObjectKeyFromObject(pg), out); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return pg, fmt.Errorf("recording partition %s of job %s: %w", part, pg.Labels[v1alpha1.JobIDLabel], err)
 	}
 	return out, nil
