@@ -36,6 +36,13 @@ func deleting(p *corev1.Pod, s int) *corev1.Pod {
 	return p
 }
 
+// finalDelete is p as its kubelet's last delete (grace 0, at(s)) leaves it.
+func finalDelete(p *corev1.Pod, s int) *corev1.Pod {
+	var zero int64
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = mt(s), &zero
+	return p
+}
+
 // written is the PodGroup the scheduler writes for the group of one, with mutate's status.
 func writtenGroup(mutate func(*v1alpha1.PodGroup)) *v1alpha1.PodGroup {
 	pg := v1alpha1.ImpliedPodGroup(lonePod("", -1, corev1.PodPending, -1, 0))
@@ -53,6 +60,15 @@ func podSeen(p *corev1.Pod) event          { return func(s *state) { s.setPod(p)
 func podGone(p *corev1.Pod) event          { return func(s *state) { s.deletePod(p) } }
 func groupSeen(g *v1alpha1.PodGroup) event { return func(s *state) { s.setGroup(g) } }
 func groupGone(g *v1alpha1.PodGroup) event { return func(s *state) { s.deleteGroup(g) } }
+
+// together is several callbacks between two flushes.
+func together(evs ...event) event {
+	return func(s *state) {
+		for _, ev := range evs {
+			ev(s)
+		}
+	}
+}
 
 type step struct {
 	State accounting.JobState
@@ -98,6 +114,14 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			podSeen(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 100)),
 			podSeen(deleting(lonePod("n1", 5, corev1.PodFailed, 143, 101), 100)), // the kubelet stopped it
 			podGone(deleting(lonePod("n1", 5, corev1.PodFailed, 143, 101), 100)),
+		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"CANCELLED", 100}}},
+		// The kubelet removes a pod it stopped with a second delete of grace 0, which
+		// moves deletionTimestamp past the stop: the first request still decides.
+		{name: "deleted while running, removed by the kubelet's final delete a second later", events: []event{
+			podSeen(lonePod("n1", 5, corev1.PodRunning, -1, 0)),
+			together(podSeen(deleting(lonePod("n1", 5, corev1.PodRunning, -1, 0), 100)),
+				podSeen(deleting(lonePod("n1", 5, corev1.PodFailed, 143, 101), 100)),
+				podGone(finalDelete(lonePod("n1", 5, corev1.PodFailed, 143, 101), 102))),
 		}, want: []step{{"PENDING", 0}, {"RUNNING", 5}, {"CANCELLED", 100}}},
 		{name: "deleted while pending", events: []event{
 			podSeen(lonePod("", -1, corev1.PodPending, -1, 0)),

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -105,6 +106,7 @@ func (s *state) setPod(p *corev1.Pod) {
 	pk := key(p.Namespace, p.Name)
 	if old := s.pods[pk]; old != nil {
 		s.unlinkLocked(old)
+		p = jobstate.WithFirstDeletion(old, p)
 	}
 	s.pods[pk] = p
 	for _, l := range podLinks(p) {
@@ -125,6 +127,7 @@ func (s *state) deletePod(p *corev1.Pod) {
 	}
 	s.unlinkLocked(old)
 	delete(s.pods, key(p.Namespace, p.Name))
+	p = jobstate.WithFirstDeletion(old, p)
 	s.markPodGroupsLocked(p)
 	if len(p.OwnerReferences) == 0 {
 		for _, k := range s.groupsOfLocked(p) {

@@ -286,6 +286,28 @@ func DeletionRequested(p *corev1.Pod) time.Time {
 	return at
 }
 
+// WithFirstDeletion is cur keeping the deletion request old showed when cur shows a later
+// one. A kubelet (and the rig's kwok) removes a pod it stopped for its deletion with a
+// second delete of grace 0, which moves deletionTimestamp to that moment, after the
+// stop: read alone, the removed pod looks as if it had ended (exit 143, FAILED) before
+// anyone asked for its deletion, not stopped by it (CANCELLED, or the drain's NODE_FAIL).
+// A reader that keeps a pod's last state beyond its removal (the recorder) passes each
+// new state through this. cur is never changed (informer objects are shared).
+func WithFirstDeletion(old, cur *corev1.Pod) *corev1.Pod {
+	if old == nil || old.UID != cur.UID || old.DeletionTimestamp == nil || cur.DeletionTimestamp == nil ||
+		!DeletionRequested(cur).After(DeletionRequested(old)) {
+		return cur
+	}
+	c := cur.DeepCopy()
+	c.DeletionTimestamp = old.DeletionTimestamp.DeepCopy()
+	c.DeletionGracePeriodSeconds = nil
+	if g := old.DeletionGracePeriodSeconds; g != nil {
+		grace := *g
+		c.DeletionGracePeriodSeconds = &grace
+	}
+	return c
+}
+
 // PodName names pod index of a Slurm job's current run: requeued runs get new names, so
 // a new run never collides with the old one's pods still terminating.
 func PodName(pg *v1alpha1.PodGroup, index int) string {

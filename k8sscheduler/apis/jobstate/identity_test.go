@@ -1,6 +1,8 @@
 package jobstate
 
 import (
+	"time"
+
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,5 +89,37 @@ func TestFailureIsEveryEndButCompletedAndCancelled(t *testing.T) {
 		if s.Failure() != want {
 			t.Errorf("%s.Failure() = %v, want %v", s, s.Failure(), want)
 		}
+	}
+}
+
+// TestFirstDeletionDecides: a bare pod drained off a faulty node, stopped by its kubelet
+// and removed by the kubelet's final delete (grace 0) a second later, reads NODE_FAIL
+// when its first deletion request is kept; read alone, it looks ended before it (FAILED).
+func TestFirstDeletionDecides(t *testing.T) {
+	p := admittedPod("drained", "5")
+	p.Annotations[v1alpha1.NodeFaultAnnotation] = "GPUXidError"
+	p.Spec.NodeName, p.Status.Phase, p.Status.StartTime = "h100-3", corev1.PodRunning, &metav1.Time{Time: t0}
+	grace, zero := int64(30), int64(0)
+	asked := p.DeepCopy()
+	asked.DeletionTimestamp, asked.DeletionGracePeriodSeconds = &metav1.Time{Time: t0.Add(100 * time.Second)}, &grace
+	removed := asked.DeepCopy()
+	removed.Status.Phase = corev1.PodFailed
+	removed.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 143, Reason: "Error", FinishedAt: metav1.NewTime(t0.Add(71 * time.Second))}}}}
+	removed.DeletionTimestamp, removed.DeletionGracePeriodSeconds = &metav1.Time{Time: t0.Add(72 * time.Second)}, &zero
+
+	pg := Implied(&p)
+	if v := Derive(pg, []*corev1.Pod{removed}, now); v.State != Failed {
+		t.Fatalf("the removed pod alone reads %s; the trap this guards against is gone, revisit WithFirstDeletion", v.State)
+	}
+	kept := WithFirstDeletion(asked, removed)
+	if v := Derive(pg, []*corev1.Pod{kept}, now); v.State != NodeFail {
+		t.Errorf("with its first deletion request kept it reads %s, want NODE_FAIL", v.State)
+	}
+	if removed.DeletionGracePeriodSeconds != &zero || *removed.DeletionGracePeriodSeconds != 0 {
+		t.Error("WithFirstDeletion changed the object it was given")
+	}
+	if WithFirstDeletion(nil, removed) != removed || WithFirstDeletion(&p, removed) != removed {
+		t.Error("without an earlier request the pod is returned as it is")
 	}
 }

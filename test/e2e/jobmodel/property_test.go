@@ -53,13 +53,15 @@ func (o outcome) String() string {
 }
 
 // applies says which kinds of job an outcome is drawn for: requeue and timeout are
-// Slurm's; so, for now, is a node fault: a bare pod drained off a faulty node was seen
-// to end FAILED in the ledger (seed 2), not NODE_FAIL, and a Job's drained pods may or
-// may not be replaced by its controller (issue 14's open items).
+// Slurm's. A node fault is drawn for Slurm jobs and bare pods; not yet for a Job (gang),
+// whose drained pods its controller may replace or, past its backoffLimit, give up on,
+// which the job model learns only from the Job's own status (issue 14's open items).
 func (o outcome) applies(kind string) bool {
 	switch o {
-	case requeue, timeout, nodefault:
+	case requeue, timeout:
 		return kind == "slurm"
+	case nodefault:
+		return kind != "gang"
 	}
 	return true
 }
