@@ -26,31 +26,8 @@ import (
 // woken by the manifest pods' changes.
 func TestDependencyOnManifestJobOnRig(t *testing.T) {
 	_, b := rigServer(t)
-	cfg := e2e.Rig(t).RESTConfig()
-	ctx, cancel := context.WithCancel(context.Background())
-	scheme, err := Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared, err := cache.New(cfg, cache.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	life, err := NewLifecycle(cfg, shared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 2)
-	go func() { done <- shared.Start(ctx) }()
-	go func() { done <- life.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		for range 2 {
-			if err := <-done; err != nil {
-				t.Errorf("lifecycle or its cache: %v", err)
-			}
-		}
-	})
+	ctx := context.Background()
+	runSharedLifecycle(t)
 
 	ns := groupOfOneNamespace(t, b)
 	node := firstNode(t, b)
@@ -107,4 +84,35 @@ func TestDependencyOnManifestJobOnRig(t *testing.T) {
 	if j, err := JobFromPodGroup(afterFailed); err != nil || j.Reason != "DependencyNeverSatisfied" {
 		t.Errorf("squeue reason of the job after a failed one: %q (%v), want DependencyNeverSatisfied", j.Reason, err)
 	}
+}
+
+// runSharedLifecycle runs a lifecycle on a shared informer cache of every pod and
+// PodGroup, as sluice server does, until the test ends.
+func runSharedLifecycle(t *testing.T) {
+	t.Helper()
+	cfg := e2e.Rig(t).RESTConfig()
+	ctx, cancel := context.WithCancel(context.Background())
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	life, err := NewLifecycle(cfg, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- shared.Start(ctx) }()
+	go func() { done <- life.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("lifecycle or its cache: %v", err)
+			}
+		}
+	})
 }

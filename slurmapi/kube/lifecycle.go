@@ -45,6 +45,9 @@ type Lifecycle struct {
 	mu        sync.Mutex
 	disrupted map[client.ObjectKey]disruptedPod // noted from pods that may be gone by the time of the reconcile
 	waiting   dependents                        // pending jobs by the job ids their dependency names
+	// lostWithNode: manifest (batch/v1 Job) groups a pod of which was lost with its node
+	// (jobend.go), noted from pods that may be gone by the time of the reconcile.
+	lostWithNode map[client.ObjectKey]bool
 }
 
 // disruptedPod is a disruption seen on one pod; it counts only against
@@ -77,7 +80,7 @@ func NewLifecycle(cfg *rest.Config, shared cache.Cache) (*Lifecycle, error) {
 	}
 	return &Lifecycle{
 		cache: c, shared: shared != nil, client: cl, deps: deps, now: time.Now,
-		disrupted: map[client.ObjectKey]disruptedPod{}, waiting: dependents{},
+		disrupted: map[client.ObjectKey]disruptedPod{}, waiting: dependents{}, lostWithNode: map[client.ObjectKey]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
 			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "slurm-lifecycle"}),
 	}, nil
@@ -196,6 +199,7 @@ func (l *Lifecycle) podChanged(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if ok && pod.Labels[SlurmPodLabel] != "true" {
 		l.manifestPodChanged(pod)
+		l.jobPodDeleted(pod)
 		return
 	}
 	if !ok || pod.Labels[v1alpha1.JobIDLabel] == "" {
@@ -244,12 +248,13 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 	if err := l.cache.Get(ctx, key, &pg); err != nil {
 		if apierrors.IsNotFound(err) {
 			l.forgetDisruption(key)
+			l.forgetLostWithNode(key)
 			return 0, nil
 		}
 		return 0, err
 	}
 	if pg.Spec.Slurm == nil {
-		return 0, nil
+		return 0, l.endFailedJob(ctx, &pg)
 	}
 	switch {
 	case arrayRecord(&pg):

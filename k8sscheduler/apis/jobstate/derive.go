@@ -273,6 +273,12 @@ func endedBeforeDeletion(p *corev1.Pod) bool {
 	return asked.IsZero() || !finished.IsZero() && finished.Before(asked.Truncate(time.Second))
 }
 
+// StoppedByDeletion reports whether pod p is being deleted and had not ended by itself
+// before its deletion was asked for (it runs, or its deletion stopped it).
+func StoppedByDeletion(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil && !endedBeforeDeletion(p)
+}
+
 // DeletionRequested is when the pod's deletion was asked for: its deletionTimestamp less
 // the grace period it was given; zero when it is not being deleted.
 func DeletionRequested(p *corev1.Pod) time.Time {

@@ -182,6 +182,8 @@ func TestRuleTable(t *testing.T) {
 				p.Status.ContainerStatuses[0].State.Terminated.FinishedAt = *p.DeletionTimestamp
 			})},
 			Cancelled, "None", "workload deleted"},
+		{"Job failed past its activeDeadlineSeconds, its pods stopped for it", with(group(v1alpha1.PodGroupFailed, false), func(s *v1alpha1.PodGroupStatus) { s.EndReason = "DeadlineExceeded" }),
+			[]*corev1.Pod{pod(manifest, 0, "a", corev1.PodRunning, deleting), pod(manifest, 1, "b", corev1.PodFailed, terminated(143, "Error"), deleting)}, Timeout, "TimeLimit", "phase Failed"},
 		{"bare pod deleted while it runs", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting)}, Cancelled, "None", "workload deleted"},
 		{"bare pod drained off a faulty node", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting, faulty)}, NodeFail, "NodeDown", "workload deleted"},
 		{"bare pod deleted while pending", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "", corev1.PodPending, deleting)}, Cancelled, "None", "workload deleted"},
