@@ -160,7 +160,7 @@ func (s *Scheduler) forget(job string, tasks ...string) {
 	defer c.mu.Unlock()
 	if g := c.groups[job]; g != nil {
 		for _, t := range tasks {
-			delete(g.assumed, t)
+			g.unassume(t)
 		}
 		g.dirty = true
 	}

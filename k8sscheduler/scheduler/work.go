@@ -102,7 +102,7 @@ func (s *Scheduler) rekey(g *groupEntry, binds []bridge.Bind, pods []*corev1.Pod
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, b := range binds {
-		delete(g.assumed, b.Task)
+		g.unassume(b.Task)
 		if g.assumed == nil {
 			g.assumed = map[string]bridge.Bind{}
 		}
