@@ -48,6 +48,15 @@ func TestLintAndTemplate(t *testing.T) {
 			if _, ok, _ := unstructured.NestedMap(c, "resources", "requests"); !ok {
 				t.Error("server container has no resource requests")
 			}
+			// The server's requests go to kube-scheduler's priority level, as its own
+			// service account.
+			fs := find(t, objs, "FlowSchema", "sluice-server")
+			if pl, _, _ := unstructured.NestedString(fs.Object, "spec", "priorityLevelConfiguration", "name"); pl != "workload-high" {
+				t.Errorf("FlowSchema priority level %q, want workload-high", pl)
+			}
+			if !strings.Contains(toJSON(t, fs), `"serviceAccount":{"name":"sluice-server","namespace":"`+testNamespace+`"}`) {
+				t.Errorf("FlowSchema does not match the server's service account: %s", toJSON(t, fs))
+			}
 			// The server holds the Go collector under the container's memory limit.
 			env, _, _ := unstructured.NestedSlice(c, "env")
 			if !slices.ContainsFunc(env, func(e any) bool {
