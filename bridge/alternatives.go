@@ -1,5 +1,7 @@
 package bridge
 
+import "cmp"
+
 // Alternative is one way a job may run: a partition (sbatch -p a,b lists several) and a node
 // set every task group keeps to (--constraint [a|b]: all nodes share one feature, so each
 // feature is one alternative). A job runs in the first alternative, in the order listed,
@@ -11,6 +13,11 @@ type Alternative struct {
 	// this alternative (the adapter intersects what else the job asks); empty: each group
 	// keeps its own.
 	NodeSet string `json:"nodeSet,omitempty" yaml:"nodeSet,omitempty"`
+	// RequiredLevel and PreferredLevel, when set, replace the job's Placement's in this
+	// alternative: a level of its partition's own topology (sbatch --switches in each
+	// listed partition).
+	RequiredLevel  string `json:"requiredLevel,omitempty" yaml:"requiredLevel,omitempty"`
+	PreferredLevel string `json:"preferredLevel,omitempty" yaml:"preferredLevel,omitempty"`
 }
 
 // How the cycle treats a job of several alternatives. The job's state (partition, node
@@ -35,11 +42,13 @@ type jobAlts struct {
 }
 
 type altState struct {
-	part  int32 // -1: unknown
-	set   int32 // -1: the groups' own
-	topo  *jobTopo
-	need  vec
-	shape int32
+	part int32 // -1: unknown
+	set  int32 // -1: the groups' own
+	topo *jobTopo
+	// constrained is jobState.constrained with this alternative's topology.
+	constrained bool
+	need        vec
+	shape       int32
 	// blocked: it can never run this cycle (code says why); otherwise code and reason are
 	// why it did not start, "" while untried.
 	blocked      bool
@@ -78,7 +87,11 @@ func (c *cycle) buildAlternatives(js *jobState) {
 				js.block(ReasonBadConstraints, "node set "+alt.NodeSet+" is not in the snapshot")
 			}
 		}
-		st.topo = c.topoOf(js)
+		pl := j.Placement
+		pl.RequiredLevel = cmp.Or(alt.RequiredLevel, pl.RequiredLevel)
+		pl.PreferredLevel = cmp.Or(alt.PreferredLevel, pl.PreferredLevel)
+		st.topo = c.topoOf(js, &pl)
+		st.constrained = js.constrained || st.topo != nil
 		for gi := js.g0; gi < js.gn; gi++ {
 			g := &c.groups[gi]
 			st.need.add(scale(c.taskNeed(g, st.part), max(g.count, 0)))
@@ -137,7 +150,7 @@ func (c *cycle) useAlt(js *jobState, k int32) {
 	}
 	a.cur = k
 	st := &a.list[k]
-	js.part, js.topo, js.need, js.shape = st.part, st.topo, st.need, st.shape
+	js.part, js.topo, js.need, js.shape, js.constrained = st.part, st.topo, st.need, st.shape, st.constrained
 	for gi := js.g0; gi < js.gn; gi++ {
 		s := a.base[gi-js.g0]
 		if st.set >= 0 {

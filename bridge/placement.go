@@ -176,13 +176,13 @@ func (c *cycle) buildPlacement(js *jobState) {
 	}
 	js.constrained = js.constrained || len(pl.Spread) > 0
 	c.buildAffinity(js)
-	js.topo = c.topoOf(js)
+	js.topo = c.topoOf(js, pl)
 }
 
-// topoOf resolves the job's topology request in its partition (whose levels a preferred
-// level falls back along); nil when it asks for none.
-func (c *cycle) topoOf(js *jobState) *jobTopo {
-	pl := &js.job.Placement
+// topoOf resolves a topology request of the job (its Placement, or an alternative's) in
+// its partition (whose levels a preferred level falls back along); nil when it asks for
+// none.
+func (c *cycle) topoOf(js *jobState, pl *Placement) *jobTopo {
 	required := pl.RequiredLevel
 	if required == "" {
 		required = selfAffinityLevel(js.job)

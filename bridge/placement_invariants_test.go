@@ -149,8 +149,9 @@ func checkAffinityRules(t *testing.T, s, next *Snapshot, bound map[string]bool) 
 func checkAlternatives(t *testing.T, s, next *Snapshot, bound map[string]bool) {
 	t.Helper()
 	partOf := map[string]string{}
+	labels := map[string]map[string]string{}
 	for _, n := range s.Nodes {
-		partOf[n.Name] = n.Partition
+		partOf[n.Name], labels[n.Name] = n.Partition, n.Labels
 	}
 	sets := map[string][]string{}
 	for _, ns := range s.NodeSets {
@@ -165,6 +166,12 @@ func checkAlternatives(t *testing.T, s, next *Snapshot, bound map[string]bool) {
 			for _, r := range j.Running {
 				if partOf[r.Node] != part || (a.NodeSet != "" && !slices.Contains(sets[a.NodeSet], r.Node)) {
 					return false
+				}
+				// An alternative's required level: every task in one domain of it.
+				if lv := a.RequiredLevel; lv != "" {
+					if v, ok := labels[r.Node][lv]; !ok || v != labels[j.Running[0].Node][lv] {
+						return false
+					}
 				}
 			}
 			return true

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -131,15 +132,30 @@ func (c *cache) classFor(cons *nodeConstraints) *nodeClass {
 // partition's innermost level is required for N=1 and preferred for more (the core does
 // not count domains). A partition without a topology has nothing to keep to.
 func (c *cache) resolveSwitches(j *bridge.Job, n int) {
-	for _, p := range c.parts {
-		if p.p.Name != j.Partition || len(p.p.Topology) == 0 {
-			continue
+	if len(j.Alternatives) > 0 { // each in its own partition's topology
+		for i := range j.Alternatives {
+			a := &j.Alternatives[i]
+			if level := c.innermostLevel(cmp.Or(a.Partition, j.Partition)); level != "" && n == 1 {
+				a.RequiredLevel = level
+			} else if level != "" {
+				a.PreferredLevel = level
+			}
 		}
-		level := p.p.Topology[len(p.p.Topology)-1]
-		if n == 1 {
-			j.Placement.RequiredLevel = level
-		} else if j.Placement.PreferredLevel == "" {
-			j.Placement.PreferredLevel = level
+		return
+	}
+	if level := c.innermostLevel(j.Partition); level != "" && n == 1 {
+		j.Placement.RequiredLevel = level
+	} else if level != "" && j.Placement.PreferredLevel == "" {
+		j.Placement.PreferredLevel = level
+	}
+}
+
+// innermostLevel is the innermost topology level of a partition, "" when it has none.
+func (c *cache) innermostLevel(partition string) string {
+	for _, p := range c.parts {
+		if p.p.Name == partition && len(p.p.Topology) > 0 {
+			return p.p.Topology[len(p.p.Topology)-1]
 		}
 	}
+	return ""
 }

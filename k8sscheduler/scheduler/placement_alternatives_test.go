@@ -66,3 +66,27 @@ func TestSlurmJobAlternatives(t *testing.T) {
 		t.Errorf("malformed choices: blocked %+v, want BadConstraints", b)
 	}
 }
+
+// --switches=1 with -p p,q keeps to each listed partition's own innermost level: q's in q,
+// none in p (it has no topology), and none for the job as a whole.
+func TestSwitchesPerListedPartition(t *testing.T) {
+	c := newCache()
+	c.slurmPods = true
+	for _, n := range placementNodes() {
+		setTestNode(c, n)
+	}
+	c.setPartition("q", &partitionEntry{p: bridge.Partition{Name: "q", Topology: []string{"zone", "switch"}}})
+	c.setPodGroup(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-1", Namespace: "ns",
+		Annotations: map[string]string{v1alpha1.SwitchesAnnotation: "1", v1alpha1.PartitionsAnnotation: "p,q"}},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "q", Partition: "p", Slurm: &v1alpha1.SlurmJob{User: "alice"},
+			Members: []v1alpha1.MemberSet{{Name: "nodes", Count: 2}}}})
+	snap, _ := c.snapshot(metav1.Now().Time)
+	if len(snap.Jobs) != 1 {
+		t.Fatalf("jobs %+v", snap.Jobs)
+	}
+	j := snap.Jobs[0]
+	want := []bridge.Alternative{{Partition: "p"}, {Partition: "q", RequiredLevel: "switch"}}
+	if j.Placement.RequiredLevel != "" || len(j.Alternatives) != 2 || j.Alternatives[0] != want[0] || j.Alternatives[1] != want[1] {
+		t.Errorf("placement %+v alternatives %+v, want %+v", j.Placement, j.Alternatives, want)
+	}
+}
