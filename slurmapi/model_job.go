@@ -72,6 +72,9 @@ type JobDesc struct {
 	// SpreadJob (--spread-job) puts a job with no node count on as many nodes as its GPUs
 	// or tasks divide evenly over, rather than on as few as hold them.
 	SpreadJob bool `json:"-"`
+	// Signal is the warning signal before the time limit, as --signal
+	// writes it with flags and time ("B:10@60"; sbatch.Signal); "" none.
+	Signal string `json:"-"`
 }
 
 // GPURequest is the job's GPU demand in the core's terms. Whole GPUs are

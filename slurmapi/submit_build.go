@@ -109,6 +109,9 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 	if e := setPlacement(d, in, opts); e != nil {
 		return nil, nil, e
 	}
+	if e := setSignal(d, in, opts); e != nil {
+		return nil, nil, e
+	}
 	if d.Dependency != "" {
 		if _, err := sbatch.ParseDependency(d.Dependency); err != nil {
 			return nil, nil, BadRequest(ErrDependency, "job.dependency", "%v", err)

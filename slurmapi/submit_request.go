@@ -65,6 +65,11 @@ type jobDescIn struct {
 	RequiredSwitches NoVal     `json:"required_switches"`
 	WaitForSwitch    NoVal     `json:"wait_for_switch"` // seconds
 	Shared           []string  `json:"shared"`
+	// The warning signal (--signal): name or number, seconds before the
+	// time limit, BATCH_JOB / RESERVATION_JOB.
+	KillWarningSignal *string  `json:"kill_warning_signal"`
+	KillWarningDelay  NoVal    `json:"kill_warning_delay"`
+	KillWarningFlags  []string `json:"kill_warning_flags"`
 }
 
 // csvString is slurmrestd's csv_string: an array of strings, or one comma-separated

@@ -114,6 +114,19 @@ func TestDecodeSubmissionAccepts(t *testing.T) {
 			return d.Constraint == "a100" && strings.Join(d.NodeList, ",") == "m1" && strings.Join(d.Exclude, ",") == "m2,m3" && d.Exclusive && d.Switches == 2 &&
 				d.SwitchWait == 10*time.Minute
 		}},
+		{"--signal directive", body(map[string]any{}, "#!/bin/sh\n#SBATCH --signal=B:SIGUSR1@90\n"), "alice", func(d *JobDesc) bool {
+			return d.Signal == "B:10@90"
+		}},
+		{"--signal default time", body(map[string]any{}, "#!/bin/sh\n#SBATCH --signal=12\n"), "alice", func(d *JobDesc) bool {
+			return d.Signal == "12@60"
+		}},
+		{"kill_warning fields win part by part", body(map[string]any{"kill_warning_signal": "USR2", "kill_warning_delay": 300,
+			"kill_warning_flags": []string{"BATCH_JOB", "RESERVATION_JOB"}}, "#!/bin/sh\n#SBATCH --signal=10@90\n"), "alice", func(d *JobDesc) bool {
+			return d.Signal == "RB:12@300"
+		}},
+		{"kill_warning_delay over the directive's signal", body(map[string]any{"kill_warning_delay": 30}, "#!/bin/sh\n#SBATCH --signal=B:10\n"), "alice", func(d *JobDesc) bool {
+			return d.Signal == "B:10@30"
+		}},
 	}
 	for _, tc := range cases {
 		d, _, err := DecodeSubmission(tc.body, tc.user, testCatalog(), SubmitPolicy{ShardsPerGPU: 8}, now)
@@ -175,6 +188,13 @@ func TestDecodeSubmissionRejects(t *testing.T) {
 		{"bad array", `{"script":"#!/bin/sh\n","job":{"array":"1-"}}`, "alice", ErrInvalidArray, "invalid array"},
 		{"bad environment", `{"script":"#!/bin/sh\n","job":{"environment":["NOEQUALS"]}}`, "alice", ErrRestFailParsing, "NAME=value"},
 		{"bad nodes range", `{"script":"#!/bin/sh\n","job":{"nodes":"4-2"}}`, "alice", ErrInvalidNodeCount, "MIN-MAX"},
+		{"bad --signal flag", `{"script":"#!/bin/sh\n#SBATCH --signal=X:10@60\n","job":{}}`, "alice", ErrRestInvalidJobs, "invalid flag"},
+		{"bad --signal name", `{"script":"#!/bin/sh\n#SBATCH --signal=NOPE@60\n","job":{}}`, "alice", ErrRestInvalidJobs, "unknown signal"},
+		{"bad --signal time", `{"script":"#!/bin/sh\n#SBATCH --signal=10@70000\n","job":{}}`, "alice", ErrRestInvalidJobs, "0-65535"},
+		{"bad kill_warning_signal", `{"script":"#!/bin/sh\n","job":{"kill_warning_signal":"99"}}`, "alice", ErrRestInvalidJobs, "not 1-64"},
+		{"kill_warning_delay without a signal", `{"script":"#!/bin/sh\n","job":{"kill_warning_delay":30}}`, "alice", ErrRestInvalidJobs, "need a kill_warning_signal"},
+		{"negative kill_warning_delay", `{"script":"#!/bin/sh\n","job":{"kill_warning_signal":"USR1","kill_warning_delay":-1}}`, "alice", ErrRestInvalidJobs, "0-65535"},
+		{"unsupported kill_warning_flags", `{"script":"#!/bin/sh\n","job":{"kill_warning_signal":"USR1","kill_warning_flags":["FULL_JOB"]}}`, "alice", ErrNotSupported, "not supported"},
 		{"fractional count", `{"script":"#!/bin/sh\n","job":{"tasks":1.5}}`, "alice", ErrRestFailParsing, "whole number"},
 	}
 	for _, tc := range cases {

@@ -85,7 +85,7 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
-	run := RunAs{Image: s.Image, IDs: &ids, LauncherImage: f.opts.LauncherImage}
+	run := RunAs{Image: s.Image, IDs: &ids, LauncherImage: f.opts.LauncherImage, Start: time.Now()}
 	if run.StrictGroups, err = f.strictGroups(ctx, binds); err != nil {
 		return nil, err
 	}

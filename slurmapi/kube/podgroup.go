@@ -50,6 +50,9 @@ const (
 	// PriorityAnnotation is a priority an operator set (--priority,
 	// scontrol update priority=N); the scheduler orders by it.
 	PriorityAnnotation = v1alpha1.PriorityAnnotation
+	// SignalAnnotation is --signal (kill_warning_*) as sbatch.Signal
+	// writes it ("B:10@60"): the pod factory hands it to the launchers.
+	SignalAnnotation = "sluice.dev/signal"
 )
 
 // annotations are the job's GPU type, begin time and priority, if any.
@@ -69,6 +72,9 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 	}
 	if d.Nice != 0 {
 		ann[v1alpha1.NiceAnnotation] = strconv.FormatInt(d.Nice, 10)
+	}
+	if d.Signal != "" {
+		ann[SignalAnnotation] = d.Signal
 	}
 	placementAnnotations(d, ann)
 	return ann

@@ -94,6 +94,9 @@ type RunAs struct {
 	StrictGroups bool
 	// TimeLimit is the job's, else its partition's default; 0 means none.
 	TimeLimit time.Duration
+	// Start is when the job's pods are made (the launchers' warning
+	// signal counts from it); zero: from each launcher's own start.
+	Start time.Time
 	// SharedVolume is the partition's shared filesystem, nil if none.
 	SharedVolume *SharedVolume
 	// LauncherImage is the sluice image the init container copies the
@@ -262,7 +265,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		// The launcher runs the batch script on node 0 and serves step
 		// launches on every node (slurmapi/launch).
 		Command:    append([]string{launcherDir + "/sluice", "launch"}, s.Argv...),
-		Env:        append(jobEnv(pg, b, index, hosts), launcherEnv(pg, hosts, run.LaunchKey)...),
+		Env:        append(append(jobEnv(pg, b, index, hosts), launcherEnv(pg, hosts, run.LaunchKey)...), limitEnv(pg, run)...),
 		Resources:  corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
 		WorkingDir: s.WorkingDirectory,
 		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-script", MountPath: scriptDir},
@@ -410,7 +413,8 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 var launcherOwned = map[string]bool{launch.EnvScript: true, launch.EnvStdout: true, launch.EnvStderr: true, launch.EnvStdin: true,
 	launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
 	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true,
-	launch.EnvAllocation: true, launch.EnvKeySHA256: true}
+	launch.EnvAllocation: true, launch.EnvKeySHA256: true, launch.EnvTimeLimit: true, launch.EnvJobStart: true,
+	launch.EnvSignal: true}
 
 // deviceOwned are the variables that choose and limit a job's GPUs: the
 // device plugin or Sluice sets them. From a job's own environment (sbatch
@@ -439,6 +443,26 @@ func launcherEnv(pg *v1alpha1.PodGroup, hosts []string, key string) []corev1.Env
 	}
 	return append(env, corev1.EnvVar{Name: launch.EnvPeers, Value: strings.Join(peers, ",")},
 		corev1.EnvVar{Name: launch.EnvKeyFile, Value: launchKeyDir + "/" + LaunchKeyField})
+}
+
+// limitEnv tells the launchers the job's time limit and warning signal
+// (launch.EnvTimeLimit, EnvJobStart, EnvSignal). The kubelet ends the
+// pods at the limit; the launchers pass its SIGTERM to every task and
+// send the warning before it.
+func limitEnv(pg *v1alpha1.PodGroup, run RunAs) []corev1.EnvVar {
+	if run.TimeLimit <= 0 {
+		return nil
+	}
+	env := []corev1.EnvVar{{Name: launch.EnvTimeLimit, Value: strconv.FormatInt(int64(math.Ceil(run.TimeLimit.Seconds())), 10)}}
+	if !run.Start.IsZero() {
+		env = append(env, corev1.EnvVar{Name: launch.EnvJobStart, Value: strconv.FormatInt(run.Start.Unix(), 10)})
+	}
+	if v := pg.Annotations[SignalAnnotation]; v != "" {
+		if sig, err := sbatch.ParseSignal(v); err == nil { // written by the server; another value is not a signal
+			env = append(env, corev1.EnvVar{Name: launch.EnvSignal, Value: sig.String()})
+		}
+	}
+	return env
 }
 
 // gpuEnv hands the task its GPUs, which CUDA numbers from 0, as Slurm's

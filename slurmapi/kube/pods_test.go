@@ -41,11 +41,13 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 		Name: "train", User: "alice", Account: "nlp", Partition: "h100", QOS: "normal",
 		Script: "#!/bin/bash\ntorchrun train.py\n", Nodes: 2, Tasks: 16, TasksPerNode: 8, CPUsPerTask: 4,
 		GPUs: slurmapi.GPURequest{PerNode: 8}, TimeLimit: 90 * time.Second, WorkDir: "/home/alice",
-		Environment: []string{"SLURM_JOB_ID=999", "LR=0.1", SimDurationEnv + "=5s", SimExitCodeEnv + "=3"},
+		Environment: []string{"SLURM_JOB_ID=999", "LR=0.1", SimDurationEnv + "=5s", SimExitCodeEnv + "=3", "SLUICE_TIME_LIMIT=1"},
+		Signal:      "B:10@60",
 	}
 	pg := PodGroupFor(d, 7)
 	pg.UID = "uid-7"
-	pods, err := BuildPods(pg, eightGPUBinds(2), RunAs{LauncherImage: testLauncherImage, Image: "pytorch:25", IDs: &UserIDs{UID: 1001, GID: 100}, TimeLimit: 90 * time.Second})
+	start := time.Unix(1_800_000_000, 0)
+	pods, err := BuildPods(pg, eightGPUBinds(2), RunAs{LauncherImage: testLauncherImage, Image: "pytorch:25", IDs: &UserIDs{UID: 1001, GID: 100}, TimeLimit: 90 * time.Second, Start: start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +70,8 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 			"SLUICE_LAUNCH_DIR":      "/sluice", "SLUICE_RUN_DIR": "/var/run/sluice", "SLUICE_LAUNCH_HOSTS": "job-7-0,job-7-1",
 			"SLUICE_LAUNCH_PEERS":    "job-7-0.slurm-jobs:6818,job-7-1.slurm-jobs:6818",
 			"SLUICE_LAUNCH_KEY_FILE": "/var/run/sluice-launch/key",
+			// The launchers' time limit and warning (--signal), never the job's own.
+			"SLUICE_TIME_LIMIT": "90", "SLUICE_JOB_START": "1800000000", "SLUICE_SIGNAL": "B:10@60",
 		}
 		for k, v := range want {
 			if env[k] != v {

@@ -41,21 +41,36 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 		}
 	}
 	defer stop()
+	lim := &limiter{job: job, srv: srv, stderr: stderr}
+	stopWarn := lim.warnAt(getenv, noteJobEnd(job, getenv, time.Now()))
+	defer stopWarn()
 	if job.Node != 0 {
 		select {
 		case <-srv.done: // the batch script ended
 			return 0
-		case s := <-sigs: // the pod is deleted: the job was cancelled or timed out
+		case s := <-sigs:
+			// The pod is being deleted (scancel, the time limit, a
+			// drain): this node's tasks get the signal and their grace.
+			lim.terminate(s.(syscall.Signal))
+			srv.waitIdle(srv.done, sigs)
 			return 128 + int(s.(syscall.Signal))
 		}
 	}
 	var rc int
+	var terminated bool
 	if job.Allocation {
-		rc = holdAllocation(job, srv, sigs, stderr)
+		rc, terminated = holdAllocation(job, srv, lim, sigs, stderr)
 	} else {
-		rc = runBatch(job, args, getenv, stdout, stderr, sigs)
+		rc, terminated = runBatch(job, args, getenv, stdout, stderr, sigs, lim)
 	}
-	if len(job.Peers) > 0 {
+	// Being terminated, every node passes the signal to its own tasks and
+	// waits for them: the batch host does not cut their grace short.
+	if terminated {
+		waitSteps(job, srv, sigs)
+		if err := reportSteps(job); err != nil {
+			fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+		}
+	} else if len(job.Peers) > 0 {
 		shutdownPeers(job, stderr)
 	}
 	return rc
@@ -66,19 +81,22 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 // until the allocation is released, with the status of the user's
 // command or shell, or the pod is deleted (scancel, the time limit). The
 // steps that ran are reported as a batch host's are.
-func holdAllocation(job *Job, srv *server, sigs <-chan os.Signal, stderr io.Writer) int {
-	var rc int
+func holdAllocation(job *Job, srv *server, lim *limiter, sigs <-chan os.Signal, stderr io.Writer) (rc int, terminated bool) {
 	select {
 	case rc = <-srv.released:
 	case s := <-sigs:
-		srv.killAll(s.(syscall.Signal))
-		rc = 128 + int(s.(syscall.Signal))
+		lim.terminate(s.(syscall.Signal))
+		rc, terminated = 128+int(s.(syscall.Signal)), true
+		if err := reportSteps(job); err != nil { // in case the grace runs out
+			fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+		}
+		srv.waitIdle(nil, sigs)
 	}
 	srv.killAll(syscall.SIGKILL)
-	if err := reportSteps(job, nil); err != nil {
+	if err := reportSteps(job); err != nil {
 		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
 	}
-	return rc
+	return rc, terminated
 }
 
 // runBatch writes the script from the environment into the run directory
@@ -86,11 +104,11 @@ func holdAllocation(job *Job, srv *server, sigs <-chan os.Signal, stderr io.Writ
 // slurmd does. Its output goes to the output files (SLUICE_STDOUT,
 // SLUICE_STDERR) and to the container's streams, so the pod log has it
 // too. SIGTERM and SIGINT are passed to the script's process group.
-func runBatch(job *Job, args []string, getenv func(string) string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+func runBatch(job *Job, args []string, getenv func(string) string, stdout, stderr io.Writer, sigs <-chan os.Signal, lim *limiter) (rc int, terminated bool) {
 	script := filepath.Join(job.RunDir, "script")
 	if err := os.WriteFile(script, []byte(getenv(EnvScript)), 0o700); err != nil {
 		fmt.Fprintf(stderr, "sluice launch: write the batch script: %v\n", err)
-		return 1
+		return 1, false
 	}
 	cmd := exec.Command(script, args...)
 	cmd.Env = batchEnv(job, os.Environ())
@@ -123,13 +141,13 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice launch: open %s: %v\n", p, err)
-			return 1
+			return 1, false
 		}
 		files = append(files, f)
 		t, err := newTee(io.MultiWriter(f, o.stream))
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice launch: %v\n", err)
-			return 1
+			return 1, false
 		}
 		tees = append(tees, t)
 		for _, w := range o.to {
@@ -140,7 +158,7 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 		f, err := os.Open(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice launch: open the input file: %v\n", err)
-			return 1
+			return 1, false
 		}
 		files = append(files, f)
 		cmd.Stdin = f
@@ -148,37 +166,73 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "sluice launch: start the batch script: %v\n", err)
-		return 1
+		return 1, false
 	}
 	for _, t := range tees {
 		t.w.Close() // the script holds its own copy
 	}
+	lim.batchStarted(cmd.Process.Pid)
+	if err := appendStep(job, batchStep(job, start)); err != nil { // RUNNING while it runs
+		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+	}
 	exited := make(chan struct{})
+	var mu sync.Mutex // orders the reports: the last one is the script's end
+	reported := false
 	go func() {
 		for {
 			select {
 			case s := <-sigs:
-				_ = syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
+				mu.Lock()
+				if !reported {
+					terminated = true
+					lim.terminate(s.(syscall.Signal))
+					// If the grace runs out before the script ends, the
+					// steps so far are the pod's report.
+					reportBatch(job, start, time.Now(), nil, true, stderr)
+				}
+				mu.Unlock()
 			case <-exited:
 				return
 			}
 		}
 	}()
 	_ = cmd.Wait() // the status is read from ProcessState
+	lim.batchEnded()
 	close(exited)
 	for _, t := range tees {
 		<-t.done // the script's last output is written
 	}
-	end := time.Now()
 	x := exitOf(cmd)
-	batch := accounting.Step{StepID: accounting.BatchStep, Name: "batch", State: stepState(*x, false),
-		ExitCode: x.Code, Signal: x.Signal, Start: start, End: end, Tasks: 1, NodeList: job.Hosts[0],
-		TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}}
-	batch.JobID, _ = strconv.ParseInt(job.ID, 10, 64)
-	if err := reportSteps(job, &batch); err != nil {
+	mu.Lock()
+	defer mu.Unlock()
+	reportBatch(job, start, time.Now(), x, terminated, stderr)
+	reported = true
+	return x.rc(), terminated
+}
+
+// reportBatch records the batch step (ended with x, nil if it runs on;
+// CANCELLED when terminated: the pod is being deleted, as Slurm records
+// the batch step of a job cancelled or timed out) and leaves the job's
+// steps as the report.
+func reportBatch(job *Job, start, end time.Time, x *taskExit, terminated bool, stderr io.Writer) {
+	batch := batchStep(job, start)
+	batch.State, batch.End = accounting.StateCancelled, end
+	if x != nil {
+		batch.State, batch.ExitCode, batch.Signal = stepState(*x, terminated), x.Code, x.Signal
+	}
+	if err := appendStep(job, batch); err != nil {
 		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
 	}
-	return x.rc()
+	if err := reportSteps(job); err != nil {
+		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+	}
+}
+
+// batchStep is the batch script's step, RUNNING since start.
+func batchStep(job *Job, start time.Time) accounting.Step {
+	id, _ := strconv.ParseInt(job.ID, 10, 64)
+	return accounting.Step{JobID: id, StepID: accounting.BatchStep, Name: "batch", State: accounting.StateRunning,
+		Start: start, Tasks: 1, NodeList: job.Hosts[0], TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}}
 }
 
 // batchEnv is the pod's environment for the script, less the script

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/bridge"
@@ -25,8 +26,16 @@ const testKey = "0123456789abcdef0123456789abcdef"
 // local processes; workDir is the job's submit directory.
 func startJob(t *testing.T, nodes, gpus int, script, workDir string) []*launchtest.Node {
 	t.Helper()
+	return startLimitedJob(t, nodes, gpus, script, workDir, 0, "")
+}
+
+// startLimitedJob is startJob for a job with a time limit and a
+// --signal (as sbatch.Signal writes it; "" for none), its pods made now.
+func startLimitedJob(t *testing.T, nodes, gpus int, script, workDir string, limit time.Duration, signal string) []*launchtest.Node {
+	t.Helper()
 	d := &slurmapi.JobDesc{Name: "train", User: "alice", Account: "nlp", Script: script,
 		Nodes: nodes, Tasks: nodes, CPUsPerTask: 1, WorkDir: workDir, Stdout: "%x-%j.out", Stderr: "%x-%j.err"}
+	d.Signal = signal
 	pg := kube.PodGroupFor(d, 42)
 	binds := make([]bridge.Bind, nodes)
 	for i := range binds {
@@ -35,7 +44,7 @@ func startJob(t *testing.T, nodes, gpus int, script, workDir string) []*launchte
 			binds[i].GPUs = append(binds[i].GPUs, bridge.BoundGPU{Index: int32(g), UUID: fmt.Sprintf("GPU-%d-%d", i, g)})
 		}
 	}
-	pods, err := kube.BuildPods(pg, binds, kube.RunAs{Image: "img", LauncherImage: "sluice:test"})
+	pods, err := kube.BuildPods(pg, binds, kube.RunAs{Image: "img", LauncherImage: "sluice:test", TimeLimit: limit, Start: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,26 +199,44 @@ func TestSrunOutputFiles(t *testing.T) {
 	}
 }
 
-// TestSignalReachesEveryTask: SIGTERM to the batch host (the pod being
-// deleted by scancel or the time limit) reaches srun, which passes it to
-// every task on every node; the step is CANCELLED.
+// TestSignalReachesEveryTask: the pods being deleted (scancel, the time
+// limit: the kubelets SIGTERM every pod, then SIGKILL after the grace
+// period) pass SIGTERM to every task on every node exactly once, and the
+// tasks keep their grace: a task still cleaning up after its srun's pod
+// ended is not killed by its launcher. The steps and the batch step are
+// CANCELLED in the report.
 func TestSignalReachesEveryTask(t *testing.T) {
-	script := "#!/bin/sh\nsrun sh -c 'trap \"echo term $SLURM_PROCID; exit 0\" TERM; echo ready $SLURM_PROCID; while :; do sleep 1; done'\necho srun=$?\n"
+	script := "#!/bin/sh\nsrun sh -c 'trap \"echo term $SLURM_PROCID; sleep 1; echo bye $SLURM_PROCID; exit 0\" TERM; echo ready $SLURM_PROCID; while :; do sleep 1; done'\necho srun=$?\n"
 	nodes := startJob(t, 2, 0, script, t.TempDir())
 	if !nodes[0].Stdout().WaitFor("ready 0", "ready 1") {
 		t.Fatalf("tasks did not start: %q %q", nodes[0].Stdout().All(), nodes[0].Stderr().All())
 	}
-	if err := nodes[0].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	done := make(chan struct{})
+	go func() { launchtest.Delete(nodes, time.Minute); close(done) }()
+	for _, n := range nodes {
+		n.Wait()
 	}
-	finish(t, nodes)
-	if !nodes[0].Stdout().WaitFor("term 0", "term 1") {
-		t.Errorf("not every task got SIGTERM: %q", nodes[0].Stdout().All())
+	<-done
+	out := nodes[0].Stdout().All()
+	for _, want := range []string{"term 0", "term 1", "bye 0", "bye 1"} {
+		if c := count(out, want); c != 1 {
+			t.Errorf("%q printed %d times, want once (output %q)", want, c, out)
+		}
 	}
 	st := steps(t, nodes[0])
-	if len(st) < 2 || st[1].State != accounting.StateCancelled {
-		t.Errorf("step report %+v, want step 0 CANCELLED", st)
+	if len(st) != 2 || st[0].StepID != "batch" || st[0].State != accounting.StateCancelled || st[1].State != accounting.StateCancelled {
+		t.Errorf("step report %+v, want the batch step and step 0 CANCELLED", st)
 	}
+}
+
+func count(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if l == s {
+			n++
+		}
+	}
+	return n
 }
 
 // TestOneNodeJobNeedsNoKey: a one-node job runs srun's tasks locally,
@@ -287,5 +314,60 @@ func TestStepIDsAreJobWide(t *testing.T) {
 	slices.Sort(ids)
 	if want := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "batch"}; !slices.Equal(ids, want) {
 		t.Errorf("reported steps %q, want %q", ids, want)
+	}
+}
+
+// TestSignalWarnsEverySteps: --signal=USR1@TIME reaches every task of
+// the running steps on every node (through their sruns: one started by
+// the script, one by a task on node 1) TIME seconds before the time
+// limit, and not the batch shell, as Slurm sends it.
+func TestSignalWarnsEveryStep(t *testing.T) {
+	// Sent 4 s after the pods are made; each task says it is ready, so a
+	// warning that came before would be seen to kill it.
+	script := `#!/bin/sh
+trap 'echo shell got it' USR1
+srun -l sh -c 'trap "echo usr1; exit 0" USR1; echo ready; while :; do sleep 1; done' &
+srun -n2 sh -c '[ $SLURM_NODEID = 1 ] && exec srun -n1 sh -c "trap \"echo nested usr1; exit 0\" USR1; echo nested ready; while :; do sleep 1; done"; exit 0' &
+wait; wait
+echo done
+`
+	nodes := startLimitedJob(t, 2, 0, script, t.TempDir(), time.Hour, "10@3596")
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
+	}
+	out := nodes[0].Stdout().All()
+	for _, want := range []string{"0: ready", "1: ready", "nested ready", "0: usr1", "1: usr1", "done"} {
+		if count(out, want) != 1 {
+			t.Errorf("%q printed %d times, want once (output %q)", want, count(out, want), out)
+		}
+	}
+	if !slices.Contains(out, "nested usr1") {
+		t.Errorf("the step srun started on node 1 did not get the warning: %q", out)
+	}
+	if slices.Contains(out, "shell got it") {
+		t.Errorf("the batch shell got the warning, which without B: goes only to the steps: %q", out)
+	}
+}
+
+// TestSignalBatchShellOnly: --signal=B:USR1@TIME reaches only the batch
+// shell: its trap ends the step it started, whose tasks never see USR1.
+func TestSignalBatchShellOnly(t *testing.T) {
+	script := `#!/bin/sh
+srun sh -c 'trap "echo task got it" USR1; echo ready $SLURM_PROCID; while :; do sleep 1; done' &
+pid=$!
+trap 'echo shell got it; kill $pid' USR1
+wait; wait
+echo done
+`
+	nodes := startLimitedJob(t, 2, 0, script, t.TempDir(), time.Hour, "B:10@3596")
+	finish(t, nodes)
+	out := nodes[0].Stdout().All()
+	for _, want := range []string{"ready 0", "ready 1", "shell got it", "done"} {
+		if count(out, want) != 1 {
+			t.Errorf("%q printed %d times, want once (output %q)", want, count(out, want), out)
+		}
+	}
+	if slices.Contains(out, "task got it") {
+		t.Errorf("a task got the warning meant for the batch shell only: %q", out)
 	}
 }

@@ -54,6 +54,15 @@ const (
 	// Secret planted under the job's name before the job existed is
 	// refused rather than used.
 	EnvKeySHA256 = "SLUICE_LAUNCH_KEY_SHA256"
+	// EnvTimeLimit is the job's time limit in seconds (the pods'
+	// activeDeadlineSeconds) and EnvJobStart when its pods were made (Unix
+	// seconds; the kubelet counts the limit from a later moment, its own
+	// start of the pod). The warning signal (EnvSignal, --signal as
+	// sbatch.Signal writes it) is sent that many seconds before
+	// EnvJobStart + EnvTimeLimit: never later than Slurm would send it.
+	EnvTimeLimit = "SLUICE_TIME_LIMIT"
+	EnvJobStart  = "SLUICE_JOB_START"
+	EnvSignal    = "SLUICE_SIGNAL"
 )
 
 // Port is the launcher's port, slurmd's.

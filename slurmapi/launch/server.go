@@ -146,8 +146,12 @@ func (s *server) launch(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-finished:
 	case <-r.Context().Done():
-		// srun is gone: nobody would see the tasks' output or end.
-		st.signal(syscall.SIGKILL)
+		// srun is gone: nobody would see the tasks' output or end. But
+		// while the pods are being deleted the tasks keep their grace
+		// (srun's pod may simply have ended first).
+		if !terminating(s.job) {
+			st.signal(syscall.SIGKILL)
+		}
 		<-finished
 	}
 	s.forget(spec.Step)
@@ -248,6 +252,9 @@ func (s *server) shutdown(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) killAll(sig syscall.Signal) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.steps {
@@ -255,5 +262,18 @@ func (s *server) killAll(sig syscall.Signal) {
 	}
 	for a := range s.attached {
 		a.signal(sig)
+	}
+}
+
+// signalAttachedTasks signals the attached commands that are tasks of
+// their own (srun --pty, a plain command), not an attached srun, which
+// gets a step-wide signal through its pid file.
+func (s *server) signalAttachedTasks(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for a := range s.attached {
+		if a.step != nil {
+			a.signal(sig)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func Srun(args []string, getenv func(string) string, environ []string, stdout, s
 		fmt.Fprintf(stderr, "srun: error: record step %d: %v\n", stepID, err)
 	}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwardedSignals...)
+	signal.Notify(sigs, stepSignals(getenv)...)
 	defer signal.Stop(sigs)
 	// scancel JOB.STEP finds this srun by its step id (steps_signal.go).
 	removePid := writeStepPid(job, stepID)
@@ -78,17 +78,32 @@ func Srun(args []string, getenv func(string) string, environ []string, stdout, s
 		for {
 			select {
 			case s := <-sigs:
-				if s == syscall.SIGINT || s == syscall.SIGTERM {
+				sig := s.(syscall.Signal)
+				if sig == syscall.SIGINT || sig == syscall.SIGTERM {
 					r.mu.Lock()
 					r.cancelled = true
 					r.mu.Unlock()
 				}
-				r.signalAll(s.(syscall.Signal))
+				if sig == syscall.SIGTERM && terminating(job) {
+					// The pods are being deleted: every node's launcher
+					// passes the SIGTERM to its own tasks; srun's are here.
+					r.signalLocal(sig)
+					continue
+				}
+				r.signalAll(sig)
 			case <-finished:
 				return
 			}
 		}
 	}()
+	if o.signal != nil {
+		// srun --signal: this step's tasks get it before the job's end.
+		if end := readJobEnd(job); !end.IsZero() {
+			sig := syscall.Signal(o.signal.Num)
+			stopWarn := afterUntil(end.Add(-time.Duration(o.signal.Before)*time.Second), func() { r.signalAll(sig) })
+			defer stopWarn()
+		}
+	}
 	r.run(specs, getenv)
 	close(finished)
 	r.out.flush()
@@ -254,6 +269,14 @@ func (r *stepRun) kill() {
 	r.killed = true
 	r.mu.Unlock()
 	r.signalAll(syscall.SIGKILL)
+}
+
+// signalLocal passes sig to the tasks srun runs on its own node.
+func (r *stepRun) signalLocal(sig syscall.Signal) {
+	r.mu.Lock()
+	local := r.local
+	r.mu.Unlock()
+	local.signal(sig)
 }
 
 // signalAll passes sig to every node's tasks.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // srunOptions are the srun options Sluice supports inside a job.
@@ -14,6 +16,7 @@ type srunOptions struct {
 	export                   string // ALL (default), NONE, or a list
 	output, errorFile        string
 	name                     string
+	signal                   *sbatch.Signal // --signal
 	argv                     []string
 }
 
@@ -108,10 +111,18 @@ func parseSrun(args []string, getenv func(string) string) (*srunOptions, error) 
 			o.errorFile, err = takes()
 		case "-J", "--job-name":
 			o.name, err = takes()
+		case "--signal":
+			if v, err = takes(); err == nil {
+				var sig sbatch.Signal
+				if sig, err = sbatch.ParseSignal(v); err == nil && sig.Batch {
+					err = fmt.Errorf("--signal=%s: B: (the batch shell) is sbatch's; srun signals its step's tasks", v)
+				}
+				o.signal = &sig
+			}
 		case "--pty":
 			err = fmt.Errorf("--pty inside a batch job is not supported; interactive srun is not available yet")
 		default:
-			err = fmt.Errorf("unrecognized option %q (Sluice's srun supports -n, -N, --ntasks-per-node, --gpus-per-task, -c, -l, -K, --export, -o, -e, -J)", a)
+			err = fmt.Errorf("unrecognized option %q (Sluice's srun supports -n, -N, --ntasks-per-node, --gpus-per-task, -c, -l, -K, --export, -o, -e, -J, --signal)", a)
 		}
 		if err != nil {
 			return nil, err

@@ -159,19 +159,22 @@ func recordedSteps(job *Job) ([]accounting.Step, error) {
 	return out, sc.Err()
 }
 
-// reportSteps leaves the batch step (nil for an allocation, which has
-// none) and the srun steps as the container's termination message.
-func reportSteps(job *Job, batch *accounting.Step) error {
+// reportSteps leaves the job's steps as the container's termination
+// message: the batch step first (an allocation has none), then the srun
+// steps in the order they started.
+func reportSteps(job *Job) error {
 	steps, err := recordedSteps(job)
-	var all []accounting.Step
-	if batch != nil {
-		all = append(all, *batch)
-	}
-	// A step whose srun was killed before it could record its end (the
-	// pod's grace ran out) ended with the job.
+	all := make([]accounting.Step, 0, len(steps))
 	for _, st := range steps {
+		// A step still RUNNING in a report ended with the job if the
+		// report is the last (its srun was killed before it could record
+		// its end: the pod's grace ran out).
 		if st.State == accounting.StateRunning {
 			st.State, st.End = accounting.StateCancelled, time.Now()
+		}
+		if st.StepID == accounting.BatchStep {
+			all = append([]accounting.Step{st}, all...)
+			continue
 		}
 		all = append(all, st)
 	}

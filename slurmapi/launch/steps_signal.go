@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,17 @@ import (
 // JOB.STEP and scancel --signal send.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGCONT, syscall.SIGALRM}
+
+// stepSignals are the signals srun catches and passes on: the forwarded
+// ones and the job's --signal, which the launchers send every step.
+func stepSignals(getenv func(string) string) []os.Signal {
+	out := slices.Clone(forwardedSignals)
+	if s, ok := jobSignal(getenv); ok && !slices.Contains(out, os.Signal(syscall.Signal(s.Num))) &&
+		s.Num != int(syscall.SIGKILL) && s.Num != int(syscall.SIGSTOP) {
+		out = append(out, syscall.Signal(s.Num))
+	}
+	return out
+}
 
 func stepPidFile(job *Job, step int) string {
 	return filepath.Join(job.RunDir, "step-"+strconv.Itoa(step)+".pid")

@@ -33,6 +33,7 @@ type Options struct {
 	Switches                      int
 	SwitchesWait                  time.Duration // --switches=N@MAX_TIME; 0: none
 	SpreadJob                     bool          // --spread-job
+	Signal                        *Signal       // --signal; nil: none
 	Set                           map[string]bool
 }
 
@@ -98,7 +99,7 @@ var Table = []Option{
 	{"spread-job", 0, NoArg, "spread the job over as many nodes as possible", func(o *Options, _ string) error { o.SpreadJob = true; return nil }},
 	{"switches", 0, RequiredArg, "optimum switches and max time to wait for optimum (COUNT[@TIME])", setSwitches},
 	{"distribution", 'm', RequiredArg, "ignored", nil},
-	{"signal", 0, RequiredArg, "ignored", nil},
+	{"signal", 0, RequiredArg, "signal the job's steps (B: its batch shell) sig_time seconds before its time limit ([{R|B}:]SIG[@TIME])", setSignal},
 	{"open-mode", 0, RequiredArg, "ignored", nil},
 	{"wckey", 0, RequiredArg, "ignored", nil},
 	{"no-kill", 'k', NoArg, "ignored", nil},
@@ -200,6 +201,15 @@ func setSwitches(o *Options, v string) error {
 	n, wait, err := ParseSwitches(v)
 	o.Switches, o.SwitchesWait = n, wait
 	return err
+}
+
+func setSignal(o *Options, v string) error {
+	s, err := ParseSignal(v)
+	if err != nil {
+		return err
+	}
+	o.Signal = &s
+	return nil
 }
 
 func setNice(o *Options, v string) error {
