@@ -31,14 +31,7 @@ func TestPartitionListOnRig(t *testing.T) {
 	e := setup(t)
 	e.queue("alt-q", "alt-a", 0)
 	e.runWith(&memberPods{})
-	for name, node := range map[string]string{"alt-blocker-a": cluster.NodeName("alt-a", 0), "alt-blocker-b": cluster.NodeName("alt-b", 0)} {
-		e.createPod(name, func(p *corev1.Pod) { // kube-scheduler's pods, a whole node each
-			p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-			p.Spec.Containers[0].Resources.Requests[v1alpha1.GPUResource] = resource.MustParse("8")
-			p.Spec.Containers[0].Resources.Limits = gpuLimit(8)
-		})
-	}
-	e.waitBound([]string{"alt-blocker-a", "alt-blocker-b"}, waitLong)
+	e.fillNodes(map[string]string{"alt-blocker-a": cluster.NodeName("alt-a", 0), "alt-blocker-b": cluster.NodeName("alt-b", 0)})
 	e.create(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-11", Namespace: e.ns,
 		Annotations: map[string]string{v1alpha1.PartitionsAnnotation: "alt-a,alt-b"}},
 		Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "alt-q", Partition: "alt-a", Slurm: &v1alpha1.SlurmJob{User: "alice"},

@@ -231,14 +231,7 @@ func TestRackGang(t *testing.T) {
 		Spec: v1alpha1.PartitionSpec{NodeSelector: map[string]string{v1alpha1.PartitionLabel: "rk"}, Topology: []string{"rack"}}})
 	e.queue("rk-q", "rk", 0)
 	e.runWith(&memberPods{})
-	for name, node := range map[string]string{"blocker-1": cluster.NodeName("rk-1", 0), "blocker-2": cluster.NodeName("rk-2", 1)} {
-		e.createPod(name, func(p *corev1.Pod) { // kube-scheduler's pods, a whole node each
-			p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-			p.Spec.Containers[0].Resources.Requests[v1alpha1.GPUResource] = resource.MustParse("8")
-			p.Spec.Containers[0].Resources.Limits = gpuLimit(8)
-		})
-	}
-	e.waitBound([]string{"blocker-1", "blocker-2"}, waitLong)
+	e.fillNodes(map[string]string{"blocker-1": cluster.NodeName("rk-1", 0), "blocker-2": cluster.NodeName("rk-2", 1)})
 
 	gang := e.rackGang("gang", 8, map[string]string{v1alpha1.KAITopologyRequiredAnnotation: "rack"})
 	c := e.condition("gang", v1alpha1.PodGroupConditionScheduled, metav1.ConditionFalse, waitLong)
@@ -279,6 +272,22 @@ func TestRackGang(t *testing.T) {
 	if want := []string{cluster.NodeName("rk-1", 0), cluster.NodeName("rk-1", 1)}; !slices.Equal(nodes, want) {
 		t.Errorf("Slurm job on %v, want %v (rack r1)", nodes, want)
 	}
+}
+
+// fillNodes takes each node's 8 GPUs with a pod of kube-scheduler's (pod name -> node),
+// and waits until they are bound.
+func (e *env) fillNodes(pods map[string]string) {
+	e.t.Helper()
+	var names []string
+	for name, node := range pods {
+		e.createPod(name, func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+			p.Spec.Containers[0].Resources.Requests[v1alpha1.GPUResource] = resource.MustParse("8")
+			p.Spec.Containers[0].Resources.Limits = gpuLimit(8)
+		})
+		names = append(names, name)
+	}
+	e.waitBound(names, waitLong)
 }
 
 // rackGang creates a 2-pod gang in partition rk, each pod asking for gpus GPUs.

@@ -24,15 +24,22 @@ func TestParseConstraint(t *testing.T) {
 		{in: "", wantErr: "empty"},
 	} {
 		got, err := ParseConstraint(tc.in)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%q: err %v, want %q", tc.in, err, tc.wantErr)
-			}
-			continue
+		checkParsed(t, tc.in, got, err, tc.want, tc.wantErr)
+	}
+}
+
+// checkParsed compares a parse's result with what is wanted: an error containing
+// wantErr, or (wantErr "") want itself.
+func checkParsed[T any](t *testing.T, in string, got T, err error, want T, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: err %v, want %q", in, err, wantErr)
 		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%q = %v, %v; want %v", tc.in, got, err, tc.want)
-		}
+		return
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%q = %v, %v; want %v", in, got, err, want)
 	}
 }
 
@@ -55,15 +62,7 @@ func TestParseConstraintChoices(t *testing.T) {
 		{in: "[a|b", wantErr: "one bracketed group"},
 	} {
 		got, err := ParseConstraintChoices(tc.in)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%q: err %v, want %q", tc.in, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%q = %v, %v; want %v", tc.in, got, err, tc.want)
-		}
+		checkParsed(t, tc.in, got, err, tc.want, tc.wantErr)
 	}
 }
 
