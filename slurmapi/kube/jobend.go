@@ -42,10 +42,11 @@ func (l *Lifecycle) jobPodDeleted(p *corev1.Pod) {
 	l.queue.Add(key)
 }
 
-// batchJobOf is the batch/v1 Job among owners that controls the object; nil when none.
+// batchJobOf is the batch/v1 Job among owners; nil when none. A Job's pods have it as
+// their controller; its PodGroup, as the pod grouper writes it, only as an owner.
 func batchJobOf(owners []metav1.OwnerReference) *metav1.OwnerReference {
 	for i := range owners {
-		if o := &owners[i]; o.APIVersion == "batch/v1" && o.Kind == "Job" && o.Controller != nil && *o.Controller {
+		if o := &owners[i]; o.APIVersion == "batch/v1" && o.Kind == "Job" {
 			return o
 		}
 	}

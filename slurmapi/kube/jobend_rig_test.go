@@ -49,10 +49,11 @@ func TestJobPastItsDeadlineTimesOutOnRig(t *testing.T) {
 	t.Cleanup(func() {
 		_ = b.c.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
-	// The group the pod grouper would make for the Job: owned by it, numbered.
+	// The group the pod grouper makes for the Job: owned by it (not as its controller),
+	// numbered.
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: group,
 		Labels:          map[string]string{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID}}},
 		Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "nlp"}}
 	if err := b.c.Create(ctx, pg); err != nil {
 		t.Fatal(err)

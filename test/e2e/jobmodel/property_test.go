@@ -43,8 +43,8 @@ const (
 	cancel            // scancel, or deleting the workload
 	requeue           // scontrol requeue while running, then success (Slurm jobs only)
 	evict             // one pod evicted through the Eviction API while running (a drain, another scheduler's preemption)
-	timeout           // past its time limit (Slurm jobs only: -t 1)
-	nodefault         // its node is quarantined for a GPU fault and drained (Slurm jobs without --requeue, bare pods)
+	timeout           // past its time limit (a Slurm job's -t 1, a Job's activeDeadlineSeconds)
+	nodefault         // its node is quarantined for a GPU fault and drained (Slurm jobs without --requeue, bare pods, Jobs)
 	outcomes
 )
 
@@ -52,16 +52,15 @@ func (o outcome) String() string {
 	return [...]string{"succeed", "fail", "oom", "cancel", "requeue", "evict", "timeout", "nodefault"}[o]
 }
 
-// applies says which kinds of job an outcome is drawn for: requeue and timeout are
-// Slurm's. A node fault is drawn for Slurm jobs and bare pods; not yet for a Job (gang),
-// whose drained pods its controller may replace or, past its backoffLimit, give up on,
-// which the job model learns only from the Job's own status (issue 14's open items).
+// applies says which kinds of job an outcome is drawn for: a requeue is Slurm's; a
+// time limit is a Slurm job's -t or a Job's (gang's) activeDeadlineSeconds; a node fault
+// is drawn for every kind (a Job's drained pods fail it: its backoffLimit is 0).
 func (o outcome) applies(kind string) bool {
 	switch o {
-	case requeue, timeout:
+	case requeue:
 		return kind == "slurm"
-	case nodefault:
-		return kind != "gang"
+	case timeout:
+		return kind != "pod"
 	}
 	return true
 }
@@ -309,12 +308,17 @@ func (s *site) start(j *job, i int) {
 		if j.outcome == evict {
 			backoff = 2 // the evicted pod is replaced
 		}
-		tpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.QueueLabel: "nlp"}}, Spec: podSpec(corev1.RestartPolicyNever, false)}
+		tpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.QueueLabel: "nlp"}},
+			Spec: podSpec(corev1.RestartPolicyNever, j.outcome == nodefault)}
 		if ends {
 			tpl.Annotations = cluster.SimulatedRun(d, code)
 		}
 		jb := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: s.ns, Labels: map[string]string{v1alpha1.QueueLabel: "nlp"}},
 			Spec: batchv1.JobSpec{Parallelism: &two, Completions: &two, BackoffLimit: &backoff, Template: tpl}}
+		if j.outcome == timeout { // the Job controller fails it, past its deadline
+			deadline := int64(30)
+			jb.Spec.ActiveDeadlineSeconds = &deadline
+		}
 		if err := s.crs.Create(context.Background(), jb); err != nil {
 			s.t.Fatal(err)
 		}
