@@ -24,7 +24,7 @@ import (
 // allocation made for this command, which ends with it.
 func runSrun(args []string) error {
 	if os.Getenv(launch.EnvRunDir) != "" {
-		return exitWith(launch.Srun(args, os.Getenv, os.Environ(), os.Stdout, os.Stderr))
+		return exitWith(launch.Srun(args, os.Getenv, os.Environ(), os.Stdin, os.Stdout, os.Stderr))
 	}
 	o, err := parseInteractive("srun", args)
 	if err != nil || o.help {

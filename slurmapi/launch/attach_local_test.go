@@ -3,9 +3,13 @@ package launch_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -144,5 +148,54 @@ func TestPtyShellThroughRelay(t *testing.T) {
 	st := steps(t, nodes[0])
 	if len(st) != 1 || st[0].StepID != "0" || st[0].Name != "bash" || st[0].ExitCode != 7 || st[0].State != accounting.StateFailed {
 		t.Errorf("step report %+v, want step 0 (bash) FAILED with 7", st)
+	}
+}
+
+// TestSrunStdinThroughRelay is `sluice srun` without --pty in an
+// allocation: the user's stdin reaches task 0 of the step (through the
+// relay, the launcher's srun and, task 0 being on the batch host, as its
+// stdin) and its end too, so a task reading to the end finishes; the
+// other task reads nothing.
+func TestSrunStdinThroughRelay(t *testing.T) {
+	nodes := startAllocation(t, 2)
+	url := relayServer(t, nodes[0].Addr)
+	waitListening(t, nodes[0].Addr)
+	inPath := filepath.Join(t.TempDir(), "input")
+	if err := os.WriteFile(inPath, []byte("line one\nline two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(inPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var out, errOut strings.Builder
+	rc, err := launch.Attach(context.Background(), url, "token", 42, launch.AttachRequest{Srun: true, Argv: []string{"-l", "sh", "-c", "cat; echo end"}, EndJob: true},
+		launch.Terminal{In: in, Out: &out, Err: &errOut})
+	if err != nil || rc != 0 {
+		t.Fatalf("srun: %d %v: %q", rc, err, errOut.String())
+	}
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	slices.Sort(got)
+	if want := []string{"0: end", "0: line one", "0: line two", "1: end"}; !slices.Equal(got, want) {
+		t.Errorf("output %q, want %q", got, want)
+	}
+	finish(t, nodes)
+}
+
+// waitListening waits until the launcher at addr accepts connections (a
+// pod's launcher is reachable some time after its pod starts).
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if i == 1200 {
+			t.Fatalf("the launcher at %s never listened: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -371,3 +371,23 @@ echo done
 		t.Errorf("a task got the warning meant for the batch shell only: %q", out)
 	}
 }
+
+// TestSrunStdinGoesToTaskZero: srun's stdin reaches task 0 only (srun's
+// default --input), with its end, whether task 0 runs on srun's node or
+// (srun started on node 1) on another; the other tasks read nothing.
+func TestSrunStdinGoesToTaskZero(t *testing.T) {
+	script := `#!/bin/sh
+printf 'a\nb\n' | srun -n2 -l sh -c 'cat; echo end'
+srun -n2 sh -c '[ $SLURM_NODEID = 1 ] && printf "x\ny\n" | exec srun -n1 sh -c "cat; echo remote end"; exit 0'
+`
+	nodes := startJob(t, 2, 0, script, t.TempDir())
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("exit %d: %q", rc, nodes[0].Stderr().All())
+	}
+	got := nodes[0].Stdout().All()
+	slices.Sort(got)
+	want := []string{"0: a", "0: b", "0: end", "1: end", "remote end", "x", "y"}
+	if !slices.Equal(got, want) {
+		t.Errorf("output %q, want %q", got, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ const (
 	pathShutdown   = "/v1/shutdown"
 	pathStepID     = "/v1/step-id"
 	pathStepRecord = "/v1/step-record"
+	pathStdin      = "/v1/stdin"
 )
 
 // signalRequest asks a node to signal a step's tasks.
@@ -45,6 +47,7 @@ type server struct {
 
 	mu       sync.Mutex
 	steps    map[int]*nodeStep
+	stdins   map[int]*os.File // a step's task 0 input, fed by pathStdin
 	attached map[*attachedCmd]bool
 	done     chan struct{} // closed by a shutdown request
 	once     sync.Once
@@ -62,7 +65,7 @@ func serve(ctx context.Context, job *Job, getenv func(string) string) (s *server
 	if err != nil {
 		return nil, nil, fmt.Errorf("launcher: %w", err)
 	}
-	s = &server{job: job, verify: newVerifier(key), getenv: getenv, steps: map[int]*nodeStep{},
+	s = &server{job: job, verify: newVerifier(key), getenv: getenv, steps: map[int]*nodeStep{}, stdins: map[int]*os.File{},
 		attached: map[*attachedCmd]bool{}, done: make(chan struct{}), released: make(chan int, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+pathLaunch, s.launch)
@@ -70,6 +73,7 @@ func serve(ctx context.Context, job *Job, getenv func(string) string) (s *server
 	mux.HandleFunc("POST "+pathShutdown, s.shutdown)
 	mux.HandleFunc("POST "+pathStepID, s.stepID)
 	mux.HandleFunc("POST "+pathStepRecord, s.stepRecord)
+	mux.HandleFunc("POST "+pathStdin, s.stdin)
 	mux.HandleFunc("GET "+pathAttach, s.attach)
 	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(ln) }()
@@ -130,9 +134,30 @@ func (s *server) launch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.steps[spec.Step] = nil // reserved while starting
 	s.mu.Unlock()
+	var in *os.File
+	if spec.Stdin {
+		// Made before the answer starts: srun sends input once it has it.
+		var err error
+		if in, err = s.stdinPipe(spec.Step); err != nil {
+			s.forget(spec.Step)
+			http.Error(w, "launcher: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer s.closeStdin(spec.Step)
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	st, err := startNodeStep(s.job, spec, s.getenv, emit)
+	if flusher != nil {
+		flusher.Flush() // srun sends task 0's input once it has the answer
+	}
+	var stdin io.Reader
+	if in != nil {
+		stdin = in
+	}
+	st, err := startNodeStep(s.job, spec, s.getenv, emit, stdin)
+	if in != nil {
+		in.Close() // task 0 has its own copy
+	}
 	if err != nil {
 		emit(event{Task: -1, Err: err.Error()})
 		s.forget(spec.Step)

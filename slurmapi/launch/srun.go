@@ -20,10 +20,11 @@ import (
 )
 
 // Srun is `srun [OPTIONS] COMMAND [ARGS...]` inside a job: it starts one
-// step of the command across the allocation, forwards the tasks' output,
-// passes SIGINT and SIGTERM to every task and exits with the highest task
-// status (128+N for a task ended by signal N), as srun does.
-func Srun(args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
+// step of the command across the allocation, gives its stdin to task 0
+// (srun's default --input), forwards the tasks' output, passes SIGINT and
+// SIGTERM to every task and exits with the highest task status (128+N
+// for a task ended by signal N), as srun does.
+func Srun(args []string, getenv func(string) string, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "srun: error: %v\n", err)
 		return 1
@@ -60,7 +61,7 @@ func Srun(args []string, getenv func(string) string, environ []string, stdout, s
 	defer closeSinks()
 	r := &stepRun{job: job, opts: o, peers: p, step: stepID, counts: counts,
 		exits: map[int]taskExit{}, out: newLabeler(out, o.label, sum(counts)), errOut: newLabeler(errOut, o.label, sum(counts)),
-		stderr: stderr, nodeOfTask: map[int]int{}}
+		stderr: stderr, nodeOfTask: map[int]int{}, stdin: stdin}
 	specs := r.specs(cwd, exportEnv(o.export, environ))
 	start := time.Now()
 	// The step is known as RUNNING while it runs (job/{id}, sacct).
@@ -130,6 +131,7 @@ type stepRun struct {
 	errOut     *labeler
 	stderr     io.Writer
 	nodeOfTask map[int]int
+	stdin      io.Reader // srun's, for task 0
 
 	mu        sync.Mutex
 	exits     map[int]taskExit
@@ -152,6 +154,9 @@ func (r *stepRun) specs(cwd string, env []string) []StepSpec {
 		if perTask(r.opts.errorFile) {
 			s.Error = r.opts.errorFile
 		}
+		// Task 0 is the first of the step's first node: srun's stdin goes
+		// there, streamed when that node is another's.
+		s.Stdin = i == 0 && i != r.job.Node
 		for l := range c {
 			s.Tasks = append(s.Tasks, TaskSlot{ProcID: proc, LocalID: l})
 			r.nodeOfTask[proc] = i
@@ -192,7 +197,11 @@ func (r *stepRun) run(specs []StepSpec, getenv func(string) string) {
 }
 
 func (r *stepRun) runLocal(s StepSpec, getenv func(string) string) error {
-	st, err := startNodeStep(r.job, s, getenv, r.handle)
+	var in io.Reader
+	if s.NodeIndex == 0 {
+		in = r.stdin // task 0 runs here
+	}
+	st, err := startNodeStep(r.job, s, getenv, r.handle, in)
 	if err != nil {
 		return err
 	}
@@ -216,6 +225,9 @@ func (r *stepRun) runRemote(node int, s StepSpec) error {
 	a, err := r.peers.postWhenUp(ctx, node, pathLaunch, s, launchWait)
 	if err != nil {
 		return err
+	}
+	if s.Stdin {
+		go r.pumpStdin(ctx, node)
 	}
 	resp := a.Body
 	defer resp.Close()

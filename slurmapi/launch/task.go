@@ -35,6 +35,9 @@ type StepSpec struct {
 	// them) the node writes itself; empty streams back to srun.
 	Output string `json:"output,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Stdin: this node runs task 0, whose input srun streams to its
+	// launcher (pathStdin); otherwise the tasks read /dev/null.
+	Stdin bool `json:"stdin,omitempty"`
 }
 
 // TaskSlot is one task of a node.
@@ -83,8 +86,9 @@ type nodeStep struct {
 
 // startNodeStep starts this node's tasks of spec; emit gets their output
 // and exits (from several goroutines; it must be safe for that).
-// getenv is the node's own environment.
-func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit func(event)) (*nodeStep, error) {
+// getenv is the node's own environment; stdin, if not nil, is task 0's
+// input (srun's).
+func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit func(event), stdin io.Reader) (*nodeStep, error) {
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("no command to run")
 	}
@@ -103,6 +107,9 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 		cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 		cmd.Path = lookPath(spec.Argv[0], envValue(env, "PATH"), spec.Cwd)
 		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, spec.Cwd, stdout, stderr
+		if t.ProcID == 0 && stdin != nil {
+			cmd.Stdin = stdin
+		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		// A task's background children may hold its output open; the
 		// task's end does not wait for them longer than this.

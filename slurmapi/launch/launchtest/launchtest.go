@@ -44,7 +44,7 @@ func Dispatch() {
 		fmt.Fprintf(os.Stderr, "launchtest: sluice %v is not a launcher command\n", args[1:])
 		os.Exit(2)
 	case "srun":
-		os.Exit(launch.Srun(args[1:], os.Getenv, os.Environ(), os.Stdout, os.Stderr))
+		os.Exit(launch.Srun(args[1:], os.Getenv, os.Environ(), os.Stdin, os.Stdout, os.Stderr))
 	}
 }
 
