@@ -123,7 +123,7 @@ func handleDBJobs(s *Server, c *call) (map[string]any, error) {
 		rendered[i] = renderDBJob(&jobs[i], s.cfg.ClusterName)
 		list[i] = rendered[i]
 	}
-	if err := attachSteps(c.ctx, s.backend, jobs, rendered); err != nil {
+	if err := attachSteps(c.ctx, s.backend, s.liveSteps(), jobs, rendered); err != nil {
 		return nil, err
 	}
 	return map[string]any{"jobs": list}, nil
@@ -145,7 +145,7 @@ func handleDBJob(s *Server, c *call) (map[string]any, error) {
 		return nil, Forbidden("job_id", "job %d belongs to %s; %s may not access it", id, jobs[0].Desc.User, c.id.User)
 	}
 	rendered := []map[string]any{renderDBJob(&jobs[0], s.cfg.ClusterName)}
-	if err := attachSteps(c.ctx, s.backend, jobs[:1], rendered); err != nil {
+	if err := attachSteps(c.ctx, s.backend, s.liveSteps(), jobs[:1], rendered); err != nil {
 		return nil, err
 	}
 	return map[string]any{"jobs": []any{rendered[0]}}, nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/launch"
@@ -86,6 +87,17 @@ func (l *Launchers) SignalStep(ctx context.Context, job *slurmapi.Job, step, sig
 		return fmt.Errorf("job %d's launcher refused to signal step %d: %w", job.ID, step, err)
 	}
 	return launcherUnreachable(job, err)
+}
+
+// RunningSteps reads a running job's steps from its batch host
+// (slurmapi.LiveSteps): a job with no launcher to ask (a one-node batch
+// job) or one that cannot be reached has none to add.
+func (l *Launchers) RunningSteps(ctx context.Context, job *slurmapi.Job) ([]accounting.Step, error) {
+	addr, key, err := l.batchHost(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	return launch.RunningSteps(ctx, addr, key, int64(job.ID))
 }
 
 // batchHost is the launcher address and key of job's batch host, or why

@@ -391,3 +391,36 @@ srun -n2 sh -c '[ $SLURM_NODEID = 1 ] && printf "x\ny\n" | exec srun -n1 sh -c "
 		t.Errorf("output %q, want %q", got, want)
 	}
 }
+
+// TestStepsWhileRunning: the batch host answers, signed, with the job's
+// steps as they run: the batch step and a step RUNNING with their start,
+// an ended step with its end and exit code; an unsigned ask is refused.
+func TestStepsWhileRunning(t *testing.T) {
+	script := "#!/bin/sh\nsrun -n2 sh -c 'exit 3'\nsrun sh -c 'echo ready $SLURM_PROCID; while :; do sleep 1; done'\n"
+	nodes := startJob(t, 2, 0, script, t.TempDir())
+	if !nodes[0].Stdout().WaitFor("ready 0", "ready 1") {
+		t.Fatalf("tasks did not start: %q", nodes[0].Stderr().All())
+	}
+	ctx := context.Background()
+	if _, err := launch.RunningSteps(ctx, nodes[0].Addr, []byte("another-key-0123456789abcdef0123"), 42); err == nil {
+		t.Errorf("a request signed with another key got the steps")
+	}
+	st, err := launch.RunningSteps(ctx, nodes[0].Addr, []byte(testKey), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]accounting.Step{}
+	for _, s := range st {
+		byID[s.StepID] = s
+	}
+	b, s0, s1 := byID["batch"], byID["0"], byID["1"]
+	if len(st) != 3 || b.State != accounting.StateRunning || b.Start.IsZero() || !b.End.IsZero() ||
+		s0.State != accounting.StateFailed || s0.ExitCode != 3 || s0.End.IsZero() ||
+		s1.State != accounting.StateRunning || s1.Start.IsZero() || s1.Tasks != 2 {
+		t.Errorf("steps while running: %+v", st)
+	}
+	if err := launch.SignalStep(ctx, nodes[0].Addr, []byte(testKey), 1, int(syscall.SIGKILL)); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, nodes)
+}

@@ -24,6 +24,7 @@ const (
 	pathStepID     = "/v1/step-id"
 	pathStepRecord = "/v1/step-record"
 	pathStdin      = "/v1/stdin"
+	pathSteps      = "/v1/steps"
 )
 
 // signalRequest asks a node to signal a step's tasks.
@@ -74,6 +75,7 @@ func serve(ctx context.Context, job *Job, getenv func(string) string) (s *server
 	mux.HandleFunc("POST "+pathStepID, s.stepID)
 	mux.HandleFunc("POST "+pathStepRecord, s.stepRecord)
 	mux.HandleFunc("POST "+pathStdin, s.stdin)
+	mux.HandleFunc("POST "+pathSteps, s.listSteps)
 	mux.HandleFunc("GET "+pathAttach, s.attach)
 	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(ln) }()
