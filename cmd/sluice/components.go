@@ -166,6 +166,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	s.jobIDs.StartAbove(s.highestLedgerJobID)
 	s.router.Handle(slurmapi.JobLogPath, api.JobLogHandler(logs)).Methods(http.MethodGet)
 	s.router.Handle(slurmapi.JobAttachPath, api.JobAttachHandler(launchers)).Methods(http.MethodGet)
+	s.router.Handle(slurmapi.JobStepsPath, api.JobStepsHandler()).Methods(http.MethodGet)
 	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
 		s.router.PathPrefix(prefix).Handler(api)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/report"
 	"github.com/sluicehq/sluice/slurmapi/client"
 )
@@ -212,10 +213,34 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 		for i := range res.Jobs {
 			res.Jobs[i].Steps = nil
 		}
+	} else if *jobs != "" {
+		liveSteps(ctx, c, res.Jobs)
 	}
 	t, err := report.SacctTable(res.Jobs, *format, now)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	return layout.write(stdout, t, map[string]any{"jobs": res.Jobs})
+}
+
+// liveSteps gives the few running jobs sacct -j names their steps as the
+// server knows them now (their batch host's word: RUNNING steps with
+// their start), as Slurm's sacct shows steps while they run; the ledger
+// has them only once the job has ended. A job whose steps cannot be
+// read keeps the ledger's.
+func liveSteps(ctx context.Context, c *client.Client, jobs []accounting.Job) {
+	var running []int
+	for i := range jobs {
+		if jobs[i].State == accounting.StateRunning {
+			running = append(running, i)
+		}
+	}
+	if len(running) > 8 {
+		return
+	}
+	for _, i := range running {
+		if steps, err := c.JobSteps(ctx, uint32(jobs[i].JobID)); err == nil {
+			jobs[i].Steps = steps
+		}
+	}
 }

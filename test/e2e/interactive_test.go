@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	slurmclient "github.com/sluicehq/sluice/slurmapi/client"
@@ -58,6 +59,7 @@ func attachSite(t *testing.T) (url string, addrs *sync.Map) {
 	}
 	r := mux.NewRouter()
 	r.Handle(slurmapi.JobAttachPath, api.JobAttachHandler(launchers)).Methods(http.MethodGet)
+	r.Handle(slurmapi.JobStepsPath, api.JobStepsHandler()).Methods(http.MethodGet)
 	r.PathPrefix("/slurm/").Handler(api)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
@@ -161,6 +163,23 @@ func TestInteractiveAllocationOnRig(t *testing.T) {
 	WaitFor(t, "step 1's tasks", time.Minute, func(context.Context) (bool, error) {
 		return strings.Contains(out2.String(), "ready 0") && strings.Contains(out2.String(), "ready 1"), fmt.Errorf("output %q", out2.String())
 	})
+	// While they run, the steps are the batch host's word: step 0 ended,
+	// step 1 RUNNING since its start (sacct -j and slurmdb job/{id}).
+	live, err := alice.JobSteps(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]accounting.Step{}
+	for _, st := range live {
+		byID[st.StepID] = st
+	}
+	if s0, s1 := byID["0"], byID["1"]; len(live) != 2 || s0.State != accounting.StateCompleted || s0.End.IsZero() ||
+		s1.State != accounting.StateRunning || s1.Start.IsZero() || !s1.End.IsZero() || s1.Tasks != 2 {
+		t.Errorf("steps while running: %+v, want 0 COMPLETED and 1 RUNNING", live)
+	}
+	if _, err := userClient(t, url, "bob").JobSteps(ctx, a.ID); !slurmclient.IsForbidden(err) {
+		t.Errorf("bob read alice's steps: %v, want 403", err)
+	}
 	if err := userClient(t, url, "bob").CancelRef(ctx, fmt.Sprintf("%d.1", a.ID), ""); !slurmclient.IsForbidden(err) {
 		t.Errorf("bob's scancel of alice's step: %v, want 403", err)
 	}
