@@ -74,3 +74,27 @@ func TestCarriedRunningTasksDecideAsResolved(t *testing.T) {
 		})
 	}
 }
+
+// A device's Taken list may name a job's own running task (ignored: its job's placement
+// counts) beside another scheduler's task (counted), also for a task carried over.
+func TestTakenNamingAJobsTaskIsNotCountedTwice(t *testing.T) {
+	s := &Snapshot{
+		Partitions: []Partition{{Name: "p"}},
+		Queues:     []Queue{{Name: "q"}},
+		Nodes: []Node{{Name: "n", Partition: "p", Allocatable: Resources{CPUMilli: 64000, MemoryBytes: 1 << 40},
+			GPUs: []GPU{{Index: 0, MemoryMiB: 80000, Taken: []GPUTaken{{Task: "a-0", Milli: 500}, {Task: "other", Milli: 300, MemoryMiB: 24000}}}}}},
+		Jobs: []Job{{ID: "a", Queue: "q", Partition: "p", Groups: []TaskGroup{{Name: "g", Count: 1, GPU: GPURequest{Kind: GPUFraction, Milli: 500}}},
+			Running: []RunningTask{{Name: "a-0", Group: "g", Node: "n", GPUs: []int32{0}}}}},
+	}
+	sched := &Scheduler{}
+	for cycle := range 3 { // resolved, then carried over
+		c := newCycle(s, &sched.buf)
+		if g := c.gpus[0]; g.milli != 800 || g.sharers != 2 {
+			t.Fatalf("cycle %d: device holds %d thousandths for %d sharers, want 800 for 2 (the job's 500 and the other's 300)", cycle, g.milli, g.sharers)
+		}
+		sched.buf.keep(c)
+	}
+	if sched.buf.carry.taken == 0 {
+		t.Error("the job's task was never carried over")
+	}
+}

@@ -19,12 +19,14 @@ func (c *cycle) placeRunning(ji int32, rt *RunningTask) {
 	n, ok := c.nodeIdx[rt.Node]
 	if gi < 0 || gi >= js.gn {
 		c.problem("job "+js.job.ID+" task "+rt.Name, "running in unknown group "+rt.Group+"; not counted")
+		c.orphanRunning = append(c.orphanRunning, rt.Name)
 		return
 	}
 	g := &c.groups[gi]
 	if !ok {
 		// It runs somewhere we cannot see: it counts for its gang but holds no capacity here.
 		c.problem("job "+js.job.ID+" task "+rt.Name, "running on unknown node "+rt.Node+"; its resources are not counted")
+		c.orphanRunning = append(c.orphanRunning, rt.Name)
 		g.running++
 		js.running++
 		return
@@ -102,7 +104,10 @@ func (c *cycle) gpuPos(nd *nodeState, index int32) int32 {
 
 // applyForeignGPUs counts device usage listed on nodes by tasks that belong to no job here.
 func (c *cycle) applyForeignGPUs() {
-	var known map[string]bool
+	known := c.jobTasksTaken()
+	if known == nil {
+		return // nothing listed
+	}
 	for i := range c.s.Nodes {
 		n := &c.s.Nodes[i]
 		ni, ok := c.nodeIdx[n.Name]
@@ -114,9 +119,6 @@ func (c *cycle) applyForeignGPUs() {
 		for _, g := range n.GPUs {
 			jobSharers := int32(-1) // the device's sharers among the snapshot's jobs
 			for _, t := range g.Taken {
-				if known == nil {
-					known = c.runningNames()
-				}
 				pos := c.gpuPos(nd, g.Index)
 				if known[t.Task] || pos < 0 {
 					continue
@@ -146,12 +148,34 @@ func (c *cycle) applyForeignGPUs() {
 	}
 }
 
-func (c *cycle) runningNames() map[string]bool {
-	m := map[string]bool{}
-	for i := range c.s.Jobs {
-		for _, rt := range c.s.Jobs[i].Running {
-			m[rt.Name] = true
+// jobTasksTaken returns every task named in a device's Taken list, true for those that are
+// running tasks of the snapshot's jobs (their job's placement counts, not the entry); nil
+// when no device lists any. It reads the running tasks' placements, one array, rather than
+// every job's Running slice, and the few tasks that got none (orphanRunning).
+func (c *cycle) jobTasksTaken() map[string]bool {
+	var named map[string]bool
+	for i := range c.s.Nodes {
+		for _, g := range c.s.Nodes[i].GPUs {
+			for _, t := range g.Taken {
+				if named == nil {
+					named = map[string]bool{}
+				}
+				named[t.Task] = false
+			}
 		}
 	}
-	return m
+	if named == nil {
+		return nil
+	}
+	for i := range c.places { // only running tasks are placed yet
+		if _, ok := named[c.places[i].task]; ok {
+			named[c.places[i].task] = true
+		}
+	}
+	for _, task := range c.orphanRunning {
+		if _, ok := named[task]; ok {
+			named[task] = true
+		}
+	}
+	return named
 }

@@ -88,6 +88,9 @@ type cycle struct {
 	// unlisted is set when a running task took devices it did not list.
 	carry    *carry
 	unlisted bool
+	// orphanRunning names the running tasks that got no placement (an unknown node or
+	// group), which device Taken lists may still name.
+	orphanRunning []string
 }
 
 // buffers are the big per-cycle arrays, kept by a Scheduler from one cycle to the next so
