@@ -238,7 +238,7 @@ func (p *podEntry) sameAs(o *podEntry) bool {
 		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
 		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
 		p.consKey() == o.consKey() && samePlacement(&p.placement, &o.placement) &&
-		(p.implied == nil) == (o.implied == nil) && len(p.rules) == len(o.rules) && maps.Equal(p.labels, o.labels) &&
+		(p.oneOf == nil) == (o.oneOf == nil) && len(p.rules) == len(o.rules) && maps.Equal(p.labels, o.labels) &&
 		slices.Equal(p.claims, o.claims)
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -11,12 +12,13 @@ import (
 
 // Which PodGroup a group goes by: the written one, else the one its group of one implies.
 func TestGroupEntryPodGroup(t *testing.T) {
-	implied := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "implied"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "new",
+		Annotations: map[string]string{v1alpha1.PodGroupAnnotation: "implied"}}}
 	written := func(owner types.UID) *v1alpha1.PodGroup {
 		return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "written",
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: owner}}}}
 	}
-	one := &podEntry{name: "p", uid: "new", implied: implied}
+	one := &podEntry{name: "p", uid: "new", oneOf: pod}
 	plain := &podEntry{name: "q", uid: "q-uid"}
 	tests := []struct {
 		name string
@@ -45,5 +47,32 @@ func TestGroupEntryPodGroup(t *testing.T) {
 		if g.implied() != (tt.want == "implied") {
 			t.Errorf("%s: implied() = %v", tt.name, g.implied())
 		}
+	}
+}
+
+// A group of one's PodGroup is made from its pod when asked for, once per version of the
+// pod, and not kept when the pod goes.
+func TestImpliedPodGroupMadeWhenAskedFor(t *testing.T) {
+	version := func(queue string) *podEntry {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u",
+			Labels: map[string]string{v1alpha1.QueueLabel: queue}, Annotations: map[string]string{v1alpha1.PodGroupAnnotation: "p-pg"}}}
+		return &podEntry{name: "p", uid: "u", oneOf: pod}
+	}
+	g := &groupEntry{pods: map[string]*podEntry{}}
+	g.putPod(version("a"))
+	first := g.podGroup()
+	if first == nil || first.Spec.Queue != "a" || first.Name != "p-pg" {
+		t.Fatalf("implied PodGroup %+v, want p-pg in queue a", first)
+	}
+	if again := g.podGroup(); again != first {
+		t.Error("the implied PodGroup was made again for the same version of the pod")
+	}
+	g.putPod(version("b"))
+	if pg := g.podGroup(); pg == first || pg.Spec.Queue != "b" {
+		t.Errorf("after the pod changed: %+v, want a new PodGroup in queue b", pg)
+	}
+	g.dropPod("p")
+	if g.podGroup() != nil || g.impliedPG != nil {
+		t.Error("the implied PodGroup outlived its pod")
 	}
 }

@@ -44,9 +44,10 @@ type podEntry struct {
 	queue       string
 	partition   string
 	start       time.Time
-	// implied is the PodGroup a group of one stands for (v1alpha1.ImpliedPodGroup); nil
-	// for every other pod.
-	implied *v1alpha1.PodGroup
+	// oneOf is the pod itself when it is a group of one, nil for every other pod: the
+	// shared cache's object, so holding it costs nothing, from which the PodGroup the group
+	// stands for is made when it is asked for (groupEntry.podGroup).
+	oneOf *corev1.Pod
 }
 
 func (p *podEntry) key() string { return p.namespace + "/" + p.name }
@@ -88,7 +89,7 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 		e.group = pod.Namespace + "/" + g
 	}
 	if v1alpha1.GroupOfOne(pod) {
-		e.implied = v1alpha1.ImpliedPodGroup(pod)
+		e.oneOf = pod
 	}
 	e.taskGroup = pod.Annotations[v1alpha1.TaskGroupAnnotation]
 	e.claims = podClaims(pod)

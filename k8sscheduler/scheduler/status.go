@@ -73,6 +73,7 @@ func currentKey(pg *v1alpha1.PodGroup) statusKey {
 // creates it (materializeWork), and a group of one placed at once never has one.
 func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits bool, now time.Time) func(context.Context) {
 	if g.pg == nil && g.bound > 0 && !waits && g.status.quiet() {
+		g.forgetImplied()
 		return nil // placed with nothing ever to say: most groups, decided without reaching their pod
 	}
 	pg := g.podGroup()
