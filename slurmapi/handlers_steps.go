@@ -57,9 +57,32 @@ func (s *Server) serveJobSteps(w http.ResponseWriter, r *http.Request, id Identi
 		}
 	}
 	steps = latestSteps(append(steps, liveSteps(r.Context(), s.liveSteps(), []Job{job})...))
+	steps = withRunningBatch(job, steps)
 	if steps == nil {
 		steps = []accounting.Step{}
 	}
 	writeJSON(w, http.StatusOK, JobSteps{Steps: steps})
 	return nil
+}
+
+// withRunningBatch adds the batch step of a running batch job that has
+// none yet (a one-node job has no launcher to ask, or it was not
+// reached): RUNNING since the job started, on its first node, as
+// slurmctld shows it. An allocation has no batch step.
+func withRunningBatch(job Job, steps []accounting.Step) []accounting.Step {
+	if job.Manifest || job.Desc.Script == "" || len(job.State) == 0 || job.State[0] != "RUNNING" || job.StartTime.IsZero() {
+		return steps
+	}
+	for _, st := range steps {
+		if st.StepID == accounting.BatchStep {
+			return steps
+		}
+	}
+	node := ""
+	if len(job.NodeNames) > 0 {
+		node = job.NodeNames[0]
+	}
+	batch := accounting.Step{JobID: int64(job.ID), StepID: accounting.BatchStep, Name: "batch", State: accounting.StateRunning,
+		Start: job.StartTime, Tasks: 1, NodeList: node, TRES: accounting.TRES{CPUs: int64(max(job.Desc.CPUsPerTask, 1)), Nodes: 1}}
+	return append([]accounting.Step{batch}, steps...)
 }
