@@ -65,5 +65,6 @@
 // consolidation per partition. Running preemptible jobs are indexed per queue, and a queue's
 // are put in eviction order (with a copy of what each holds where) only when a rescue first
 // walks them. Sorts read keys copied out of the jobs; when the snapshot lists its jobs by id,
-// a job's position stands for its id. A Scheduler reuses its large arrays from cycle to cycle.
+// a job's position stands for its id. A Scheduler reuses its large arrays from cycle to cycle
+// and carries each unchanged job's resolved running tasks over (carry.go).
 package bridge
