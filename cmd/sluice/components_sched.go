@@ -47,6 +47,10 @@ func (s *Server) addScheduler() error {
 		BindWorkers:   sc.BindWorkers,
 		Core:          bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
 
+		// Pending Slurm jobs are read from the submit batches in the server's namespace:
+		// a job's PodGroup is written when it starts (docs/architecture.md).
+		SubmitBatchNamespace: s.cfg.LeaderElection.Namespace,
+
 		GPUReservationNamespace:      cmp.Or(sc.GPUReservationNamespace, s.cfg.LeaderElection.Namespace),
 		GPUReservationImage:          sc.GPUReservationImage,
 		GPUReservationServiceAccount: sc.GPUReservationServiceAccount,
@@ -58,12 +62,15 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("slurm job lifecycle: %w", err)
 	}
-	// Batched submissions become PodGroups here; it runs even with the window off, to
+	// The submit queue stores the batched jobs that must be objects while they wait (a
+	// dependency, an array) and removes the batches whose jobs are all stored; the
+	// scheduler stores the others when they start. It runs even with the window off, to
 	// finish batches written before it was turned off.
 	submitQueue, err := kube.NewSubmitQueue(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace})
 	if err != nil {
 		return fmt.Errorf("submit queue: %w", err)
 	}
+	submitQueue.KeepPending(sched.SubmitBatches, s.informers)
 	s.addComponent(component{name: "submit-queue", leaderOnly: true, run: submitQueue.Run})
 	s.addComponent(component{name: "podgrouper", leaderOnly: true, run: grouper.Run})
 	s.addComponent(component{name: "scheduler", leaderOnly: true, run: sched.Run})

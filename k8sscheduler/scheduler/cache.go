@@ -33,11 +33,12 @@ type cache struct {
 	order     []*groupEntry
 	removed   int
 	pods      map[string]*podEntry
-	expanded  []bridge.Queue // queues with "*" quotas expanded; nil when stale
-	partNames []string       // every partition of the last snapshot
-	changed   chan struct{}  // signalled (never blocking) when a cycle should run soon
-	changes   atomic.Uint64  // how many times changed was signalled, for the loop's pacing
-	slurmPods bool           // a PodFactory is wired: pod-less (Slurm) groups may be placed
+	batches   map[string]map[string]bool // submit batch name -> the group keys it holds (batches.go)
+	expanded  []bridge.Queue             // queues with "*" quotas expanded; nil when stale
+	partNames []string                   // every partition of the last snapshot
+	changed   chan struct{}              // signalled (never blocking) when a cycle should run soon
+	changes   atomic.Uint64              // how many times changed was signalled, for the loop's pacing
+	slurmPods bool                       // a PodFactory is wired: pod-less (Slurm) groups may be placed
 	// nodeBuf and jobBuf back the last snapshot's Nodes and Jobs; the next snapshot reuses
 	// them (the cycle that read it is over), sparing a megabyte of garbage per cycle at
 	// 4000 pods.
@@ -522,7 +523,7 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 	if g.pg != nil && g.pg.Status.Requeues != pg.Status.Requeues {
 		g.ran = false // a new run: the old one's pods are gone
 	}
-	g.pg, g.dirty = pg, true
+	g.pg, g.dirty, g.stored = pg, true, true
 	c.poke()
 }
 
@@ -545,7 +546,9 @@ func (c *cache) deletePodGroup(key string) {
 		return
 	}
 	g.pg, g.dirty, g.created, g.assumed = nil, true, false, nil
-	if len(g.pods) == 0 {
+	// A job a batch still holds keeps its entry, marked stored, so the batch's copy does
+	// not bring it back (batches.go).
+	if len(g.pods) == 0 && g.batch == "" {
 		c.removeGroup(g)
 	}
 	c.poke()

@@ -62,6 +62,11 @@ type Config struct {
 	// goroutine and must not block. With Informers set, the shared cache's transform
 	// calls the observer instead (SharedTransform), and New refuses a PodObserver.
 	PodObserver func(*corev1.Pod)
+	// SubmitBatchNamespace is where the Slurm API stores batches of submitted jobs
+	// (v1alpha1.SubmitBatchLabel): the scheduler reads the pending jobs there, so a Slurm
+	// job's PodGroup is written only when it starts (batches.go). Empty reads no batches:
+	// every Slurm job must then be a PodGroup before it is seen.
+	SubmitBatchNamespace string
 	// GPUReservationNamespace is where the reservation pods of shared GPUs run (one per
 	// shared GPU, asking the device plugin for it: reservations.go); default kube-system.
 	// Only reservation pods in it point fraction pods at a device.

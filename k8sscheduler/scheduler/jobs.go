@@ -17,10 +17,14 @@ import (
 // groupEntry is one PodGroup with its pods and the job converted from them; the job is
 // rebuilt only when the group, one of its pods or an in-flight bind changed (dirty).
 type groupEntry struct {
-	key  string
-	pg   *v1alpha1.PodGroup // nil while pods name a group not (yet) seen
-	pods map[string]*podEntry
-	one  *podEntry // the only pod, when it is a group of one (groupOfOne)
+	key string
+	pg  *v1alpha1.PodGroup // nil while pods name a group not (yet) seen
+	// batch names the submit batch the job was read from (batches.go); stored says its
+	// PodGroup was seen stored, after which the batch's copy is never used again.
+	batch  string
+	stored bool
+	pods   map[string]*podEntry
+	one    *podEntry // the only pod, when it is a group of one (groupOfOne)
 	// impliedPG is the PodGroup a group of one stands for, made from impliedOf (its pod's
 	// version) when first asked for and dropped once the group is placed with nothing to
 	// say (groupStatusLocked): most groups of one never need it again, and 16,000 of them

@@ -42,6 +42,9 @@ type Scheduler struct {
 	core    bridge.Scheduler // reused by the cycle loop only
 	events  record.EventRecorder
 	usage   usageFeed
+	// batchInf watches the Slurm API's submit batches (batches.go); nil without
+	// Config.SubmitBatchNamespace.
+	batchInf toolscache.SharedIndexInformer
 
 	work chan func(context.Context) // binds, evictions, creates and status writes
 	// evicting are pods whose eviction was requested and that have not gone yet.
@@ -92,11 +95,15 @@ func New(cfg Config, rc *rest.Config, reg prometheus.Registerer, factory PodFact
 	c := newCache()
 	c.slurmPods = factory != nil
 	c.tolerated = cfg.ToleratedTaints
-	return &Scheduler{
+	s := &Scheduler{
 		cfg: cfg, rest: rc, scheme: scheme, kube: kube, crs: crs, factory: factory, metrics: m, cache: c,
 		work: make(chan func(context.Context), 4*cfg.BindWorkers), evicting: map[string]bool{},
 		queueBook: queueBook{written: map[string]string{}}, nodeBad: map[string]string{},
-	}, nil
+	}
+	if cfg.SubmitBatchNamespace != "" {
+		s.batchInf = s.batchInformer(cfg.SubmitBatchNamespace)
+	}
+	return s, nil
 }
 
 // Run watches the cluster and schedules until ctx ends, then waits for the writes in
@@ -145,6 +152,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if inf := s.batchInf; inf != nil {
+		reg, err := inf.AddEventHandler(s.batchHandlers())
+		if err != nil {
+			return fmt.Errorf("scheduler: informer for submit batches: %w", err)
+		}
+		synced = append(synced, reg.HasSynced)
+		go inf.RunWithContext(ctx)
+	}
 	cacheDone := make(chan error, 1)
 	if own != nil {
 		go func() { cacheDone <- own.Start(ctx) }()

@@ -95,6 +95,9 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	if g.memberBased() {
 		started = g.created || (pg.Status.Phase == v1alpha1.PodGroupRunning && !g.neverCreated())
 	}
+	if g.batched() && !started {
+		return nil // a job still in its submit batch has no object to say why it waits
+	}
 	switch {
 	case started:
 		g.status.pendingSince = time.Time{}
@@ -120,7 +123,7 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	prev := g.status.written
 	g.status.written = want
 	g.status.createErr = ""
-	if pg != g.pg {
+	if pg != g.pg || g.batched() {
 		return s.materializeWork(g, want, prev, g.status.takeEvictAfter())
 	}
 	return s.groupStatusWork(pg, want, prev, g.running())

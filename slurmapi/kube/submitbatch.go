@@ -32,7 +32,7 @@ import (
 const (
 	// SubmitBatchLabel marks a ConfigMap holding submitted jobs not yet
 	// created as PodGroups.
-	SubmitBatchLabel = "sluice.dev/submit-batch"
+	SubmitBatchLabel = v1alpha1.SubmitBatchLabel
 	// SubmitTimeAnnotation (RFC 3339, nanoseconds) is when a batched job was
 	// acknowledged; its PodGroup is created later, so creationTimestamp is
 	// not the submit time.

@@ -30,6 +30,10 @@ type SubmitQueue struct {
 	workers   int
 	// retry is the pause after a failed pass before the next.
 	retry time.Duration
+	// batches and groups, when set (KeepPending), keep pending jobs in their batches
+	// (submitbatch_keep.go).
+	batches func() ([]*corev1.ConfigMap, error)
+	groups  client.Reader
 }
 
 // NewSubmitQueue connects a queue to the batches of opts.Namespace in the
@@ -52,6 +56,9 @@ func NewSubmitQueue(cfg *rest.Config, opts Options) (*SubmitQueue, error) {
 // Run materializes batches until ctx ends: every batch there, then each
 // new one as a watch reports it.
 func (q *SubmitQueue) Run(ctx context.Context) error {
+	if q.batches != nil {
+		return q.runKeeping(ctx)
+	}
 	for ctx.Err() == nil {
 		rv, err := q.drain(ctx)
 		if err != nil {

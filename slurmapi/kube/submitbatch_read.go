@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -31,14 +30,7 @@ func listBatches(ctx context.Context, r client.Reader, namespace string) ([]core
 
 // decodeBatched is the PodGroup of the job stored under key in batch cm.
 func decodeBatched(cm *corev1.ConfigMap, key string) (*v1alpha1.PodGroup, error) {
-	var pg v1alpha1.PodGroup
-	if err := json.Unmarshal([]byte(cm.Data[key]), &pg); err != nil {
-		return nil, fmt.Errorf("batch %s job %s: %w", cm.Name, key, err)
-	}
-	if pg.Labels[v1alpha1.JobIDLabel] != key {
-		return nil, fmt.Errorf("batch %s holds under key %s the job %q", cm.Name, key, pg.Labels[v1alpha1.JobIDLabel])
-	}
-	return &pg, nil
+	return v1alpha1.BatchedPodGroup(cm, key)
 }
 
 // batchedGroups are the jobs (only id, unless 0) still in batches; none
