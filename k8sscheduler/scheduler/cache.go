@@ -517,7 +517,7 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 	if g.pg != nil && g.pg.Generation == pg.Generation && g.pg.Status.Phase == pg.Status.Phase &&
 		g.pg.Status.Requeues == pg.Status.Requeues && eligibility(g.pg) == eligibility(pg) &&
 		(g.pg.DeletionTimestamp == nil) == (pg.DeletionTimestamp == nil) {
-		g.pg = pg // a status write of ours: nothing to reschedule
+		g.pg, g.stored = pg, true // a status write of ours: nothing to reschedule
 		return
 	}
 	if g.pg != nil && g.pg.Status.Requeues != pg.Status.Requeues {

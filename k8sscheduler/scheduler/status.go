@@ -80,6 +80,11 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		return nil
 	}
+	if g.batched() {
+		// A job still in its submit batch has no object to say why it waits; once it
+		// starts, createWork stores its PodGroup and the informer's copy gets the status.
+		return nil
+	}
 	if g.status.createErr != "" && waits {
 		p = bridge.Pending{Job: g.key, Code: v1alpha1.ReasonPodCreateFailed, Reason: g.status.createErr}
 	}
@@ -94,9 +99,6 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	started := g.bound >= minMember
 	if g.memberBased() {
 		started = g.created || (pg.Status.Phase == v1alpha1.PodGroupRunning && !g.neverCreated())
-	}
-	if g.batched() && !started {
-		return nil // a job still in its submit batch has no object to say why it waits
 	}
 	switch {
 	case started:
@@ -123,7 +125,7 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 	prev := g.status.written
 	g.status.written = want
 	g.status.createErr = ""
-	if pg != g.pg || g.batched() {
+	if pg != g.pg {
 		return s.materializeWork(g, want, prev, g.status.takeEvictAfter())
 	}
 	return s.groupStatusWork(pg, want, prev, g.running())

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +46,45 @@ func (q *SubmitQueue) runKeeping(ctx context.Context) error {
 	return nil
 }
 
+// keptJob is what a pass needs of one batched job, decoded once per batch.
+type keptJob struct {
+	key     string
+	group   client.ObjectKey // its PodGroup's namespace and name
+	object  bool             // it must be stored while it waits (mustBeObject)
+	names   []uint32         // the job ids its dependency names
+	invalid error            // the entry does not decode
+}
+
+// keptJobs reads batch cm's jobs, decoding it only the first time it is seen: with tens
+// of thousands of jobs waiting, a pass must not decode them all again.
+func (q *SubmitQueue) keptJobs(cm *corev1.ConfigMap) []keptJob {
+	if jobs, ok := q.decoded[cm.UID]; ok {
+		return jobs
+	}
+	jobs := make([]keptJob, 0, len(cm.Data))
+	for key := range cm.Data {
+		j := keptJob{key: key}
+		pg, err := decodeBatched(cm, key)
+		if err != nil {
+			j.invalid = err
+			jobs = append(jobs, j)
+			continue
+		}
+		j.group, j.object = client.ObjectKeyFromObject(pg), mustBeObject(pg)
+		if s := pg.Spec.Slurm; s != nil && s.Dependency != "" {
+			if deps, err := sbatch.ParseDependency(s.Dependency); err == nil {
+				for _, d := range deps.List {
+					j.names = append(j.names, d.Jobs...)
+				}
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	slices.SortFunc(jobs, func(a, b keptJob) int { return int(jobKey(a.key)) - int(jobKey(b.key)) })
+	q.decoded[cm.UID] = jobs
+	return jobs
+}
+
 // keepPass stores the batched jobs that must be objects and removes the batches whose
 // jobs are all stored, lowest ids first.
 func (q *SubmitQueue) keepPass(ctx context.Context) error {
@@ -54,7 +93,24 @@ func (q *SubmitQueue) keepPass(ctx context.Context) error {
 		return err
 	}
 	slices.SortFunc(batches, func(a, b *corev1.ConfigMap) int { return int(lowestID(a)) - int(lowestID(b)) })
-	named := namedByDependencies(batches)
+	if q.decoded == nil {
+		q.decoded = map[types.UID][]keptJob{}
+	}
+	live := make(map[types.UID]bool, len(batches))
+	named := map[uint32]bool{} // the lifecycle judges a dependency from the named jobs' PodGroups
+	for _, cm := range batches {
+		live[cm.UID] = true
+		for _, j := range q.keptJobs(cm) {
+			for _, id := range j.names {
+				named[id] = true
+			}
+		}
+	}
+	for uid := range q.decoded {
+		if !live[uid] {
+			delete(q.decoded, uid)
+		}
+	}
 	var first error
 	for _, cm := range batches {
 		if err := q.keepBatch(ctx, cm, named); err != nil && first == nil {
@@ -64,59 +120,33 @@ func (q *SubmitQueue) keepPass(ctx context.Context) error {
 	return first
 }
 
-// namedByDependencies are the job ids the batched jobs' dependencies name: the lifecycle
-// judges a dependency from the named jobs' PodGroups, so those are stored too.
-func namedByDependencies(batches []*corev1.ConfigMap) map[uint32]bool {
-	named := map[uint32]bool{}
-	for _, cm := range batches {
-		for key := range cm.Data {
-			pg, err := decodeBatched(cm, key)
-			if err != nil || pg.Spec.Slurm == nil || pg.Spec.Slurm.Dependency == "" {
-				continue
-			}
-			deps, err := sbatch.ParseDependency(pg.Spec.Slurm.Dependency)
-			if err != nil {
-				continue
-			}
-			for _, d := range deps.List {
-				for _, id := range d.Jobs {
-					named[id] = true
-				}
-			}
-		}
-	}
-	return named
-}
-
 // keepBatch stores what of one batch must be an object and removes the batch when all
 // of its jobs are stored.
 func (q *SubmitQueue) keepBatch(ctx context.Context, cm *corev1.ConfigMap, named map[uint32]bool) error {
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int { return int(jobKey(a)) - int(jobKey(b)) })
 	waiting := 0
-	for _, key := range keys {
-		pg, err := decodeBatched(cm, key)
-		if err != nil {
+	for _, j := range q.keptJobs(cm) {
+		if j.invalid != nil {
 			// Kept as a failed job once (submitbatch_failed.go), not reported every pass.
-			if stored, serr := q.isStored(ctx, failedJob(jobKey(key), cm.Namespace, nil)); serr == nil && stored {
+			if stored, serr := q.isStored(ctx, client.ObjectKeyFromObject(failedJob(jobKey(j.key), cm.Namespace, nil))); serr == nil && stored {
 				continue
 			}
-			if err := q.refuse(ctx, cm, key, nil, err); err != nil {
+			if err := q.refuse(ctx, cm, j.key, nil, j.invalid); err != nil {
 				return err
 			}
 			continue
 		}
-		stored, err := q.isStored(ctx, pg)
+		stored, err := q.isStored(ctx, j.group)
 		if err != nil {
 			return err
 		}
 		switch {
 		case stored:
-		case mustBeObject(pg) || named[jobKey(key)]:
-			if err := q.create(ctx, cm, key, pg); err != nil {
+		case j.object || named[jobKey(j.key)]:
+			pg, err := decodeBatched(cm, j.key)
+			if err != nil {
+				return err
+			}
+			if err := q.create(ctx, cm, j.key, pg); err != nil {
 				return err
 			}
 		default:
@@ -140,15 +170,15 @@ func mustBeObject(pg *v1alpha1.PodGroup) bool {
 	return pg.Spec.Slurm == nil || len(pg.Spec.Members) == 0 || pg.Spec.Slurm.Dependency != ""
 }
 
-// isStored reports whether pg's PodGroup exists, as the informer cache has it.
-func (q *SubmitQueue) isStored(ctx context.Context, pg *v1alpha1.PodGroup) (bool, error) {
+// isStored reports whether the PodGroup key exists, as the informer cache has it.
+func (q *SubmitQueue) isStored(ctx context.Context, key client.ObjectKey) (bool, error) {
 	var have v1alpha1.PodGroup
-	err := q.groups.Get(ctx, client.ObjectKeyFromObject(pg), &have)
+	err := q.groups.Get(ctx, key, &have)
 	switch {
 	case err == nil:
 		return true, nil
 	case apierrors.IsNotFound(err):
 		return false, nil
 	}
-	return false, fmt.Errorf("read the PodGroup of batched job %s: %w", strconv.Quote(pg.Name), err)
+	return false, fmt.Errorf("read the PodGroup of batched job %s: %w", key, err)
 }

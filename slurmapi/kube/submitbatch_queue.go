@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -34,6 +35,7 @@ type SubmitQueue struct {
 	// (submitbatch_keep.go).
 	batches func() ([]*corev1.ConfigMap, error)
 	groups  client.Reader
+	decoded map[types.UID][]keptJob // by batch: its jobs, decoded once (keptJobs)
 }
 
 // NewSubmitQueue connects a queue to the batches of opts.Namespace in the
