@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -64,7 +66,9 @@ func (c *Cluster) CompactEtcd(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("etcd revision %q: %w", head.Header.Revision, err)
 	}
-	if err := c.etcdPost(ctx, "/v3/kv/compaction", map[string]any{"revision": strconv.FormatInt(rev, 10), "physical": true}, nil); err != nil {
+	err = c.etcdPost(ctx, "/v3/kv/compaction", map[string]any{"revision": strconv.FormatInt(rev, 10), "physical": true}, nil)
+	// Nothing written since an earlier compaction to rev: the store is compacted already.
+	if err != nil && !strings.Contains(err.Error(), "required revision has been compacted") {
 		return 0, fmt.Errorf("compact etcd to %d: %w", rev, err)
 	}
 	return rev, nil
@@ -86,7 +90,8 @@ func (c *Cluster) etcdPost(ctx context.Context, path string, body, out any) erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %s", path, resp.Status)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("POST %s: %s %s", path, resp.Status, bytes.TrimSpace(msg))
 	}
 	if out == nil {
 		return nil
