@@ -24,9 +24,9 @@ const ackSubmissions = 150
 // TestAcknowledgedJobsAreNeverLost: random and edge-case submissions from
 // alice and bob (sizes, names, environments, arrays, paths, time limits,
 // bad values) through the real server are each either refused with a 4xx
-// and an errors[] entry, or acknowledged; never a 5xx. Once the submit
-// queue has turned every batch into PodGroups, every acknowledged id is in
-// squeue (jobs), in job/{id} and in sacct (slurmdb jobs).
+// and an errors[] entry, or acknowledged; never a 5xx. Every acknowledged
+// id is in squeue (jobs) and job/{id} at once, and, once cancelled (which
+// stores a job still waiting in its submit batch), in sacct (slurmdb jobs).
 func TestAcknowledgedJobsAreNeverLost(t *testing.T) {
 	s := siteFor(t)
 	count := ackSubmissions
@@ -103,7 +103,8 @@ func TestAcknowledgedJobsAreNeverLost(t *testing.T) {
 		t.Fatal("no submission was acknowledged: the generator tests nothing")
 	}
 
-	s.waitBatchesDrained(t)
+	// squeue and job/{id} list a job from its submit batch while it waits there, so every
+	// acknowledged id is in them at once.
 	listed := map[string]bool{}
 	for _, j := range s.jobsAs(t, operatorUser) {
 		listed[idOf(j)] = true
@@ -117,6 +118,12 @@ func TestAcknowledgedJobsAreNeverLost(t *testing.T) {
 			t.Errorf("acknowledged job %s: job/{id} answers %s", id, r)
 		}
 	}
+	// The ledger records a job from its PodGroup: cancelling each job stores those still
+	// waiting in their batch (then every batch is removed) and ends them all in sacct.
+	for id := range acked {
+		s.del(t, operatorUser, api+"/job/"+id)
+	}
+	s.waitBatchesDrained(t)
 	s.waitInSacct(t, acked)
 }
 
