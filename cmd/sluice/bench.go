@@ -35,6 +35,7 @@ func runBench(args []string) error {
 	jobs := fs.String("jobs", "5000", "with --submit: submissions per run, comma-separated sizes")
 	kinds := fs.String("kinds", bench.KindHeld+","+bench.KindRunnable, "with --submit: job kinds, comma-separated, of held,runnable")
 	clients := fs.Int("clients", 16, "with --submit: clients sending at once, each on a keep-alive connection")
+	inBatches := fs.Bool("pending-in-batches", false, "with --submit: run the server with rest.pendingInBatches (pending jobs stay in their submit batch)")
 	slurmrestd := fs.String("slurmrestd", "auto", "with --submit: run real slurmrestd beside Sluice: auto (where the packages are installed), on, off")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, of each sluice server process to this file with .server.PID appended and of each sluice-scheduler process with .sluice.PID")
 	if help, err := parseFlags(fs, args); help || err != nil {
@@ -75,7 +76,7 @@ func runBench(args []string) error {
 		return err
 	}
 	if *submit {
-		return runSubmitBench(ctx, self, *jobs, *kinds, *clients, *slurmrestd, *cpuProfile, *verbose)
+		return runSubmitBench(ctx, self, *jobs, *kinds, *clients, *slurmrestd, *cpuProfile, *verbose, *inBatches)
 	}
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
 		Modes: strings.Split(*modes, ","), Repeats: *repeats, SluiceBinary: self,
@@ -122,8 +123,8 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 // runSubmitBench runs the submission benchmark and prints its table.
-func runSubmitBench(ctx context.Context, self, jobs, kinds string, clients int, slurmrestd, cpuProfile string, verbose bool) error {
-	opts := bench.SubmitOptions{Kinds: strings.Split(kinds, ","), Clients: clients, Slurmrestd: slurmrestd, SluiceBinary: self}
+func runSubmitBench(ctx context.Context, self, jobs, kinds string, clients int, slurmrestd, cpuProfile string, verbose, inBatches bool) error {
+	opts := bench.SubmitOptions{Kinds: strings.Split(kinds, ","), Clients: clients, Slurmrestd: slurmrestd, SluiceBinary: self, PendingInBatches: inBatches}
 	for _, f := range strings.Split(jobs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {

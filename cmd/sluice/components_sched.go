@@ -39,17 +39,21 @@ func (s *Server) addScheduler() error {
 	}
 	grouper.WithJobIDs(s.jobIDs.Next)  // manifest workloads are jobs in squeue and sacct (addREST ran first)
 	s.podObserver = grouper.Observer() // the shared pod informer feeds it (addInformers)
+	// With rest.pendingInBatches, pending Slurm jobs are read from the submit batches in
+	// the server's namespace: a job's PodGroup is written when it starts
+	// (docs/architecture.md).
+	batchNamespace := ""
+	if s.cfg.REST.PendingInBatches {
+		batchNamespace = s.cfg.LeaderElection.Namespace
+	}
 	sched, err := scheduler.New(scheduler.Config{
-		Informers:     s.informers,
-		Usage:         usage.QueueUsage,
-		SchedulerName: s.cfg.SchedulerName,
-		Period:        time.Duration(sc.Period),
-		BindWorkers:   sc.BindWorkers,
-		Core:          bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
-
-		// Pending Slurm jobs are read from the submit batches in the server's namespace:
-		// a job's PodGroup is written when it starts (docs/architecture.md).
-		SubmitBatchNamespace: s.cfg.LeaderElection.Namespace,
+		SubmitBatchNamespace: batchNamespace,
+		Informers:            s.informers,
+		Usage:                usage.QueueUsage,
+		SchedulerName:        s.cfg.SchedulerName,
+		Period:               time.Duration(sc.Period),
+		BindWorkers:          sc.BindWorkers,
+		Core:                 bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
 
 		GPUReservationNamespace:      cmp.Or(sc.GPUReservationNamespace, s.cfg.LeaderElection.Namespace),
 		GPUReservationImage:          sc.GPUReservationImage,
@@ -62,15 +66,18 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("slurm job lifecycle: %w", err)
 	}
-	// The submit queue stores the batched jobs that must be objects while they wait (a
-	// dependency, an array) and removes the batches whose jobs are all stored; the
-	// scheduler stores the others when they start. It runs even with the window off, to
-	// finish batches written before it was turned off.
+	// The submit queue makes batched jobs PodGroups; with rest.pendingInBatches it stores
+	// only those that must be objects while they wait (a dependency, an array) and removes
+	// the batches whose jobs are all stored, the scheduler storing the others when they
+	// start. It runs even with the window off, to finish batches written before it was
+	// turned off.
 	submitQueue, err := kube.NewSubmitQueue(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace})
 	if err != nil {
 		return fmt.Errorf("submit queue: %w", err)
 	}
-	submitQueue.KeepPending(sched.SubmitBatches, s.informers)
+	if s.cfg.REST.PendingInBatches {
+		submitQueue.KeepPending(sched.SubmitBatches, s.informers)
+	}
 	s.addComponent(component{name: "submit-queue", leaderOnly: true, run: submitQueue.Run})
 	s.addComponent(component{name: "podgrouper", leaderOnly: true, run: grouper.Run})
 	s.addComponent(component{name: "scheduler", leaderOnly: true, run: sched.Run})

@@ -164,6 +164,11 @@ type RESTConfig struct {
 	// window share one API write and are answered together (0 creates each
 	// job's PodGroup at once). See docs/rest-compatibility.md.
 	SubmitWindow Duration `yaml:"submitWindow"`
+	// PendingInBatches keeps a pending Slurm job in its submit batch until it starts
+	// (the scheduler reads the batches; docs/architecture.md). Off by default until a
+	// leader that dies while creating a gang's pods is recovered from (test/chaos
+	// TestEtcdPausedLongerThanTheLease leaves such a gang RUNNING with it on).
+	PendingInBatches bool `yaml:"pendingInBatches"`
 	// SubmitRateLimit bounds each user's submissions (429 past it).
 	SubmitRateLimit SubmitRateLimit `yaml:"submitRateLimit"`
 	// The HTTP server's timeouts (REST API, dashboard, probes, metrics):

@@ -55,6 +55,9 @@ type SubmitOptions struct {
 	Assets        string
 	SluiceBinary  string
 	ServerCommand []string
+	// PendingInBatches runs the server with rest.pendingInBatches (pending jobs stay in
+	// their submit batch until they start; off in the default configuration).
+	PendingInBatches bool
 	// VisibleLimit bounds the wait for every job to be visible; default 10 minutes.
 	VisibleLimit time.Duration
 	Log          io.Writer
@@ -237,8 +240,11 @@ func submitToSluice(ctx context.Context, opts SubmitOptions, n int, kind string)
 	// The one setting changed from the defaults: the per-user submission rate limit (100/s,
 	// bursts of 500) is lifted for the benchmark's user, as a site does for a workflow
 	// engine's account; slurmctld limits no rate unless configured to.
-	server.extra = map[string]any{"rest": map[string]any{"submitRateLimit": map[string]any{
-		"users": map[string]any{benchUser: map[string]any{"perSecond": 0}}}}}
+	rest := map[string]any{"submitRateLimit": map[string]any{"users": map[string]any{benchUser: map[string]any{"perSecond": 0}}}}
+	if opts.PendingInBatches {
+		rest["pendingInBatches"] = true
+	}
+	server.extra = map[string]any{"rest": rest}
 	usage, err := server.start(ctx)
 	if err != nil {
 		return r, err
