@@ -1,11 +1,14 @@
-// Package jobstate is Sluice's one job read model: what state a job is in, and why, from
-// its PodGroup and pods. Every view reads it: squeue, job/{id} and scontrol (slurmapi),
-// the ledger (accounting/recorder), the Slurm lifecycle that ends jobs, and the dashboard
-// through the ledger. Nothing else maps pods or phases to Slurm states, so the views
-// cannot disagree about a job.
+// Package jobstate is Sluice's one job read model: which job a pod or a job id is
+// (identity.go: a PodGroup object, or the group a bare pod implies), and what state a job
+// is in, and why, from its PodGroup and pods (derive.go). Every view reads it: squeue,
+// job/{id}, scontrol, scancel, logs, sdiag and --dependency (slurmapi), the ledger
+// (accounting/recorder), the Slurm lifecycle that ends jobs, and the dashboard through
+// the ledger. Nothing else maps pods or phases to Slurm states, or tells how a bare pod's
+// job is found, so the views cannot disagree about a job.
 //
 // It lives beside the API types because every component may import those
-// (docs/architecture.md, "Packages"); it imports nothing but them and the core API.
+// (docs/architecture.md, "Packages"); it imports nothing but them, the core API and
+// controller-runtime's client interface (Read and Find list through a client or cache).
 package jobstate
 
 // State is a Slurm job state name, as squeue's long form and sacct print it.
