@@ -106,7 +106,6 @@ func (s *state) setPod(p *corev1.Pod) {
 	pk := key(p.Namespace, p.Name)
 	if old := s.pods[pk]; old != nil {
 		s.unlinkLocked(old)
-		p = jobstate.WithFirstDeletion(old, p)
 	}
 	s.pods[pk] = p
 	for _, l := range podLinks(p) {
@@ -127,6 +126,8 @@ func (s *state) deletePod(p *corev1.Pod) {
 	}
 	s.unlinkLocked(old)
 	delete(s.pods, key(p.Namespace, p.Name))
+	// Its kubelet's final delete (grace 0) moved deletionTimestamp past its stop; the
+	// request the recorder saw first decides how it ended.
 	p = jobstate.WithFirstDeletion(old, p)
 	s.markPodGroupsLocked(p)
 	if len(p.OwnerReferences) == 0 {

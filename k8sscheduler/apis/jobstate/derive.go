@@ -297,8 +297,8 @@ func DeletionRequested(p *corev1.Pod) time.Time {
 // second delete of grace 0, which moves deletionTimestamp to that moment, after the
 // stop: read alone, the removed pod looks as if it had ended (exit 143, FAILED) before
 // anyone asked for its deletion, not stopped by it (CANCELLED, or the drain's NODE_FAIL).
-// A reader that keeps a pod's last state beyond its removal (the recorder) passes each
-// new state through this. cur is never changed (informer objects are shared).
+// A reader that keeps a pod's last state beyond its removal (the recorder) passes the
+// removed pod through this. cur is never changed (informer objects are shared).
 func WithFirstDeletion(old, cur *corev1.Pod) *corev1.Pod {
 	if old == nil || old.UID != cur.UID || old.DeletionTimestamp == nil || cur.DeletionTimestamp == nil ||
 		!DeletionRequested(cur).After(DeletionRequested(old)) {
