@@ -58,6 +58,9 @@ func (s *Scheduler) apply(ctx context.Context, d *bridge.Decisions, blocked []br
 		pending[p.Job] = p
 	}
 	for _, g := range c.groups {
+		if job := s.strayPodsLocked(g); job != nil {
+			jobs = append(jobs, job)
+		}
 		p, waits := pending[g.key]
 		if job := s.groupStatusLocked(g, p, waits, now); job != nil {
 			jobs = append(jobs, job)

@@ -521,7 +521,7 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 		return
 	}
 	if g.pg != nil && g.pg.Status.Requeues != pg.Status.Requeues {
-		g.ran = false // a new run: the old one's pods are gone
+		g.ran, g.finished, g.strayed = false, nil, false // a new run: the old one's pods are gone
 	}
 	g.pg, g.dirty, g.stored = pg, true, true
 	c.poke()
@@ -535,7 +535,9 @@ func (c *cache) noteRan(p *podEntry) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.group(p.group).ran = true
+	g := c.group(p.group)
+	g.ran = true
+	g.noteFinished(p.name)
 }
 
 func (c *cache) deletePodGroup(key string) {

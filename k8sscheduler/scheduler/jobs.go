@@ -42,6 +42,10 @@ type groupEntry struct {
 	// ran marks a group one of whose pods was seen finished (the cache drops finished
 	// pods): its job started, whatever its status and pods say now.
 	ran bool
+	// finished names the group's pods seen finished; strayed marks a job whose partly
+	// created pods this leader removed (partialcreate.go).
+	finished map[string]bool
+	strayed  bool
 	// removed marks a group the cache no longer holds, still in its order (listedGroups).
 	removed bool
 
@@ -155,9 +159,10 @@ func (g *groupEntry) memberBased() bool { return g.pg != nil && len(g.pg.Spec.Me
 // created and their creates failed (the API server went away), or the leader died before
 // making them. Such a job never started; it is placed again, where it stayed Running with
 // no pods for good. Pods that ran and were deleted do not leave it so: the lifecycle ends
-// or requeues a job when its pods go.
+// or requeues a job when its pods go. A partly created job whose pods this leader removed
+// (strayed, partialcreate.go) is one too.
 func (g *groupEntry) neverCreated() bool {
-	return g.memberBased() && !g.created && !g.ran && g.pg.Status.Phase == v1alpha1.PodGroupRunning &&
+	return g.memberBased() && !g.created && (!g.ran || g.strayed) && g.pg.Status.Phase == v1alpha1.PodGroupRunning &&
 		len(g.pods) == 0 && len(g.assumed) == 0
 }
 
