@@ -165,9 +165,8 @@ type RESTConfig struct {
 	// job's PodGroup at once). See docs/rest-compatibility.md.
 	SubmitWindow Duration `yaml:"submitWindow"`
 	// PendingInBatches keeps a pending Slurm job in its submit batch until it starts
-	// (the scheduler reads the batches; docs/architecture.md). Off by default until a
-	// leader that dies while creating a gang's pods is recovered from (test/chaos
-	// TestEtcdPausedLongerThanTheLease leaves such a gang RUNNING with it on).
+	// (the scheduler reads the batches; docs/architecture.md). On by default: a
+	// submission then costs the API server its share of one write, not a PodGroup.
 	PendingInBatches bool `yaml:"pendingInBatches"`
 	// SubmitRateLimit bounds each user's submissions (429 past it).
 	SubmitRateLimit SubmitRateLimit `yaml:"submitRateLimit"`
@@ -262,7 +261,8 @@ func DefaultConfig() Config {
 			RetryPeriod:   Duration(time.Second),
 		},
 		REST: RESTConfig{
-			SubmitWindow: Duration(2 * time.Millisecond),
+			SubmitWindow:     Duration(2 * time.Millisecond),
+			PendingInBatches: true,
 			// Far below what the server sustains (>= 2000/s), far above
 			// what a person or a sane script submits: one user cannot
 			// crowd out the rest. Job arrays submit many tasks at once.
