@@ -35,7 +35,7 @@ func runBench(args []string) error {
 	jobs := fs.String("jobs", "5000", "with --submit: submissions per run, comma-separated sizes")
 	kinds := fs.String("kinds", bench.KindHeld+","+bench.KindRunnable, "with --submit: job kinds, comma-separated, of held,runnable")
 	clients := fs.Int("clients", 16, "with --submit: clients sending at once, each on a keep-alive connection")
-	inBatches := fs.Bool("pending-in-batches", false, "with --submit: run the server with rest.pendingInBatches (pending jobs stay in their submit batch)")
+	inBatches := fs.Bool("pending-in-batches", true, "with --submit: run the server with rest.pendingInBatches, the default (pending jobs stay in their submit batch); false writes a PodGroup per job")
 	slurmrestd := fs.String("slurmrestd", "auto", "with --submit: run real slurmrestd beside Sluice: auto (where the packages are installed), on, off")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, of each sluice server process to this file with .server.PID appended and of each sluice-scheduler process with .sluice.PID")
 	if help, err := parseFlags(fs, args); help || err != nil {
@@ -124,7 +124,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 
 // runSubmitBench runs the submission benchmark and prints its table.
 func runSubmitBench(ctx context.Context, self, jobs, kinds string, clients int, slurmrestd, cpuProfile string, verbose, inBatches bool) error {
-	opts := bench.SubmitOptions{Kinds: strings.Split(kinds, ","), Clients: clients, Slurmrestd: slurmrestd, SluiceBinary: self, PendingInBatches: inBatches}
+	opts := bench.SubmitOptions{Kinds: strings.Split(kinds, ","), Clients: clients, Slurmrestd: slurmrestd, SluiceBinary: self, PodGroupPerJob: !inBatches}
 	for _, f := range strings.Split(jobs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {

@@ -55,9 +55,10 @@ type SubmitOptions struct {
 	Assets        string
 	SluiceBinary  string
 	ServerCommand []string
-	// PendingInBatches runs the server with rest.pendingInBatches (pending jobs stay in
-	// their submit batch until they start; off in the default configuration).
-	PendingInBatches bool
+	// PodGroupPerJob runs the server with rest.pendingInBatches false (the submit queue
+	// writes every job's PodGroup); the default configuration keeps pending jobs in their
+	// submit batches.
+	PodGroupPerJob bool
 	// VisibleLimit bounds the wait for every job to be visible; default 10 minutes.
 	VisibleLimit time.Duration
 	Log          io.Writer
@@ -241,8 +242,8 @@ func submitToSluice(ctx context.Context, opts SubmitOptions, n int, kind string)
 	// bursts of 500) is lifted for the benchmark's user, as a site does for a workflow
 	// engine's account; slurmctld limits no rate unless configured to.
 	rest := map[string]any{"submitRateLimit": map[string]any{"users": map[string]any{benchUser: map[string]any{"perSecond": 0}}}}
-	if opts.PendingInBatches {
-		rest["pendingInBatches"] = true
+	if opts.PodGroupPerJob {
+		rest["pendingInBatches"] = false
 	}
 	server.extra = map[string]any{"rest": rest}
 	usage, err := server.start(ctx)
