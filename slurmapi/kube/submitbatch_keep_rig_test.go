@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -30,6 +31,9 @@ const (
 // starts; a batch whose jobs are all stored is removed.
 func TestPendingJobsStayInBatchesOnRig(t *testing.T) {
 	ts, b := batchServer(t, 20*time.Millisecond)
+	// This test's scheduler sees the whole rig: an earlier test's Slurm job left
+	// in slurm-nlp would compete for the one free GPU.
+	clearSlurmJobs(t, b)
 	cfg := e2e.Rig(t).RESTConfig()
 	factory, err := NewPodFactory(cfg, PodOptions{})
 	if err != nil {
@@ -61,7 +65,7 @@ func TestPendingJobsStayInBatchesOnRig(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
-		_ = b.c.DeleteAllOf(context.Background(), &v1alpha1.PodGroup{}, client.InNamespace(Namespace("nlp")), client.HasLabels{v1alpha1.JobIDLabel})
+		clearSlurmJobs(t, b)
 	})
 
 	held := submitAll(t, ts, 3, heldOneGPUJob)
@@ -102,6 +106,21 @@ func TestPendingJobsStayInBatchesOnRig(t *testing.T) {
 	})
 	if pg := storedGroup(t, b, held[2]); pg != nil {
 		t.Errorf("held job %d was stored while it waits", held[2])
+	}
+}
+
+// clearSlurmJobs removes every Slurm job's PodGroup and pods in slurm-nlp. The
+// pods go too: the rig's garbage collector may not have removed a deleted
+// group's pods before the next test reuses their names.
+func clearSlurmJobs(t *testing.T, b *Backend) {
+	t.Helper()
+	ctx := context.Background()
+	ns := client.InNamespace(Namespace("nlp"))
+	if err := b.c.DeleteAllOf(ctx, &v1alpha1.PodGroup{}, ns, client.HasLabels{v1alpha1.JobIDLabel}); err != nil {
+		t.Errorf("removing Slurm jobs' PodGroups: %v", err)
+	}
+	if err := b.c.DeleteAllOf(ctx, &corev1.Pod{}, ns, client.HasLabels{v1alpha1.JobIDLabel}, client.GracePeriodSeconds(0)); err != nil {
+		t.Errorf("removing Slurm jobs' pods: %v", err)
 	}
 }
 
