@@ -523,6 +523,9 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 	if g.pg != nil && g.pg.Status.Requeues != pg.Status.Requeues {
 		g.ran, g.finished, g.strayed = false, nil, false // a new run: the old one's pods are gone
 	}
+	if g.pg != nil && (g.pg.Generation != pg.Generation || eligibility(g.pg) != eligibility(pg)) {
+		g.retryCreateAt = time.Time{} // an edited or newly eligible job is tried at once
+	}
 	g.pg, g.dirty, g.stored = pg, true, true
 	c.poke()
 }

@@ -39,6 +39,11 @@ type groupEntry struct {
 	// numbered createdRun (the group's requeue count then).
 	created    bool
 	createdRun int32
+	// createBackoff is how long the last failed create of its pods holds the job back
+	// (createbackoff.go); retryCreateAt ends that wait; createFailure says why.
+	createBackoff time.Duration
+	retryCreateAt time.Time
+	createFailure string
 	// ran marks a group one of whose pods was seen finished (the cache drops finished
 	// pods): its job started, whatever its status and pods say now.
 	ran bool
@@ -196,6 +201,10 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 			g.block(code, "%s", msg)
 			return
 		}
+	}
+	// Not only notStarted: the status pass may have said Running while the create failed.
+	if !g.created && len(g.pods) == 0 && len(g.assumed) == 0 && g.waitsToRetryCreate(time.Now()) {
+		return
 	}
 	// A queue is charged only for namespaces it admits. The webhook refuses the others at
 	// admission; this catches what got past it (webhook off, a PodGroup written directly).

@@ -3,10 +3,12 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,4 +83,46 @@ func TestSlurmJobPodsCreatedBound(t *testing.T) {
 	if len(pods.Items) != 2 || factory.calls.Load() != 1 {
 		t.Errorf("%d pods after %d factory calls, want 2 pods from 1 call", len(pods.Items), factory.calls.Load())
 	}
+}
+
+// A Slurm job whose pods the API server refuses (here a ResourceQuota of no pods) is
+// tried again after 1, 2, 4 ... seconds, saying so in its Scheduled condition, not every
+// cycle; once the quota is gone it starts.
+func TestRefusedSlurmJobBacksOff(t *testing.T) {
+	e := setup(t)
+	e.queue("slurm-q", "slurm", 0)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: e.ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	quotas := e.rig.Client().CoreV1().ResourceQuotas(e.ns)
+	if _, err := quotas.Create(context.Background(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := &memberPods{}
+	e.runWith(factory)
+	gpus := corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}
+	e.create(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-9", Namespace: e.ns},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "slurm-q", Partition: "slurm",
+			Members: []v1alpha1.MemberSet{{Name: "node", Count: 1, Resources: gpus}},
+			Slurm:   &v1alpha1.SlurmJob{User: "alice"}}})
+	e2e.WaitFor(t, "job-9 to wait 4s after its third refused create", waitLong, func(ctx context.Context) (bool, error) {
+		pg := &v1alpha1.PodGroup{}
+		if err := e.crs.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "job-9"}, pg); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled)
+		if c == nil || c.Reason != v1alpha1.ReasonPodCreateFailed || !strings.Contains(c.Message, "trying again 4s after") {
+			return false, fmt.Errorf("conditions %+v", pg.Status.Conditions)
+		}
+		return true, nil
+	})
+	// Three tries (a fourth if the 4 s passed meanwhile), where placing it again at
+	// once made one every cycle.
+	if n := factory.calls.Load(); n < 3 || n > 4 {
+		t.Errorf("the job's pods were made %d times in its first three failures and waits, want 3 or 4", n)
+	}
+	if err := quotas.Delete(context.Background(), quota.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.condition("job-9", v1alpha1.PodGroupConditionScheduled, metav1.ConditionTrue, waitLong)
+	e.waitBound([]string{"job-9-0"}, waitLong)
 }

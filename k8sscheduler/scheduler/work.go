@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -79,6 +80,9 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 			made = append(made, created)
 			s.metrics.podsBound.Inc()
 		}
+		s.cache.mu.Lock()
+		g.createBackoff = 0
+		s.cache.mu.Unlock()
 	}
 }
 
@@ -121,7 +125,7 @@ func (s *Scheduler) rekey(g *groupEntry, binds []bridge.Bind, pods []*corev1.Pod
 }
 
 func (s *Scheduler) createFailed(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, made []*corev1.Pod, err error) {
-	klog.InfoS("creating a Slurm job's pods failed; retrying next cycle", "podGroup", g.key, "err", err)
+	klog.InfoS("creating a Slurm job's pods failed; trying again after a wait", "podGroup", g.key, "err", err)
 	for _, p := range made {
 		zero := int64(0)
 		if derr := s.kube.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); derr != nil && !apierrors.IsNotFound(derr) {
@@ -132,9 +136,15 @@ func (s *Scheduler) createFailed(g *groupEntry, pg *v1alpha1.PodGroup, binds []b
 	c.mu.Lock()
 	g.created, g.assumed, g.dirty = false, nil, true
 	g.status.createErr = err.Error()
+	wait := g.backOffCreate(err, time.Now())
 	c.mu.Unlock()
-	s.events.Eventf(pg, corev1.EventTypeWarning, v1alpha1.ReasonPodCreateFailed, "creating the job's pods failed: %v", err)
-	c.poke()
+	s.events.Eventf(pg, corev1.EventTypeWarning, v1alpha1.ReasonPodCreateFailed, "creating the job's pods failed: %v; next try in %s", err, wait)
+	time.AfterFunc(wait, func() {
+		c.mu.Lock()
+		g.dirty = true
+		c.mu.Unlock()
+		c.poke()
+	})
 }
 
 // evictWork evicts one pod through the Eviction API (so PodDisruptionBudgets hold) and
