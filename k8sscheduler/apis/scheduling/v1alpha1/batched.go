@@ -12,6 +12,7 @@ import (
 // group commit, slurmapi/kube): one data key per job id, its value the job's PodGroup as
 // JSON. A pending job stays there until it starts or is changed, when its PodGroup is
 // created; the scheduler, squeue and the submit queue read it from the batch until then.
+// Why such a job waits is on the batch too, in PendingReasonsAnnotation (batchedwaits.go).
 const SubmitBatchLabel = "sluice.dev/submit-batch"
 
 // BatchedPodGroup decodes the job stored under key (its job id) in batch cm: a PodGroup
