@@ -69,6 +69,7 @@ func (s *Scheduler) apply(ctx context.Context, d *bridge.Decisions, blocked []br
 			jobs = append(jobs, evict)
 		}
 	}
+	jobs = append(jobs, s.batchReasonsLocked(now)...)
 	for key := range s.evicting {
 		if c.pods[key] == nil {
 			delete(s.evicting, key)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,8 +66,26 @@ func (s *Scheduler) SubmitBatches() ([]*corev1.ConfigMap, error) {
 	return out, nil
 }
 
-// batchHandlers decode each batch once, when it is added or rewritten.
+// batchHandlers decode each batch once, when it is added or its jobs change; an update
+// of its annotations alone (the scheduler's own pending reasons, batchreasons.go) is not
+// decoded again.
 func (s *Scheduler) batchHandlers() toolscache.ResourceEventHandler {
+	h := s.batchDecoders()
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { h.OnAdd(obj, false) },
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(*corev1.ConfigMap); ok {
+				if n, ok := obj.(*corev1.ConfigMap); ok && maps.Equal(o.Data, n.Data) {
+					return
+				}
+			}
+			h.OnUpdate(old, obj)
+		},
+		DeleteFunc: h.OnDelete,
+	}
+}
+
+func (s *Scheduler) batchDecoders() toolscache.ResourceEventHandler {
 	return handler(func(cm *corev1.ConfigMap) {
 		jobs := make([]*v1alpha1.PodGroup, 0, len(cm.Data))
 		for key := range cm.Data {

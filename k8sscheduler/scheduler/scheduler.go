@@ -53,6 +53,7 @@ type Scheduler struct {
 	// the cache's mu).
 	parked    []parkedBinds
 	queueBook queueBook // touched only by the cycle loop
+	batchBook batchReasonBook
 	nodeMu    sync.Mutex
 	nodeBad   map[string]string // node -> the annotation error last reported
 }

@@ -26,6 +26,10 @@ type groupStatus struct {
 	createErr    string
 	// evictAfter is a group of one's eviction, held until its PodGroup is written.
 	evictAfter func(context.Context)
+	// noted is why a job still in its submit batch waits, as its batch is to say
+	// (batchreasons.go); kept apart from written, which is what its PodGroup says once
+	// stored.
+	noted v1alpha1.BatchedWait
 }
 
 // quiet: nothing was ever written, waited for or evicted.
@@ -81,8 +85,10 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 		return nil
 	}
 	if g.batched() {
-		// A job still in its submit batch has no object to say why it waits; once it
-		// starts, createWork stores its PodGroup and the informer's copy gets the status.
+		// A job still in its submit batch has no object of its own to say why it waits:
+		// its batch says it (batchreasons.go). Once it starts, createWork stores its
+		// PodGroup and the informer's copy gets the status.
+		s.noteBatchedLocked(g, p, waits, now)
 		return nil
 	}
 	if g.status.createErr != "" && waits {

@@ -164,6 +164,7 @@ func serverNeeds(ns string) []access {
 		{verb: "get", resource: "configmaps", namespace: ns, name: "sluice-job-ids"},
 		{verb: "get", resource: "configmaps", namespace: ns, name: "submit-key-0123456789abcdef0123456789abcdef"},
 		{verb: "update", resource: "configmaps", namespace: ns, name: "sluice-job-ids"},
+		{verb: "patch", resource: "configmaps", namespace: ns, name: "submit-batch-1"}, // the scheduler's pending reasons
 		{verb: "get", group: "batch", resource: "jobs", namespace: "team-a"},
 		{verb: "get", group: "jobset.x-k8s.io", resource: "jobsets", namespace: "team-a"},
 		{verb: "get", group: "kubeflow.org", resource: "pytorchjobs", namespace: "team-a"},
