@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -16,8 +17,11 @@ import (
 
 // Jobs acknowledged in a batch but not yet created as PodGroups read as
 // PodGroups that were never stored: decoded from the batch, with no
-// resourceVersion and no status (PENDING, as a fresh PodGroup), and the
-// submit time as their creationTimestamp.
+// resourceVersion, the submit time as their creationTimestamp, and as
+// status (PENDING, as a fresh PodGroup) only the Scheduled condition the
+// scheduler would have written, from the batch's pending reasons
+// (v1alpha1.PendingReasonsAnnotation), so jobstate.PendingReason reads why
+// the job waits as it would from a stored PodGroup.
 
 // listBatches lists the batch ConfigMaps in namespace.
 func listBatches(ctx context.Context, r client.Reader, namespace string) ([]corev1.ConfigMap, error) {
@@ -47,17 +51,48 @@ func (b *Backend) batchedGroups(ctx context.Context, id uint32) ([]v1alpha1.PodG
 	}
 	var out []v1alpha1.PodGroup
 	for i := range batches {
-		for key := range batches[i].Data {
-			if id != 0 && key != strconv.FormatUint(uint64(id), 10) {
-				continue
-			}
-			if pg, err := decodeBatched(&batches[i], key); err == nil {
-				pg.CreationTimestamp = metav1.NewTime(pg.SubmitTime())
-				out = append(out, *pg)
-			}
-		}
+		out = append(out, batchedJobs(&batches[i], id)...)
 	}
 	return out, nil
+}
+
+// batchedJobs decodes the jobs of batch cm (only id, unless 0), each with
+// why it waits as the batch says.
+func batchedJobs(cm *corev1.ConfigMap, id uint32) []v1alpha1.PodGroup {
+	var (
+		out   []v1alpha1.PodGroup
+		waits map[string]v1alpha1.BatchedWait
+		read  bool
+	)
+	for key := range cm.Data {
+		if id != 0 && key != strconv.FormatUint(uint64(id), 10) {
+			continue
+		}
+		pg, err := decodeBatched(cm, key)
+		if err != nil {
+			continue
+		}
+		pg.CreationTimestamp = metav1.NewTime(pg.SubmitTime())
+		if !read {
+			waits, read = pendingReasons(cm), true
+		}
+		if w, ok := waits[key]; ok {
+			pg.Status.Conditions = []metav1.Condition{w.Condition()}
+		}
+		out = append(out, *pg)
+	}
+	return out
+}
+
+// pendingReasons reads why batch cm's jobs wait; a value that does not
+// parse (not the scheduler's) says nothing, and its jobs read None.
+func pendingReasons(cm *corev1.ConfigMap) map[string]v1alpha1.BatchedWait {
+	waits, err := v1alpha1.ParsePendingReasons(cm.Annotations[v1alpha1.PendingReasonsAnnotation])
+	if err != nil {
+		klog.InfoS("a submit batch's pending reasons do not parse; its jobs read None", "batch", cm.Namespace+"/"+cm.Name, "err", err)
+		return nil
+	}
+	return waits
 }
 
 // withBatched adds to the stored PodGroups the batched jobs not stored
@@ -129,6 +164,7 @@ func (b *Backend) materializeDependencies(ctx context.Context, dependency string
 func (b *Backend) createBatched(ctx context.Context, pg *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
 	pg = pg.DeepCopy()
 	pg.CreationTimestamp = metav1.Time{}
+	pg.Status = v1alpha1.PodGroupStatus{} // the batch's reasons: the scheduler writes the stored group's
 	err := b.c.Create(ctx, pg)
 	if apierrors.IsAlreadyExists(err) {
 		err = b.c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
