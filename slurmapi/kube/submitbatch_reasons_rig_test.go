@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,9 @@ const (
 
 // TestBatchedJobTellsWhyItWaitsOnRig: a runnable job that cannot fit now (its partition's
 // GPUs are all taken) stays in its batch, with no PodGroup, and job/{id} says why it waits
-// as Slurm would, Resources, from the reasons the scheduler keeps on the batch.
+// as Slurm would, Resources, from the reasons the scheduler keeps on the batch. When the
+// GPUs free up it starts, and the submit queue still removes its batch, which the
+// scheduler wrote to meanwhile.
 func TestBatchedJobTellsWhyItWaitsOnRig(t *testing.T) {
 	ts, b := batchServer(t, 20*time.Millisecond)
 	clearSlurmJobs(t, b) // this test's scheduler sees the whole rig
@@ -40,9 +43,13 @@ func TestBatchedJobTellsWhyItWaitsOnRig(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.KeepPending(sched.SubmitBatches, b.c)
+	life, err := NewLifecycle(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "submit queue": q.Run} {
+	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "submit queue": q.Run} {
 		wg.Go(func() {
 			if err := run(ctx); err != nil && ctx.Err() == nil {
 				t.Errorf("%s: %v", name, err)
@@ -89,4 +96,20 @@ func TestBatchedJobTellsWhyItWaitsOnRig(t *testing.T) {
 	if !said {
 		t.Error("the waiting job's batch does not say it waits for Resources")
 	}
+
+	if status, doc := call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.45/job/%d", fill), ""); status != http.StatusOK {
+		t.Fatalf("scancel: %d %v", status, doc)
+	}
+	waitFor(t, "the waiting job to start", func() bool {
+		pg := storedGroup(t, b, waiting)
+		return pg != nil && pg.Status.Phase == v1alpha1.PodGroupRunning
+	})
+	waitFor(t, "its batch to be removed", func() bool {
+		for _, cm := range batches(t, b) {
+			if _, ok := cm.Data[fmt.Sprint(waiting)]; ok {
+				return false
+			}
+		}
+		return true
+	})
 }
