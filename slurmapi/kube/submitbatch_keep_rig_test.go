@@ -31,42 +31,8 @@ const (
 // starts; a batch whose jobs are all stored is removed.
 func TestPendingJobsStayInBatchesOnRig(t *testing.T) {
 	ts, b := batchServer(t, 20*time.Millisecond)
-	// This test's scheduler sees the whole rig: an earlier test's Slurm job left
-	// in slurm-nlp would compete for the one free GPU.
-	clearSlurmJobs(t, b)
-	cfg := e2e.Rig(t).RESTConfig()
-	factory, err := NewPodFactory(cfg, PodOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	sched, err := scheduler.New(scheduler.Config{SubmitBatchNamespace: b.opts.Namespace}, cfg, reg, factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	life, err := NewLifecycle(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := NewSubmitQueue(cfg, b.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.KeepPending(sched.SubmitBatches, b.c)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "submit queue": q.Run} {
-		wg.Go(func() {
-			if err := run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s: %v", name, err)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		clearSlurmJobs(t, b)
-	})
+	runKeeping(t, b, reg)
 
 	held := submitAll(t, ts, 3, heldOneGPUJob)
 	dependent := submitAll(t, ts, 1, strings.Replace(heldOneGPUJob, `"job":{`, fmt.Sprintf(`"job":{"dependency":"afterok:%d",`, held[0]), 1))[0]
@@ -107,6 +73,48 @@ func TestPendingJobsStayInBatchesOnRig(t *testing.T) {
 	if pg := storedGroup(t, b, held[2]); pg != nil {
 		t.Errorf("held job %d was stored while it waits", held[2])
 	}
+}
+
+// runKeeping runs what `sluice server` runs for b's batches until the test ends: the
+// scheduler reading pending jobs from them (its metrics into reg), the lifecycle, and the
+// submit queue keeping the jobs there. The scheduler sees the whole rig, so the Slurm jobs
+// earlier tests left in slurm-nlp are cleared first (they would compete for its GPUs), and
+// this test's when it ends.
+func runKeeping(t *testing.T, b *Backend, reg prometheus.Registerer) {
+	t.Helper()
+	clearSlurmJobs(t, b)
+	cfg := e2e.Rig(t).RESTConfig()
+	factory, err := NewPodFactory(cfg, PodOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.Config{SubmitBatchNamespace: b.opts.Namespace}, cfg, reg, factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	life, err := NewLifecycle(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := NewSubmitQueue(cfg, b.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.KeepPending(sched.SubmitBatches, b.c)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "submit queue": q.Run} {
+		wg.Go(func() {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		clearSlurmJobs(t, b)
+	})
 }
 
 // clearSlurmJobs removes every Slurm job's PodGroup and pods in slurm-nlp. The

@@ -1,18 +1,14 @@
 package kube
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
-	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
-	"github.com/sluicehq/sluice/test/e2e"
 )
 
 const (
@@ -28,39 +24,7 @@ const (
 // scheduler wrote to meanwhile.
 func TestBatchedJobTellsWhyItWaitsOnRig(t *testing.T) {
 	ts, b := batchServer(t, 20*time.Millisecond)
-	clearSlurmJobs(t, b) // this test's scheduler sees the whole rig
-	cfg := e2e.Rig(t).RESTConfig()
-	factory, err := NewPodFactory(cfg, PodOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := scheduler.New(scheduler.Config{SubmitBatchNamespace: b.opts.Namespace}, cfg, prometheus.NewRegistry(), factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := NewSubmitQueue(cfg, b.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.KeepPending(sched.SubmitBatches, b.c)
-	life, err := NewLifecycle(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "submit queue": q.Run} {
-		wg.Go(func() {
-			if err := run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s: %v", name, err)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		clearSlurmJobs(t, b)
-	})
+	runKeeping(t, b, prometheus.NewRegistry())
 
 	fill := submitAll(t, ts, 1, fillA100Job)[0]
 	waitFor(t, "the job taking every a100 GPU to start", func() bool {
