@@ -75,6 +75,15 @@ type step struct {
 	At    int
 }
 
+// historyOf is a job's history as steps, seconds after t0.
+func historyOf(hist []accounting.Transition) []step {
+	var out []step
+	for _, tr := range hist {
+		out = append(out, step{tr.State, int(tr.At.Sub(t0).Seconds())})
+	}
+	return out
+}
+
 // A group of one is one job under its job-id label from its first sight, whether or not
 // its PodGroup is ever written, and ends once: as its pod ends, else when it is deleted.
 func TestFlushRecordsGroupsOfOne(t *testing.T) {
@@ -189,10 +198,7 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []step
-			for _, tr := range hist {
-				got = append(got, step{tr.State, int(tr.At.Sub(t0).Seconds())})
-			}
+			got := historyOf(hist)
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) || j.State != tt.want[len(tt.want)-1].State {
 				t.Errorf("history %v, state %s; want %v", got, j.State, tt.want)
 			}

@@ -2,7 +2,8 @@
 // PodGroups (Slurm jobs and manifest workloads alike) and their pods, derives each job's
 // record and state transitions from what the objects show (derive.go), and writes them
 // idempotently. A job that is one bare pod is recorded from its pod alone until its
-// PodGroup is written (implied.go). On start the informers list
+// PodGroup is written (implied.go), and a pending Slurm job kept in a submit batch from
+// the batch until its PodGroup is created (batches.go). On start the informers list
 // the whole cluster, so every group is derived and written again: the ledger keys
 // transitions by (job, time, state), so a restart neither loses nor double-counts usage.
 package recorder
@@ -57,6 +58,10 @@ type Recorder struct {
 	st     *state
 	synced chan struct{}
 	steps  stepLog
+	// batches lists the submit batches (ReadSubmitBatches); nil: none are read.
+	batches func() ([]*corev1.ConfigMap, error)
+	// isStored tells whether a PodGroup exists (podGroupExists; tests replace it).
+	isStored func(context.Context, client.ObjectKey) (bool, error)
 }
 
 // New checks the configuration; nothing talks to the API server until Run.
@@ -87,7 +92,9 @@ func New(cfg Config) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recorder: Kubernetes client: %w", err)
 	}
-	return &Recorder{cfg: cfg, kube: kube, scheme: scheme, st: newState(cfg.SchedulerName, cfg.Clock), synced: make(chan struct{})}, nil
+	r := &Recorder{cfg: cfg, kube: kube, scheme: scheme, st: newState(cfg.SchedulerName, cfg.Clock), synced: make(chan struct{})}
+	r.isStored = r.podGroupExists
+	return r, nil
 }
 
 // Synced is closed once the first pass over the whole cluster has been written: from
@@ -176,6 +183,7 @@ func (r *Recorder) reconcile(ctx context.Context) error {
 }
 
 func (r *Recorder) flushLogged(ctx context.Context) error {
+	r.readBatches()
 	err := r.writeNodes(ctx, false)
 	if err == nil {
 		err = r.flush(ctx)
@@ -188,7 +196,7 @@ func (r *Recorder) flushLogged(ctx context.Context) error {
 
 // flush derives every changed group and writes what differs from the last write.
 func (r *Recorder) flush(ctx context.Context) error {
-	work := r.st.takeDirty()
+	work := r.confirmUnstored(ctx, decodeBatched(r.st.takeDirty()))
 	if len(work) == 0 {
 		return nil
 	}
@@ -212,11 +220,14 @@ func (r *Recorder) flush(ctx context.Context) error {
 		// keeps its end. A preempted one ended too: nothing requeues a deleted
 		// workload (a bare pod evicted by a drain is deleted).
 		if w.deleted && !j.State.Final() && !finalIn(jts) && (prev == nil || prev.State != accounting.StatePreempted) {
-			at := now
+			at, reason := now, "workload deleted"
 			if d := w.pg.DeletionTimestamp; d != nil {
 				at = d.Time
 			}
-			jts = append(jts, accounting.Transition{JobID: j.JobID, At: at.UTC().Truncate(time.Second), State: accounting.StateCancelled, Reason: "workload deleted"})
+			if w.unstored {
+				reason = unstoredReason
+			}
+			jts = append(jts, accounting.Transition{JobID: j.JobID, At: at.UTC().Truncate(time.Second), State: accounting.StateCancelled, Reason: reason})
 		}
 		if err := validate(j, jts); err != nil {
 			klog.ErrorS(err, "a workload cannot be recorded", "podGroup", w.key)

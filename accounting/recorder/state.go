@@ -36,6 +36,11 @@ type state struct {
 	last    map[int64]uint64          // job id -> fingerprint of the last write
 	known   map[int64]*accounting.Job // job id -> what the ledger holds; nil when nothing
 
+	// Pending Slurm jobs in submit batches (batches.go).
+	batched   map[string]*batchedJob // by group key: jobs some batch holds
+	batchKeys map[types.UID][]string // batch -> the group keys it holds
+	unstored  map[string]*batchedJob // jobs no batch holds, never seen stored: to close
+
 	nodes     map[string]accounting.Node // node capacity to write
 	wroteNode map[string]accounting.Node // what was last written per node
 	liveNodes map[string]bool            // nodes the cluster has now
@@ -48,6 +53,7 @@ func newState(schedulerName string, clock func() time.Time) *state {
 		groups: map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
 		pods: map[string]*corev1.Pod{}, links: map[string]map[string]bool{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
 		lastPod: map[string]*corev1.Pod{}, last: map[int64]uint64{}, known: map[int64]*accounting.Job{},
+		batched: map[string]*batchedJob{}, batchKeys: map[types.UID][]string{}, unstored: map[string]*batchedJob{},
 	}
 }
 
@@ -63,6 +69,7 @@ func (s *state) setGroup(pg *v1alpha1.PodGroup) {
 		}
 	}
 	s.groups[k] = pg
+	s.sawStoredLocked(k)
 	s.dirty[k] = true
 }
 
@@ -220,6 +227,11 @@ type groupWork struct {
 	pg      *v1alpha1.PodGroup
 	pods    []*corev1.Pod
 	deleted bool
+	// batched: a pending Slurm job's batch copy (batches.go), pg decoded by decodeBatched;
+	// unstored: one dropped from its batches, never stored, closed once the API server
+	// confirms it has no PodGroup.
+	batched  *batchedJob
+	unstored bool
 }
 
 // takeDirty returns the changed groups and clears the dirty set.
@@ -250,6 +262,11 @@ func (s *state) takeDirty() []groupWork {
 		// of other groups not seen (yet) wait for theirs.
 		if ig, _ := s.impliedLocked(k); ig != nil && gone == nil {
 			add(k, ig, false)
+			continue
+		}
+		// A pending Slurm job kept in a submit batch has no PodGroup yet either.
+		if w, ok := s.batchedLocked(k); ok && gone == nil {
+			out = append(out, w)
 		}
 	}
 	s.dirty = map[string]bool{}
@@ -317,11 +334,13 @@ func (s *state) markWritten(ws []written) {
 	for _, w := range ws {
 		if w.deleted {
 			delete(s.deleted, w.key)
+			delete(s.unstored, w.key)
 			delete(s.lastPod, w.key)
 			delete(s.last, w.job.JobID)
 			delete(s.known, w.job.JobID)
 			continue
 		}
+		s.recordedLocked(w.key)
 		j := w.job
 		j.RequeueCount = max(j.RequeueCount, w.requeues)
 		s.last[j.JobID] = w.fp
