@@ -77,6 +77,11 @@ func (s *Server) addScheduler() error {
 	}
 	if s.cfg.REST.PendingInBatches {
 		submitQueue.KeepPending(sched.SubmitBatches, s.informers)
+		// The ledger records a waiting job from its batch (sacct lists it PENDING) and
+		// reads the batches as the scheduler read them, as the submit queue does: the
+		// recorder, like both, runs only on the leader, in this process, so the
+		// scheduler's one watch of the batches serves all three, with no second copy.
+		s.recorder.ReadSubmitBatches(sched.SubmitBatches)
 	}
 	s.addComponent(component{name: "submit-queue", leaderOnly: true, run: submitQueue.Run})
 	s.addComponent(component{name: "podgrouper", leaderOnly: true, run: grouper.Run})
@@ -123,7 +128,7 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 	if err := col.Register(s.registry); err != nil {
 		return err
 	}
-	s.ledger = st
+	s.ledger, s.recorder = st, rec
 	s.router.PathPrefix(dashboard.Prefix).Handler(dash)
 	s.router.Handle("/ui", redirectTo(dashboard.Prefix))
 	// The leader alone records, whatever the ledger: two recorders would write the same

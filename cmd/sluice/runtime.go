@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/accounting/recorder"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,6 +61,9 @@ type Server struct {
 	informers crcache.Cache
 	// podObserver sees each pod whole before the shared cache trims it (the pod grouper).
 	podObserver func(*corev1.Pod)
+	// recorder writes the ledger (set by addAccounting); addScheduler gives it the
+	// submit batches the scheduler reads.
+	recorder *recorder.Recorder
 
 	// leader is 1 while this replica runs the leader-only components, so
 	// operators (and the hand-over test) see which replica schedules.
