@@ -101,3 +101,48 @@ func benchIngest(b *testing.B, job func(id string) ([]*v1alpha1.PodGroup, []*cor
 	b.ReportMetric(float64(transitions)/elapsed.Seconds(), "transitions/s")
 	b.ReportMetric(float64(transitions)/cpu.Seconds(), "transitions/cpu-s")
 }
+
+// BenchmarkRecorderIngestBatched is the recorder's cost for pending Slurm jobs kept in
+// their submit batches (rest.pendingInBatches): per iteration one batch of 256 jobs, as
+// the REST API writes it, is read and its jobs recorded PENDING in one flush (one
+// transition each). What 50,000 waiting jobs cost the leader is 50,000 over jobs/cpu-s:
+//
+//	go test -short -run XXX -bench RecorderIngestBatched ./accounting/recorder/
+func BenchmarkRecorderIngestBatched(b *testing.B) {
+	db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	r, err := New(Config{Store: db, RESTConfig: &rest.Config{Host: "http://unused"}, Clock: func() time.Time { return at(10000) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var held []*corev1.ConfigMap
+	r.ReadSubmitBatches(func() ([]*corev1.ConfigMap, error) { return held, nil })
+	next, jobs := 1, 0
+	var elapsed, cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		var pgs []*v1alpha1.PodGroup
+		for range 256 {
+			pg := heldJob()
+			id := fmt.Sprint(next)
+			pg.Name, pg.Labels[v1alpha1.JobIDLabel] = "job-"+id, id
+			pgs = append(pgs, pg)
+			next++
+		}
+		held = append(held, batch(fmt.Sprint(next), pgs...))
+		b.StartTimer()
+		began, cpuBegan := time.Now(), cpuTime()
+		r.readBatches()
+		if err := r.flush(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(began)
+		cpu += cpuTime() - cpuBegan
+		jobs += 256
+	}
+	b.ReportMetric(float64(jobs)/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(float64(jobs)/cpu.Seconds(), "jobs/cpu-s")
+}
