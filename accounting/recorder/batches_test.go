@@ -217,3 +217,30 @@ func both(evs ...batchEvent) batchEvent {
 		}
 	}
 }
+
+// A new leader's first flush records the whole backlog waiting in the batches at once:
+// more jobs than SQLite takes parameters in one statement (32,766).
+func TestFlushRecordsAWholeBacklog(t *testing.T) {
+	r, db := newOfflineRecorder(t, func() time.Time { return at(500) })
+	const perBatch, nBatches = 256, 130
+	var cms []*corev1.ConfigMap
+	for n := range nBatches {
+		var pgs []*v1alpha1.PodGroup
+		for i := range perBatch {
+			pg := heldJob()
+			id := fmt.Sprint(n*perBatch + i + 1)
+			pg.Name, pg.Labels[v1alpha1.JobIDLabel] = "job-"+id, id
+			pgs = append(pgs, pg)
+		}
+		cms = append(cms, batch(fmt.Sprint(n), pgs...))
+	}
+	r.ReadSubmitBatches(func() ([]*corev1.ConfigMap, error) { return cms, nil })
+	r.readBatches()
+	if err := r.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := db.Jobs(context.Background(), accounting.JobFilter{States: []accounting.JobState{accounting.StatePending}})
+	if err != nil || len(jobs) != perBatch*nBatches {
+		t.Errorf("%d jobs PENDING in the ledger (%v), want %d", len(jobs), err, perBatch*nBatches)
+	}
+}
