@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ const (
 func TestPendingJobsStayInBatchesOnRig(t *testing.T) {
 	ts, b := batchServer(t, 20*time.Millisecond)
 	reg := prometheus.NewRegistry()
-	runKeeping(t, b, reg)
+	runKeeping(t, b, reg, nil)
 
 	held := submitAll(t, ts, 3, heldOneGPUJob)
 	dependent := submitAll(t, ts, 1, strings.Replace(heldOneGPUJob, `"job":{`, fmt.Sprintf(`"job":{"dependency":"afterok:%d",`, held[0]), 1))[0]
@@ -79,8 +80,9 @@ func TestPendingJobsStayInBatchesOnRig(t *testing.T) {
 // scheduler reading pending jobs from them (its metrics into reg), the lifecycle, and the
 // submit queue keeping the jobs there. The scheduler sees the whole rig, so the Slurm jobs
 // earlier tests left in slurm-nlp are cleared first (they would compete for its GPUs), and
-// this test's when it ends.
-func runKeeping(t *testing.T, b *Backend, reg prometheus.Registerer) {
+// this test's when it ends. more, when not nil, adds components made with the scheduler
+// (the recorder reading its batches), run and stopped with the others.
+func runKeeping(t *testing.T, b *Backend, reg prometheus.Registerer, more func(*scheduler.Scheduler) map[string]func(context.Context) error) {
 	t.Helper()
 	clearSlurmJobs(t, b)
 	cfg := e2e.Rig(t).RESTConfig()
@@ -101,9 +103,13 @@ func runKeeping(t *testing.T, b *Backend, reg prometheus.Registerer) {
 		t.Fatal(err)
 	}
 	q.KeepPending(sched.SubmitBatches, b.c)
+	runs := map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "submit queue": q.Run}
+	if more != nil {
+		maps.Copy(runs, more(sched))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "submit queue": q.Run} {
+	for name, run := range runs {
 		wg.Go(func() {
 			if err := run(ctx); err != nil && ctx.Err() == nil {
 				t.Errorf("%s: %v", name, err)

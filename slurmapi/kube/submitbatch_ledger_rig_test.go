@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,48 +27,18 @@ import (
 // hand before it was ever stored ends CANCELLED too, never PENDING forever.
 func TestLedgerRecordsBatchedJobsOnRig(t *testing.T) {
 	ts, b := batchServer(t, 20*time.Millisecond)
-	clearSlurmJobs(t, b) // this test's scheduler sees the whole rig
-	cfg := e2e.Rig(t).RESTConfig()
-	factory, err := NewPodFactory(cfg, PodOptions{})
+	ledger, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := scheduler.New(scheduler.Config{SubmitBatchNamespace: b.opts.Namespace}, cfg, prometheus.NewRegistry(), factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	life, err := NewLifecycle(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := NewSubmitQueue(cfg, b.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.KeepPending(sched.SubmitBatches, b.c)
-	ctx, cancel := context.WithCancel(context.Background())
-	ledger, err := store.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := recorder.New(recorder.Config{Store: ledger, RESTConfig: cfg, FlushInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.ReadSubmitBatches(sched.SubmitBatches) // as cmd/sluice wires it
-	var wg sync.WaitGroup
-	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "submit queue": q.Run, "recorder": rec.Run} {
-		wg.Go(func() {
-			if err := run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s: %v", name, err)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		ledger.Close()
-		clearSlurmJobs(t, b)
+	t.Cleanup(func() { ledger.Close() }) // after runKeeping's cleanup has stopped the recorder
+	runKeeping(t, b, prometheus.NewRegistry(), func(sched *scheduler.Scheduler) map[string]func(context.Context) error {
+		rec, err := recorder.New(recorder.Config{Store: ledger, RESTConfig: e2e.Rig(t).RESTConfig(), FlushInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.ReadSubmitBatches(sched.SubmitBatches) // as cmd/sluice wires it
+		return map[string]func(context.Context) error{"recorder": rec.Run}
 	})
 	recorded := func(id uint32) *accounting.Job {
 		t.Helper()

@@ -24,7 +24,7 @@ const (
 // scheduler wrote to meanwhile.
 func TestBatchedJobTellsWhyItWaitsOnRig(t *testing.T) {
 	ts, b := batchServer(t, 20*time.Millisecond)
-	runKeeping(t, b, prometheus.NewRegistry())
+	runKeeping(t, b, prometheus.NewRegistry(), nil)
 
 	fill := submitAll(t, ts, 1, fillA100Job)[0]
 	waitFor(t, "the job taking every a100 GPU to start", func() bool {
