@@ -1,8 +1,11 @@
 package scheduler
 
 import (
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,11 +29,15 @@ func fullPod(schedulerName string) *corev1.Pod {
 				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
 			},
 			Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sleep"},
-				Env:       []corev1.EnvVar{{Name: "A", Value: "b"}},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}},
-			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}},
+				Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")},
+					Limits: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}},
+			Tolerations:     []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+			SecurityContext: &corev1.PodSecurityContext{}},
 		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", PodIP: "10.0.0.1",
-			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", ImageID: "sha256:abc", RestartCount: 2,
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", Message: "steps"}}}}},
 	}
@@ -52,7 +59,8 @@ func TestSharedTransformKeepsWhatReadersRead(t *testing.T) {
 			t.Fatalf("%s: the observer did not see the whole pod, or the pod was changed", name)
 		}
 		if got.ManagedFields != nil || got.Status.PodIP != "" || got.Spec.Containers[0].Env != nil || got.Spec.Containers[0].Command != nil ||
-			got.Status.ContainerStatuses[0].ImageID != "" {
+			got.Status.ContainerStatuses[0].ImageID != "" || got.Spec.Containers[0].Image != "" || got.Spec.Containers[0].Resources.Limits != nil ||
+			got.Spec.SecurityContext != nil {
 			t.Errorf("%s: kept what no reader reads: %+v", name, got)
 		}
 		if len(got.Spec.Volumes) != 1 || got.Spec.Volumes[0].Name != "data" {
@@ -60,7 +68,8 @@ func TestSharedTransformKeepsWhatReadersRead(t *testing.T) {
 		}
 		term := got.Status.ContainerStatuses[0].State.Terminated
 		if term == nil || term.ExitCode != 137 || term.Message != "steps" || got.Status.ContainerStatuses[0].RestartCount != 2 ||
-			got.Status.Reason != "Evicted" || len(got.Status.Conditions) != 1 || got.Labels["app"] != "x" || got.Annotations["note"] != "y" ||
+			got.Status.Reason != "Evicted" || len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != corev1.DisruptionTarget ||
+			got.Status.Conditions[0].Reason != "PreemptionByScheduler" || got.Labels["app"] != "x" || got.Annotations["note"] != "y" ||
 			len(got.Spec.Tolerations) != 1 || got.Spec.Containers[0].Resources.Requests.Name(v1alpha1.GPUResource, resource.DecimalSI).Value() != 1 {
 			t.Errorf("%s: lost what the ledger, the lifecycle or the scheduler reads: %+v", name, got)
 		}
@@ -73,6 +82,58 @@ func TestSharedTransformKeepsWhatReadersRead(t *testing.T) {
 	}
 	if got.Annotations["note"] != "" || got.Spec.Tolerations != nil || got.Status.ContainerStatuses != nil || got.ManagedFields != nil {
 		t.Errorf("another scheduler's pod kept what no reader reads: %+v", got)
+	}
+}
+
+// Pods that ask alike hold one copy of their containers and tolerations; a pod that asks
+// for something else, however little, holds its own.
+func TestSharedTransformSharesWhatPodsAskAlike(t *testing.T) {
+	tf := SharedTransform([]string{"sluice"}, nil)
+	pod := func(name, gpus, toleration string) *corev1.Pod {
+		p := fullPod("sluice")
+		p.Name = name
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse(gpus)}
+		p.Spec.Tolerations[0].Key = toleration
+		return p
+	}
+	trim := func(p *corev1.Pod) *corev1.Pod { return mustTransform(t, tf, p).(*corev1.Pod) }
+	a, b := trim(pod("a", "1", "k")), trim(pod("b", "1", "k"))
+	c, d := trim(pod("c", "2", "k")), trim(pod("d", "1", "other"))
+	same := func(x, y *corev1.Pod) (containers, tolerations bool) {
+		return &x.Spec.Containers[0] == &y.Spec.Containers[0], &x.Spec.Tolerations[0] == &y.Spec.Tolerations[0]
+	}
+	if cs, ts := same(a, b); !cs || !ts {
+		t.Errorf("two pods asking alike share containers %v, tolerations %v; want both", cs, ts)
+	}
+	if cs, _ := same(a, c); cs || c.Spec.Containers[0].Resources.Requests.Name(v1alpha1.GPUResource, resource.DecimalSI).Value() != 2 {
+		t.Errorf("a pod asking for 2 GPUs shares the containers of one asking for 1: %+v", c.Spec.Containers)
+	}
+	if _, ts := same(a, d); ts || d.Spec.Tolerations[0].Key != "other" {
+		t.Errorf("a pod with another toleration shares the tolerations of the first: %+v", d.Spec.Tolerations)
+	}
+	if len(a.Spec.Containers) != cap(a.Spec.Containers) {
+		t.Error("a shared slice has room to append into")
+	}
+}
+
+// The table forgets a slice once no pod holds it.
+func TestSharedSlicesForgetWhatNoPodHolds(t *testing.T) {
+	var table sharedSlices[corev1.Toleration, *corev1.Toleration]
+	held := table.share([]corev1.Toleration{{Key: "kept"}})
+	for i := range 8 {
+		table.share([]corev1.Toleration{{Key: fmt.Sprint("dropped-", i)}})
+	}
+	// Cleanups run on a goroutine of their own after a collection: wait for them, up to
+	// a bound no run comes near.
+	for i := 0; i < 500 && table.len() > 1; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := table.len(); n != 1 {
+		t.Errorf("the table holds %d slices, want 1 (the one still held)", n)
+	}
+	if again := table.share([]corev1.Toleration{{Key: "kept"}}); &again[0] != &held[0] {
+		t.Error("a slice still held was not shared")
 	}
 }
 
