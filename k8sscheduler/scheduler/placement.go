@@ -58,8 +58,13 @@ func podConstraints(spec *corev1.PodSpec) *nodeConstraints {
 		sum := sha256.Sum256(append([]byte(c.key), raw...))
 		c.key, c.preferred = hex.EncodeToString(sum[:12]), pref
 	}
-	return c
+	return podsConstraints.share(c.key, c)
 }
+
+// podsConstraints holds one nodeConstraints per key for all the pods that ask it (every pod
+// of a job, and every pod that tolerates what the API server adds to each: about 200 bytes
+// a pod). A nodeConstraints is never changed once made (withVolumes makes a new one).
+var podsConstraints sharedPointers[nodeConstraints]
 
 func newConstraints(sel map[string]string, aff *corev1.NodeSelector, tol []corev1.Toleration) *nodeConstraints {
 	raw, _ := json.Marshal(struct {

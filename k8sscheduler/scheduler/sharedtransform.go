@@ -27,7 +27,8 @@ import (
 // - Other pods keep what the scheduler reads of them (slimPod: requests, labels) and what
 // a drain reads (owners, the mirror and node-fault annotations).
 // - Pods that ask alike share one copy of their trimmed containers and tolerations
-// (sharedSlices): most pods are one of many of a job or a DaemonSet.
+// (sharedSlices): most pods are one of many of a job or a DaemonSet. Their label and
+// annotation keys, and the values of a few keys (queue, partition), are interned.
 // - Nodes keep metadata, taints, unschedulable, capacity, allocatable and conditions
 // (remediation's faults); images, addresses and node info go.
 // - Everything else loses only its managed fields.
@@ -63,6 +64,7 @@ type sharedTrim struct {
 func (t *sharedTrim) sluicePod(p *corev1.Pod) *corev1.Pod {
 	out := *p
 	out.ManagedFields = nil
+	out.Labels, out.Annotations = internedMeta(p.Labels), internedMeta(p.Annotations)
 	out.Spec.Volumes = claimVolumes(p.Spec.Volumes) // what placement reads (placement_volumes.go)
 	out.Spec.Containers = t.containers.share(trimContainers(p.Spec.Containers))
 	out.Spec.InitContainers = t.containers.share(trimContainers(p.Spec.InitContainers))
@@ -121,6 +123,7 @@ func trimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
 // can be added to it.
 func (t *sharedTrim) otherPod(p *corev1.Pod, schedulerNames []string) *corev1.Pod {
 	out := slimPod(p, schedulerNames[0])
+	out.Labels = internedMeta(out.Labels)
 	out.Spec.Containers = t.containers.share(out.Spec.Containers)
 	out.Spec.InitContainers = t.containers.share(out.Spec.InitContainers)
 	out.OwnerReferences = p.OwnerReferences

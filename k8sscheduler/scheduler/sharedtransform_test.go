@@ -2,10 +2,13 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -113,6 +116,52 @@ func TestSharedTransformSharesWhatPodsAskAlike(t *testing.T) {
 	}
 	if len(a.Spec.Containers) != cap(a.Spec.Containers) {
 		t.Error("a shared slice has room to append into")
+	}
+}
+
+// Label and annotation keys, and the queue's and partition's values, are one string for
+// all the pods that carry them; the labels stay what they were.
+func TestSharedTransformInternsMetadataKeys(t *testing.T) {
+	tf := SharedTransform([]string{"sluice"}, nil)
+	pod := func(id string) *corev1.Pod {
+		p := fullPod("sluice")
+		// strings of their own, as each decoded pod has
+		p.Labels = map[string]string{strings.Clone(v1alpha1.QueueLabel): strings.Clone("team-a"), strings.Clone(v1alpha1.JobIDLabel): id}
+		return p
+	}
+	a, b := mustTransform(t, tf, pod("1")).(*corev1.Pod), mustTransform(t, tf, pod("2")).(*corev1.Pod)
+	if !maps.Equal(a.Labels, map[string]string{v1alpha1.QueueLabel: "team-a", v1alpha1.JobIDLabel: "1"}) || b.Labels[v1alpha1.JobIDLabel] != "2" {
+		t.Fatalf("labels changed: %v, %v", a.Labels, b.Labels)
+	}
+	keyOf := func(m map[string]string, want string) string {
+		for k := range m {
+			if k == want {
+				return k
+			}
+		}
+		return ""
+	}
+	for _, k := range []string{v1alpha1.QueueLabel, v1alpha1.JobIDLabel} {
+		if unsafe.StringData(keyOf(a.Labels, k)) != unsafe.StringData(keyOf(b.Labels, k)) {
+			t.Errorf("label key %s is two strings", k)
+		}
+	}
+	if unsafe.StringData(a.Labels[v1alpha1.QueueLabel]) != unsafe.StringData(b.Labels[v1alpha1.QueueLabel]) {
+		t.Error("the queue's name is two strings")
+	}
+}
+
+// Pods that ask the same of their node share one nodeConstraints.
+func TestPodsAskingAlikeShareConstraints(t *testing.T) {
+	spec := func(key string) *corev1.PodSpec {
+		return &corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: key, Operator: corev1.TolerationOpExists}}}
+	}
+	a, b, c := podConstraints(spec("gpu")), podConstraints(spec("gpu")), podConstraints(spec("other"))
+	if a != b {
+		t.Error("two pods tolerating the same taint have constraints of their own")
+	}
+	if a == c || c.tolerations[0].Key != "other" {
+		t.Errorf("pods tolerating different taints share constraints: %+v", c)
 	}
 }
 

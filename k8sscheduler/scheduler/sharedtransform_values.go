@@ -6,8 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unique"
 	"unsafe"
 	"weak"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // protoMessage is what the generated protobuf code of a Kubernetes API type provides.
@@ -97,4 +100,65 @@ func encodedKey[E any, P protoMessage[E]](s []E) (string, bool) {
 		b.Write(enc)
 	}
 	return b.String(), true
+}
+
+// sharedPointers holds one value per key for as long as something else holds it, as
+// sharedSlices does for slices: the scheduler's pods that ask the same of their node
+// share one nodeConstraints.
+type sharedPointers[T any] struct {
+	mu   sync.Mutex
+	held map[string]weak.Pointer[T]
+}
+
+type heldPointer[T any] struct {
+	key string
+	w   weak.Pointer[T]
+}
+
+// share returns the value held under key, or holds v there when none is.
+func (t *sharedPointers[T]) share(key string, v *T) *T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.held[key].Value(); p != nil {
+		return p
+	}
+	w := weak.Make(v)
+	if t.held == nil {
+		t.held = map[string]weak.Pointer[T]{}
+	}
+	t.held[key] = w
+	runtime.AddCleanup(v, t.forget, heldPointer[T]{key: key, w: w})
+	return v
+}
+
+func (t *sharedPointers[T]) forget(k heldPointer[T]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.held[k.key] == k.w {
+		delete(t.held, k.key)
+	}
+}
+
+// internedMeta is a copy of a label or annotation map whose keys, and the values under
+// the keys in sharedValues, are the one copy unique.Make holds: a pod's keys are those of
+// thousands of other pods (about 250 bytes a pod).
+func internedMeta(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		k = unique.Make(k).Value()
+		if sharedValues[k] {
+			v = unique.Make(v).Value()
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// sharedValues are the label and annotation keys whose values few pods differ in.
+var sharedValues = map[string]bool{
+	v1alpha1.QueueLabel: true, v1alpha1.KAIQueueLabel: true, v1alpha1.PartitionLabel: true,
+	v1alpha1.PodGroupDerivedAnnotation: true, v1alpha1.GPUPortionAnnotation: true,
 }
