@@ -94,7 +94,7 @@ func (s *Scheduler) evictionLocked(e bridge.Eviction) func(context.Context) {
 	if g == nil {
 		return nil
 	}
-	p := g.pods[e.Task]
+	p := g.pods.get(e.Task)
 	if p == nil || p.node == "" || p.terminating || s.evicting[p.key()] {
 		return nil
 	}
@@ -143,7 +143,7 @@ func (s *Scheduler) bindsLocked(job string, binds []bridge.Bind) []func(context.
 	}
 	out := make([]func(context.Context), 0, len(binds))
 	for _, b := range binds {
-		if p := g.pods[b.Task]; p == nil || p.node != "" {
+		if p := g.pods.get(b.Task); p == nil || p.node != "" {
 			continue
 		}
 		g.assumed[b.Task] = b

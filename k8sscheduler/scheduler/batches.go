@@ -136,7 +136,7 @@ func (c *cache) setBatch(name string, jobs []*v1alpha1.PodGroup) {
 			g.pg, g.dirty = nil, true
 			c.poke()
 		}
-		if g.pg == nil && len(g.pods) == 0 && len(g.assumed) == 0 {
+		if g.pg == nil && g.pods.len() == 0 && len(g.assumed) == 0 {
 			c.removeGroup(g)
 		}
 	}

@@ -104,7 +104,7 @@ func (c *cache) node(name string) *nodeEntry {
 func (c *cache) group(key string) *groupEntry {
 	g := c.groups[key]
 	if g == nil {
-		g = &groupEntry{key: key, pods: map[string]*podEntry{}, dirty: true}
+		g = &groupEntry{key: key, dirty: true}
 		c.groups[key] = g
 		c.order = append(c.order, g)
 	}
@@ -216,7 +216,7 @@ func (c *cache) detach(p *podEntry) {
 		if g := c.groups[p.group]; g != nil {
 			g.dropPod(p.name)
 			g.dirty = true
-			if g.pg == nil && len(g.pods) == 0 && len(g.assumed) == 0 {
+			if g.pg == nil && g.pods.len() == 0 && len(g.assumed) == 0 {
 				c.removeGroup(g)
 			}
 		}
@@ -454,7 +454,7 @@ func (c *cache) addOrphans(s *bridge.Snapshot) {
 		if g.include {
 			continue
 		}
-		for _, p := range g.pods {
+		for _, p := range g.pods.all() {
 			if p.node == "" {
 				continue
 			}
@@ -523,8 +523,8 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 	if g.pg != nil && g.pg.Status.Requeues != pg.Status.Requeues {
 		g.ran, g.finished, g.strayed = false, nil, false // a new run: the old one's pods are gone
 	}
-	if g.pg != nil && (g.pg.Generation != pg.Generation || eligibility(g.pg) != eligibility(pg)) {
-		g.retryCreateAt = time.Time{} // an edited or newly eligible job is tried at once
+	if g.retry != nil && g.pg != nil && (g.pg.Generation != pg.Generation || eligibility(g.pg) != eligibility(pg)) {
+		g.retry.at = time.Time{} // an edited or newly eligible job is tried at once
 	}
 	g.pg, g.dirty, g.stored = pg, true, true
 	c.poke()
@@ -553,7 +553,7 @@ func (c *cache) deletePodGroup(key string) {
 	g.pg, g.dirty, g.created, g.assumed = nil, true, false, nil
 	// A job a batch still holds keeps its entry, marked stored, so the batch's copy does
 	// not bring it back (batches.go).
-	if len(g.pods) == 0 && g.batch == "" {
+	if g.pods.len() == 0 && g.batch == "" {
 		c.removeGroup(g)
 	}
 	c.poke()

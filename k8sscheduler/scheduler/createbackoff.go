@@ -17,6 +17,14 @@ const (
 	maxCreateBackoff   = time.Minute
 )
 
+// createRetry is a job's wait after failed creates: how long (doubling with each
+// failure), until when, and why.
+type createRetry struct {
+	backoff time.Duration
+	at      time.Time
+	failure string
+}
+
 // nextCreateBackoff is the wait after a failure that followed a wait of prev.
 func nextCreateBackoff(prev time.Duration) time.Duration {
 	if prev <= 0 {
@@ -28,19 +36,23 @@ func nextCreateBackoff(prev time.Duration) time.Duration {
 // backOffCreate records a failed create at now and returns how long the job now waits.
 // The caller holds the cache lock.
 func (g *groupEntry) backOffCreate(err error, now time.Time) time.Duration {
-	g.createBackoff = nextCreateBackoff(g.createBackoff)
-	g.retryCreateAt = now.Add(g.createBackoff)
-	g.createFailure = err.Error()
-	return g.createBackoff
+	if g.retry == nil {
+		g.retry = &createRetry{}
+	}
+	r := g.retry
+	r.backoff = nextCreateBackoff(r.backoff)
+	r.at, r.failure = now.Add(r.backoff), err.Error()
+	return r.backoff
 }
 
 // waitsToRetryCreate blocks a job whose last create failed until its wait is over,
 // saying why; the timer createFailed started marks it dirty again then.
 func (g *groupEntry) waitsToRetryCreate(now time.Time) bool {
-	if !now.Before(g.retryCreateAt) {
+	r := g.retry
+	if r == nil || !now.Before(r.at) {
 		return false
 	}
 	g.block(v1alpha1.ReasonPodCreateFailed, "creating the job's pods failed: %s; trying again %s after the failure",
-		g.createFailure, g.createBackoff)
+		r.failure, r.backoff)
 	return true
 }

@@ -33,7 +33,7 @@ func TestGroupEntryPodGroup(t *testing.T) {
 		{"two pods name the group", nil, []*podEntry{one, plain}, ""},
 	}
 	for _, tt := range tests {
-		g := &groupEntry{pg: tt.pg, pods: map[string]*podEntry{}}
+		g := &groupEntry{pg: tt.pg}
 		for _, p := range tt.pods {
 			g.putPod(p)
 		}
@@ -58,7 +58,7 @@ func TestImpliedPodGroupMadeWhenAskedFor(t *testing.T) {
 			Labels: map[string]string{v1alpha1.QueueLabel: queue}, Annotations: map[string]string{v1alpha1.PodGroupAnnotation: "p-pg"}}}
 		return &podEntry{name: "p", uid: "u", oneOf: pod}
 	}
-	g := &groupEntry{pods: map[string]*podEntry{}}
+	g := &groupEntry{}
 	g.putPod(version("a"))
 	first := g.podGroup()
 	if first == nil || first.Spec.Queue != "a" || first.Name != "p-pg" {

@@ -19,45 +19,49 @@ import (
 type groupEntry struct {
 	key string
 	pg  *v1alpha1.PodGroup // nil while pods name a group not (yet) seen
-	// batch names the submit batch the job was read from (batches.go); stored says its
-	// PodGroup was seen stored, after which the batch's copy is never used again.
-	batch  string
-	stored bool
-	pods   map[string]*podEntry
-	one    *podEntry // the only pod, when it is a group of one (groupOfOne)
+	// batch names the submit batch the job was read from (batches.go).
+	batch string
+	pods  podSet
+	one   *podEntry // the only pod, when it is a group of one (groupOfOne)
 	// impliedPG is the PodGroup a group of one stands for, made from impliedOf (its pod's
 	// version) when first asked for and dropped once the group is placed with nothing to
 	// say (groupStatusLocked): most groups of one never need it again, and 16,000 of them
 	// held 23.5 MB.
 	impliedPG *v1alpha1.PodGroup
 	impliedOf *corev1.Pod
-	dirty     bool
 	// assumed are binds in flight, by task name: counted as running until the pod shows
 	// up bound (or the bind fails), so the next cycle does not place them twice.
 	assumed map[string]bridge.Bind
+	// finished names the group's pods seen finished (partialcreate.go).
+	finished map[string]bool
+	// retry holds the job back after a failed create of its pods (createbackoff.go); nil
+	// until one fails, so most groups pay a pointer for it.
+	retry *createRetry
+
+	// The flags and counts are kept together, so that they share words (a group of one's
+	// entry is 128 bytes smaller for it).
+	//
 	// created marks a pod-less (Slurm) group whose pods were created, for the run
 	// numbered createdRun (the group's requeue count then).
-	created    bool
 	createdRun int32
-	// createBackoff is how long the last failed create of its pods holds the job back
-	// (createbackoff.go); retryCreateAt ends that wait; createFailure says why.
-	createBackoff time.Duration
-	retryCreateAt time.Time
-	createFailure string
+	created    bool
 	// ran marks a group one of whose pods was seen finished (the cache drops finished
 	// pods): its job started, whatever its status and pods say now.
 	ran bool
-	// finished names the group's pods seen finished; strayed marks a job whose partly
-	// created pods this leader removed (partialcreate.go).
-	finished map[string]bool
-	strayed  bool
+	// strayed marks a job whose partly created pods this leader removed (partialcreate.go).
+	strayed bool
 	// removed marks a group the cache no longer holds, still in its order (listedGroups).
 	removed bool
+	// stored says the group's PodGroup was seen stored, after which its batch's copy is
+	// never used again.
+	stored   bool
+	dirty    bool
+	include  bool  // job goes into the snapshot
+	ranWhole bool  // at least minMember tasks ran at once
+	bound    int32 // pods bound (not assumed)
 
 	job     bridge.Job
-	include bool            // job goes into the snapshot
 	blocked *bridge.Pending // why the job is not even offered to the core
-	bound   int32           // pods bound (not assumed)
 
 	// classes are the node constraints of each of job's groups, in order; switches is a
 	// Slurm job's --switches (0: none), resolved against its partition's topology.
@@ -75,7 +79,6 @@ type groupEntry struct {
 	altParts []string
 	altCons  []*nodeConstraints
 
-	ranWhole   bool      // at least minMember tasks ran at once
 	staleSince time.Time // when a gang that ran whole fell below minMember
 
 	status groupStatus
@@ -126,23 +129,19 @@ func (g *groupEntry) groupOfOne() *podEntry { return g.one }
 // putPod files p under the group and dropPod removes the named pod; both keep one
 // current, since every cycle asks every group for it.
 func (g *groupEntry) putPod(p *podEntry) {
-	g.pods[p.name] = p
+	g.pods.put(p)
 	g.refreshOne()
 }
 
 func (g *groupEntry) dropPod(name string) {
-	delete(g.pods, name)
+	g.pods.drop(name)
 	g.refreshOne()
 }
 
 func (g *groupEntry) refreshOne() {
 	g.one = nil
-	if len(g.pods) == 1 {
-		for _, p := range g.pods {
-			if p.oneOf != nil {
-				g.one = p
-			}
-		}
+	if p := g.pods.one; p != nil && p.oneOf != nil {
+		g.one = p
 	}
 	if g.one == nil {
 		g.forgetImplied()
@@ -168,14 +167,14 @@ func (g *groupEntry) memberBased() bool { return g.pg != nil && len(g.pg.Spec.Me
 // (strayed, partialcreate.go) is one too.
 func (g *groupEntry) neverCreated() bool {
 	return g.memberBased() && !g.created && (!g.ran || g.strayed) && g.pg.Status.Phase == v1alpha1.PodGroupRunning &&
-		len(g.pods) == 0 && len(g.assumed) == 0
+		g.pods.len() == 0 && len(g.assumed) == 0
 }
 
 // notStarted reports whether the group is pending with nothing of it placed: only then do
 // Slurm's hold and dependency keep it back (scontrol hold refuses a started job).
 func (g *groupEntry) notStarted(pg *v1alpha1.PodGroup) bool {
 	phase := pg.Status.Phase
-	return !g.created && len(g.pods) == 0 && len(g.assumed) == 0 && (phase == "" || phase == v1alpha1.PodGroupPending)
+	return !g.created && g.pods.len() == 0 && len(g.assumed) == 0 && (phase == "" || phase == v1alpha1.PodGroupPending)
 }
 
 // build converts the group to a core job. defaultPartition resolves a group that names
@@ -186,7 +185,7 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 	g.classes, g.switches, g.switchWait, g.rules, g.claims = g.classes[:0], 0, 0, nil, nil
 	g.altParts, g.altCons = nil, nil
 	g.bound = 0
-	for _, p := range g.pods {
+	for _, p := range g.pods.all() {
 		if p.node != "" && !p.terminating {
 			g.bound++
 		}
@@ -203,7 +202,7 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 		}
 	}
 	// Not only notStarted: the status pass may have said Running while the create failed.
-	if !g.created && len(g.pods) == 0 && len(g.assumed) == 0 && g.waitsToRetryCreate(time.Now()) {
+	if !g.created && g.pods.len() == 0 && len(g.assumed) == 0 && g.waitsToRetryCreate(time.Now()) {
 		return
 	}
 	// A queue is charged only for namespaces it admits. The webhook refuses the others at
@@ -230,7 +229,7 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 	}
 	var ok bool
 	if g.memberBased() {
-		if !slurmPods && !g.created && len(g.pods) == 0 {
+		if !slurmPods && !g.created && g.pods.len() == 0 {
 			g.block(ReasonNoPodFactory, "this scheduler cannot create pods for PodGroups that describe their members (Slurm jobs): no pod factory is configured")
 			return
 		}
@@ -296,7 +295,7 @@ func (g *groupEntry) block(code, format string, args ...any) bool {
 func (g *groupEntry) buildFromMembers(j *bridge.Job) bool {
 	pending := !g.created && (g.pg.Status.Phase == "" || g.pg.Status.Phase == v1alpha1.PodGroupPending || g.neverCreated())
 	running := map[string]int32{}
-	for _, p := range g.pods {
+	for _, p := range g.pods.all() {
 		if p.node == "" || p.terminating {
 			continue
 		}
@@ -331,8 +330,8 @@ func (g *groupEntry) buildFromMembers(j *bridge.Job) bool {
 
 // buildFromPods shapes a manifest gang from its pods: identical pods form one task group.
 func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
-	names := make([]string, 0, len(g.pods))
-	for name, p := range g.pods {
+	names := make([]string, 0, g.pods.len())
+	for name, p := range g.pods.all() {
 		if !p.terminating || p.node != "" {
 			names = append(names, name)
 		}
@@ -351,7 +350,7 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 	}
 	shapes := map[string]int{}
 	for i, name := range names {
-		p := g.pods[name]
+		p := g.pods.get(name)
 		if p.bad != "" {
 			return g.block(bridge.ReasonBadConstraints, "pod %s: %s", name, p.bad)
 		}

@@ -32,8 +32,8 @@ func (g *groupEntry) noteFinished(name string) {
 
 // madePods are the names of the group's pods that exist or were seen finished.
 func (g *groupEntry) madePods() []string {
-	names := make([]string, 0, len(g.pods)+len(g.finished))
-	for name := range g.pods {
+	names := make([]string, 0, g.pods.len()+len(g.finished))
+	for name := range g.pods.names() {
 		if !g.finished[name] {
 			names = append(names, name)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -249,10 +248,10 @@ func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
 // strictest wins. A topology level the PodGroup does not name comes from the first pod by
 // name that names one.
 func (g *groupEntry) podsPlacement(pl *bridge.Placement) {
-	names := slices.Sorted(maps.Keys(g.pods))
+	names := slices.Sorted(g.pods.names())
 	levels := pl.RequiredLevel != "" || pl.PreferredLevel != ""
 	for _, name := range names {
-		pp := &g.pods[name].placement
+		pp := &g.pods.get(name).placement
 		if !levels && (pp.RequiredLevel != "" || pp.PreferredLevel != "") {
 			pl.RequiredLevel, pl.PreferredLevel, levels = pp.RequiredLevel, pp.PreferredLevel, true
 		}

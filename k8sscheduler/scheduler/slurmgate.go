@@ -62,7 +62,7 @@ func eligibility(pg *v1alpha1.PodGroup) metav1.Condition {
 // count, not the phase alone, tells a new run from our own Running write not yet seen.
 func (g *groupEntry) clearRequeued() {
 	pg := g.pg
-	if !g.created || pg == nil || pg.Status.Requeues <= g.createdRun || len(g.pods) > 0 || len(g.assumed) > 0 {
+	if !g.created || pg == nil || pg.Status.Requeues <= g.createdRun || g.pods.len() > 0 || len(g.assumed) > 0 {
 		return
 	}
 	if pg.Status.Phase != "" && pg.Status.Phase != v1alpha1.PodGroupPending {

@@ -81,7 +81,7 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 			s.metrics.podsBound.Inc()
 		}
 		s.cache.mu.Lock()
-		g.createBackoff = 0
+		g.retry = nil
 		s.cache.mu.Unlock()
 	}
 }
