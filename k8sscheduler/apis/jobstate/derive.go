@@ -118,7 +118,7 @@ func runEnd(f *facts) State {
 		return Completed
 	}
 	why := f.failure.Reason
-	if d := nodeFailure(f.all); d != "" {
+	if d := nodeFailure(f.pg, f.all); d != "" {
 		why = d
 	}
 	if !f.failed && why == "" {
@@ -264,13 +264,29 @@ func inCurrentRun(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
 // finished before its deletion was asked for (a pod the kubelet stops for its deletion
 // ends after; one whose finish is not known, or falls in the same second, the API's
 // precision, is taken as stopped by its deletion).
+//
+// A pod still listed with a deletion of grace 0 and no finalizer is its last state before
+// removal, written by the delete that shortened an earlier, graceful one: the kubelet's
+// (kwok's) final delete once it stopped the pod, or a forced one. A pod first deleted once
+// it had ended gets grace 0 at once, and without a finalizer is removed with no such
+// state. So its deletion was asked for before it ended, whatever the moved
+// deletionTimestamp says: read by it, a gang pod stopped at second s and removed at s+1
+// ended "before" its deletion, and the job read FAILED from its exit 143 until the pod
+// was gone (the ledger kept that FAILED).
 func endedBeforeDeletion(p *corev1.Pod) bool {
-	if !Ended(p) {
+	if !Ended(p) || shortenedDeletion(p) {
 		return false
 	}
 	asked := DeletionRequested(p)
 	finished := LastFinish([]*corev1.Pod{p})
 	return asked.IsZero() || !finished.IsZero() && finished.Before(asked.Truncate(time.Second))
+}
+
+// shortenedDeletion: the pod is being removed by a delete of grace 0 that no finalizer
+// holds up, which is only ever written over an earlier deletion (see endedBeforeDeletion).
+func shortenedDeletion(p *corev1.Pod) bool {
+	g := p.DeletionGracePeriodSeconds
+	return p.DeletionTimestamp != nil && g != nil && *g == 0 && len(p.Finalizers) == 0
 }
 
 // StoppedByDeletion reports whether pod p is being deleted and had not ended by itself
@@ -295,10 +311,11 @@ func DeletionRequested(p *corev1.Pod) time.Time {
 // WithFirstDeletion is cur keeping the deletion request old showed when cur shows a later
 // one. A kubelet (and the rig's kwok) removes a pod it stopped for its deletion with a
 // second delete of grace 0, which moves deletionTimestamp to that moment, after the
-// stop: read alone, the removed pod looks as if it had ended (exit 143, FAILED) before
-// anyone asked for its deletion, not stopped by it (CANCELLED, or the drain's NODE_FAIL).
-// A reader that keeps a pod's last state beyond its removal (the recorder) passes the
-// removed pod through this. cur is never changed (informer objects are shared).
+// stop. endedBeforeDeletion already reads such a pod as stopped by its deletion; this
+// keeps when the deletion was asked for, which ends a bare pod's job (CANCELLED, or the
+// drain's PREEMPTED or NODE_FAIL). A reader that keeps a pod's last state beyond its
+// removal (the recorder) passes the removed pod through this. cur is never changed
+// (informer objects are shared).
 func WithFirstDeletion(old, cur *corev1.Pod) *corev1.Pod {
 	if old == nil || old.UID != cur.UID || old.DeletionTimestamp == nil || cur.DeletionTimestamp == nil ||
 		!DeletionRequested(cur).After(DeletionRequested(old)) {

@@ -1,6 +1,7 @@
 package jobstate
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -114,14 +115,7 @@ func TestRuleTable(t *testing.T) {
 	three.Spec.MinMember = 3
 	deleted := group("", false)
 	deleted.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Minute)}
-	tests := []struct {
-		name   string
-		pg     *v1alpha1.PodGroup
-		pods   []*corev1.Pod
-		state  State
-		reason string
-		rule   string
-	}{
+	tests := []ruleRow{
 		{"succeeded", group(v1alpha1.PodGroupSucceeded, true), nil, Completed, "None", "phase Succeeded"},
 		{"failed with exit code", slurmFailed("Error", &one), nil, Failed, "NonZeroExitCode", "phase Failed"},
 		{"failed OOM-killed", slurmFailed("OOMKilled", &one), nil, OutOfMemory, "OutOfMemory", "phase Failed"},
@@ -188,6 +182,9 @@ func TestRuleTable(t *testing.T) {
 		{"bare pod drained off a faulty node", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "a", corev1.PodRunning, deleting, faulty)}, NodeFail, "NodeDown", "workload deleted"},
 		{"bare pod deleted while pending", bareOnly, []*corev1.Pod{pod(bareOnly, 0, "", corev1.PodPending, deleting)}, Cancelled, "None", "workload deleted"},
 	}
+	// Both orders: the first failed pod by name must not decide.
+	tests = append(tests, drainedGang("train-a", "train-b")...)
+	tests = append(tests, drainedGang("train-b", "train-a")...)
 	covered := map[string]bool{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,6 +208,78 @@ func TestRuleTable(t *testing.T) {
 		if !covered[r.name] {
 			t.Errorf("rule %q is not covered", r.name)
 		}
+	}
+}
+
+type ruleRow struct {
+	name   string
+	pg     *v1alpha1.PodGroup
+	pods   []*corev1.Pod
+	state  State
+	reason string
+	rule   string
+}
+
+// evicting: the pod's deletion was asked for at t0+1m with the default grace period.
+func evicting(p *corev1.Pod) {
+	grace := int64(30)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &metav1.Time{Time: t0.Add(time.Minute + 30*time.Second)}, &grace
+}
+
+// stopped: its kubelet stopped it for its deletion (SIGTERM, exit 143) in the second the
+// deletion was asked for.
+func stopped(p *corev1.Pod) {
+	p.Status.Phase = corev1.PodFailed
+	terminated(143, "Error")(p)
+	p.Status.ContainerStatuses[0].State.Terminated.FinishedAt = metav1.NewTime(t0.Add(time.Minute))
+}
+
+// removing: the kubelet's final delete (grace 0) a second after the stop, no finalizer
+// left: the pod's last state before it goes, whose deletionTimestamp is after its stop.
+func removing(p *corev1.Pod) {
+	zero := int64(0)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &metav1.Time{Time: t0.Add(time.Minute + time.Second)}, &zero
+	p.Finalizers = nil
+}
+
+// drainedGang is every state a gang Job of two pods (backoffLimit 0) on a node
+// quarantined for a fault goes through: the drain marks pod a with the fault and evicts
+// it; the Job controller fails the Job at a's failure and deletes b (which the drain may
+// not reach, so b carries no mark); each pod is stopped (exit 143) and removed by its
+// kubelet's final delete. No state may read as a final state other than NODE_FAIL: the
+// ledger never changes a run it holds as ended (a FAILED read from the stopped pods
+// while the Job's end was not yet written on its PodGroup stayed FAILED).
+func drainedGang(a, b string) []ruleRow {
+	pg := group("", false)
+	ended := with(group(v1alpha1.PodGroupFailed, false), func(s *v1alpha1.PodGroupStatus) { s.EndReason = NodeFailReason })
+	gang := func(aOpts []podOpt, bOpts ...podOpt) []*corev1.Pod {
+		pods := []*corev1.Pod{named(a, pod(pg, 0, "h100-3", corev1.PodRunning, append([]podOpt{tracked, faulty}, aOpts...)...))}
+		if bOpts != nil {
+			pods = append(pods, named(b, pod(pg, 1, "h100-3", corev1.PodRunning, append([]podOpt{tracked}, bOpts...)...)))
+		}
+		return pods
+	}
+	running := func(*corev1.Pod) {}
+	ownFailure := func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed; terminated(1, "Error")(p); p.Finalizers = nil }
+	row := func(name string, pg *v1alpha1.PodGroup, pods []*corev1.Pod, st State, rule string) ruleRow {
+		return ruleRow{fmt.Sprintf("drained gang %s/%s: %s", a, b, name), pg, pods, st, reasons[st], rule}
+	}
+	onlyB := []*corev1.Pod{named(b, pod(pg, 1, "h100-3", corev1.PodFailed, stopped, evicting, removing))}
+	return []ruleRow{
+		row("a evicted, b runs", pg, gang([]podOpt{evicting}, running), Pending, "otherwise"),
+		row("a stopped, b runs", pg, gang([]podOpt{evicting, stopped}, running), Pending, "otherwise"),
+		row("a counted by its Job, b deleted by it", pg, gang([]podOpt{evicting, stopped, func(p *corev1.Pod) { p.Finalizers = nil }}, evicting), Pending, "otherwise"),
+		row("a removed by its final delete, b runs", pg, gang([]podOpt{evicting, stopped, removing}, running), Pending, "otherwise"),
+		row("a removed, b deleted by its Job", pg, gang([]podOpt{evicting, stopped, removing}, evicting), Pending, "otherwise"),
+		row("a removed, b stopped", pg, gang([]podOpt{evicting, stopped, removing}, evicting, stopped), Pending, "otherwise"),
+		row("both removed by their final deletes", pg, gang([]podOpt{evicting, stopped, removing}, evicting, stopped, removing), Pending, "otherwise"),
+		row("a gone, b stopped and removed", pg, onlyB, Pending, "otherwise"),
+		// b's own failure (its peer went away) ends the run; a's drain says why.
+		row("a evicted, b failed by itself", pg, gang([]podOpt{evicting, stopped}, ownFailure), NodeFail, "every pod of the run ended"),
+		row("a removed, b failed by itself", pg, gang([]podOpt{evicting, stopped, removing}, ownFailure), NodeFail, "every pod of the run ended"),
+		// The lifecycle wrote the Job's end (jobend.go): every later state reads it.
+		row("Job's end written, b stopped", ended, gang([]podOpt{evicting, stopped, removing}, evicting, stopped), NodeFail, "phase Failed"),
+		row("Job's end written, a gone", ended, onlyB, NodeFail, "phase Failed"),
 	}
 }
 

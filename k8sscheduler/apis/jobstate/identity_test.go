@@ -94,7 +94,8 @@ func TestFailureIsEveryEndButCompletedAndCancelled(t *testing.T) {
 
 // TestFirstDeletionDecides: a bare pod drained off a faulty node, stopped by its kubelet
 // and removed by the kubelet's final delete (grace 0) a second later, reads NODE_FAIL
-// when its first deletion request is kept; read alone, it looks ended before it (FAILED).
+// (read alone, its moved deletionTimestamp once made it look ended before it: FAILED);
+// with its first deletion request kept, its job ends when the drain asked it to go.
 func TestFirstDeletionDecides(t *testing.T) {
 	p := admittedPod("drained", "5")
 	p.Annotations[v1alpha1.NodeFaultAnnotation] = "GPUXidError"
@@ -109,12 +110,12 @@ func TestFirstDeletionDecides(t *testing.T) {
 	removed.DeletionTimestamp, removed.DeletionGracePeriodSeconds = &metav1.Time{Time: t0.Add(72 * time.Second)}, &zero
 
 	pg := Implied(&p)
-	if v := Derive(pg, []*corev1.Pod{removed}, now); v.State != Failed {
-		t.Fatalf("the removed pod alone reads %s; the trap this guards against is gone, revisit WithFirstDeletion", v.State)
+	if v := Derive(pg, []*corev1.Pod{removed}, now); v.State != NodeFail || !v.End.Equal(t0.Add(72*time.Second)) {
+		t.Errorf("the removed pod alone reads %s ending %v, want NODE_FAIL at its final delete %v", v.State, v.End, t0.Add(72*time.Second))
 	}
 	kept := WithFirstDeletion(asked, removed)
-	if v := Derive(pg, []*corev1.Pod{kept}, now); v.State != NodeFail {
-		t.Errorf("with its first deletion request kept it reads %s, want NODE_FAIL", v.State)
+	if v := Derive(pg, []*corev1.Pod{kept}, now); v.State != NodeFail || !v.End.Equal(t0.Add(70*time.Second)) {
+		t.Errorf("with its first deletion request kept it reads %s ending %v, want NODE_FAIL at the request %v", v.State, v.End, t0.Add(70*time.Second))
 	}
 	if removed.DeletionGracePeriodSeconds != &zero || *removed.DeletionGracePeriodSeconds != 0 {
 		t.Error("WithFirstDeletion changed the object it was given")

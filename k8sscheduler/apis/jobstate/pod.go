@@ -149,11 +149,18 @@ const NodeFailReason = "NodeFail"
 
 // nodeFailure is the reason a pod of the group (terminating ones too) was removed by a
 // node failure: the DisruptionTarget condition the taint manager, pod GC or kubelet set,
-// or the NodeLost status reason; "" when none was.
-func nodeFailure(pods []*corev1.Pod) string {
+// the NodeLost status reason, or NodeFailReason for a pod of the current run drained off
+// a faulty node (its DisruptionTarget says only EvictionByEvictionAPI: the fault mark
+// tells it from a preemption, as in Disruption); "" when none was. A gang drained off a
+// fault whose other pods then fail by themselves (their peer is gone) ended with the node,
+// not FAILED.
+func nodeFailure(pg *v1alpha1.PodGroup, pods []*corev1.Pod) string {
 	for _, p := range pods {
 		if p.Status.Reason == "NodeLost" {
 			return p.Status.Reason
+		}
+		if drainedOffFault(p) && inCurrentRun(pg, p) {
+			return NodeFailReason
 		}
 		if pressureEvicted(p) {
 			continue
