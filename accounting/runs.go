@@ -17,7 +17,8 @@ type Summary struct {
 // stateOrder breaks ties between transitions recorded in the same second
 // (Kubernetes timestamps have one-second resolution): a requeue closes the old
 // run and sends the job back to PENDING before a new RUNNING opens, and a
-// final state closes a run that began in the same second.
+// final state closes a run that began in the same second. A preemption is
+// ordered by preemptionOrder.
 func stateOrder(s JobState) int {
 	switch {
 	case s == StateRequeued || s == StatePreempted:
@@ -31,7 +32,10 @@ func stateOrder(s JobState) int {
 	}
 }
 
-// SortTransitions orders a job's transitions by time, ties by stateOrder.
+// SortTransitions orders a job's transitions by time, ties by stateOrder; a
+// preemption in a second that no earlier run is open into ends the run that
+// began in that second (a pod started and evicted within one second), so it goes
+// after that second's RUNNING, where it would otherwise have reopened the run.
 func SortTransitions(ts []Transition) {
 	sort.SliceStable(ts, func(i, k int) bool {
 		if !ts[i].At.Equal(ts[k].At) {
@@ -39,6 +43,29 @@ func SortTransitions(ts []Transition) {
 		}
 		return stateOrder(ts[i].State) < stateOrder(ts[k].State)
 	})
+	running := false // a run is open before the second at hand
+	for first := 0; first < len(ts); {
+		end := first + 1
+		for end < len(ts) && ts[end].At.Equal(ts[first].At) {
+			end++
+		}
+		if second := ts[first:end]; !running {
+			sort.SliceStable(second, func(i, k int) bool {
+				return preemptionOrder(second[i].State) < preemptionOrder(second[k].State)
+			})
+		}
+		running = ts[end-1].State == StateRunning
+		first = end
+	}
+}
+
+// preemptionOrder is stateOrder for a second no earlier run is open into: a
+// preemption there can only end a run that began in it.
+func preemptionOrder(s JobState) int {
+	if s == StatePreempted {
+		return 3
+	}
+	return stateOrder(s)
 }
 
 // Summarize derives a job's state, runs and requeue count from its history.

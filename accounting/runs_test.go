@@ -29,6 +29,14 @@ func TestSummarize(t *testing.T) {
 		{"node failure ends it", []Transition{tr(0, StateRunning), tr(30, StateNodeFail)}, StateNodeFail, at(0), at(30), 0, 30 * time.Second, 0},
 		{"preempted, back to pending", []Transition{tr(0, StateRunning), tr(40, StatePreempted), tr(41, StatePending)}, StatePending, at(0), time.Time{}, 0, 40 * time.Second, 0},
 		{"preempted for good", []Transition{tr(0, StateRunning), tr(40, StatePreempted)}, StatePreempted, at(0), at(40), 0, 40 * time.Second, 0},
+		// A bare pod started and evicted within one second: the preemption ends the run.
+		{"started and preempted in one second", []Transition{tr(0, StatePending), tr(5, StatePreempted), tr(5, StateRunning)}, StatePreempted, at(5), at(5), 0, 0, 0},
+		{"submitted, started and preempted in one second", []Transition{tr(5, StatePreempted), tr(5, StateRunning), tr(5, StatePending)}, StatePreempted, at(5), at(5), 0, 0, 0},
+		// A run open from before: the preemption closes it, and the job is requeued and
+		// starts again within that second.
+		{"preempted, requeued and restarted in one second", []Transition{
+			tr(0, StateRunning), tr(40, StateRunning), tr(40, StatePending), tr(40, StatePreempted),
+		}, StateRunning, at(40), time.Time{}, 0, 40 * time.Second, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
