@@ -55,9 +55,10 @@ func (r *Recorder) ReadSubmitBatches(list func() ([]*corev1.ConfigMap, error)) {
 	r.batches = list
 }
 
-// readBatches brings the state up to the batches list shows now. Batches are written
-// once and never changed (a job leaves one only when the whole batch is removed), so a
-// batch is read the first time it is seen, by its UID, and never again.
+// readBatches brings the state up to the batches list shows now. A batch's jobs are
+// written once and never changed (a job leaves one only when the whole batch is removed;
+// only the scheduler's pending-reasons annotation changes), so a batch is read the first
+// time it is seen, by its UID, and never again.
 func (r *Recorder) readBatches() {
 	if r.batches == nil {
 		return

@@ -261,21 +261,18 @@ func (r *Recorder) flush(ctx context.Context) error {
 // count says which requeues are recorded.
 func (r *Recorder) loadKnown(ctx context.Context, work []groupWork) error {
 	ids := r.st.unknownIDs(work)
-	for first := 0; first < len(ids); first += knownChunk {
-		part := ids[first:min(first+knownChunk, len(ids))]
-		jobs, err := r.cfg.Store.Jobs(ctx, accounting.JobFilter{JobIDs: part})
-		if err != nil {
-			return fmt.Errorf("read recorded jobs: %w", err)
-		}
-		r.st.setKnown(part, jobs)
+	if len(ids) == 0 {
+		return nil
 	}
+	// A new leader's first flush asks for every job waiting in the submit batches, tens
+	// of thousands: the store splits a long list into queries it can run.
+	jobs, err := r.cfg.Store.Jobs(ctx, accounting.JobFilter{JobIDs: ids})
+	if err != nil {
+		return fmt.Errorf("read recorded jobs: %w", err)
+	}
+	r.st.setKnown(ids, jobs)
 	return nil
 }
-
-// knownChunk bounds the job ids one ledger read names: SQLite refuses a statement of
-// more than 32,766 parameters, and a new leader's first flush holds every job waiting in
-// the submit batches, tens of thousands.
-const knownChunk = 10000
 
 func finalIn(ts []accounting.Transition) bool {
 	for _, t := range ts {

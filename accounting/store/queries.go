@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,8 +61,31 @@ func anys[T any](xs []T) []any {
 	return out
 }
 
+// jobIDsPerQuery bounds the job ids one query names: SQLite refuses a statement of more
+// than 32,766 parameters (PostgreSQL 65,535), and a caller may ask for more (a new
+// leader's recorder with every job of the submit batches; sacct -j with a long list).
+const jobIDsPerQuery = 10000
+
 // Jobs returns the jobs matching f, by job id.
 func (s *SQLStore) Jobs(ctx context.Context, f accounting.JobFilter) ([]accounting.Job, error) {
+	if len(f.JobIDs) <= jobIDsPerQuery {
+		return s.jobs(ctx, f)
+	}
+	ids := slices.Compact(slices.Sorted(slices.Values(f.JobIDs)))
+	var out []accounting.Job
+	for _, part := range chunks(ids, jobIDsPerQuery) { // ascending ids: the parts stay in order
+		f.JobIDs = part
+		jobs, err := s.jobs(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, jobs...)
+	}
+	return out, nil
+}
+
+// jobs is Jobs for at most jobIDsPerQuery job ids.
+func (s *SQLStore) jobs(ctx context.Context, f accounting.JobFilter) ([]accounting.Job, error) {
 	var w where
 	w.in("job_id", anys(f.JobIDs))
 	w.in("user_name", anys(f.Users))

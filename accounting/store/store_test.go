@@ -518,3 +518,39 @@ func TestStepsRoundTripAndReplace(t *testing.T) {
 		}
 	})
 }
+
+// sacct -j with tens of thousands of ids, or a new leader's recorder asking for every job
+// of the submit batches, is answered whole and in order, not refused for naming more
+// parameters than the database takes in one statement.
+func TestJobsByMoreIDsThanOneStatementTakes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *SQLStore) {
+		ctx := context.Background()
+		const stored = 3 * jobIDsPerQuery / 2
+		jobs := make([]accounting.Job, stored)
+		for i := range jobs {
+			jobs[i] = sampleJob(int64(2*i + 1)) // odd ids
+		}
+		if err := s.UpsertJobs(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]int64, 0, 4*stored)
+		for id := int64(4 * stored); id > 0; id-- { // descending, every job asked for, odd ones twice
+			ids = append(ids, id)
+			if id%2 == 1 {
+				ids = append(ids, id)
+			}
+		}
+		got, err := s.Jobs(ctx, accounting.JobFilter{JobIDs: ids})
+		if err != nil {
+			t.Fatalf("%d ids: %v", len(ids), err)
+		}
+		if len(got) != stored {
+			t.Fatalf("got %d jobs, want %d", len(got), stored)
+		}
+		for i, j := range got {
+			if j.JobID != int64(2*i+1) {
+				t.Fatalf("job %d is %d, want %d: not in job id order", i, j.JobID, 2*i+1)
+			}
+		}
+	})
+}
