@@ -21,7 +21,7 @@ import (
 func (s *state) impliedLocked(k string) (*v1alpha1.PodGroup, *corev1.Pod) {
 	var found *corev1.Pod
 	var group *v1alpha1.PodGroup
-	for pk := range s.links["group:"+k] {
+	for pk := range s.links["group:"+k].all() {
 		p := s.pods[pk]
 		if p == nil || found != nil && p.Name >= found.Name {
 			continue

@@ -26,15 +26,15 @@ type state struct {
 	groups  map[string]*v1alpha1.PodGroup // by namespace/name
 	owners  map[types.UID][]string        // owner UID -> groups it owns
 	pods    map[string]*corev1.Pod        // Sluice's pods, by namespace/name
-	links   map[string]map[string]bool    // podLinks key -> pods (namespace/name) it links
+	links   map[string]*linkSet           // podLinks key -> pods (namespace/name) it links
 	dirty   map[string]bool
 	deleted map[string]*v1alpha1.PodGroup // deleted groups not yet closed in the ledger
 	// lastPod is a bare pod's last state, by its group, once the pod is gone: nothing
 	// recreates it, so how it went (evicted, drained off a fault, deleted) ends its job,
 	// which a group derived without it could not tell. Kept until the group is closed.
 	lastPod map[string]*corev1.Pod
-	last    map[int64]uint64          // job id -> fingerprint of the last write
-	known   map[int64]*accounting.Job // job id -> what the ledger holds; nil when nothing
+	last    map[int64]uint64      // job id -> fingerprint of the last write
+	known   map[int64]*ledgerHeld // job id -> what the ledger holds; nil when nothing
 
 	// Pending Slurm jobs in submit batches (batches.go).
 	batched   map[string]*batchedJob // by group key: jobs some batch holds
@@ -51,8 +51,8 @@ func newState(schedulerName string, clock func() time.Time) *state {
 		schedulerName: schedulerName, clock: clock,
 		nodes: map[string]accounting.Node{}, wroteNode: map[string]accounting.Node{}, liveNodes: map[string]bool{},
 		groups: map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
-		pods: map[string]*corev1.Pod{}, links: map[string]map[string]bool{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
-		lastPod: map[string]*corev1.Pod{}, last: map[int64]uint64{}, known: map[int64]*accounting.Job{},
+		pods: map[string]*corev1.Pod{}, links: map[string]*linkSet{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
+		lastPod: map[string]*corev1.Pod{}, last: map[int64]uint64{}, known: map[int64]*ledgerHeld{},
 		batched: map[string]*batchedJob{}, batchKeys: map[types.UID][]string{}, unstored: map[string]*batchedJob{},
 	}
 }
@@ -117,9 +117,9 @@ func (s *state) setPod(p *corev1.Pod) {
 	s.pods[pk] = p
 	for _, l := range podLinks(p) {
 		if s.links[l] == nil {
-			s.links[l] = map[string]bool{}
+			s.links[l] = &linkSet{}
 		}
-		s.links[l][pk] = true
+		s.links[l].add(pk)
 	}
 	s.markPodGroupsLocked(p)
 }
@@ -148,8 +148,7 @@ func (s *state) deletePod(p *corev1.Pod) {
 func (s *state) unlinkLocked(p *corev1.Pod) {
 	pk := key(p.Namespace, p.Name)
 	for _, l := range podLinks(p) {
-		delete(s.links[l], pk)
-		if len(s.links[l]) == 0 {
+		if set := s.links[l]; set != nil && set.remove(pk) {
 			delete(s.links, l)
 		}
 	}
@@ -172,7 +171,7 @@ func podLinks(p *corev1.Pod) []string {
 func (s *state) podsOfLocked(k string, pg *v1alpha1.PodGroup) []*corev1.Pod {
 	var out []*corev1.Pod
 	add := func(link string) {
-		for pk := range s.links[link] {
+		for pk := range s.links[link].all() {
 			if p := s.pods[pk]; p != nil && p.Namespace == pg.Namespace {
 				out = append(out, p)
 			}
@@ -301,15 +300,43 @@ func (s *state) setKnown(ids []int64, jobs []accounting.Job) {
 	for _, id := range ids {
 		s.known[id] = nil
 	}
-	for i := range jobs {
-		s.known[jobs[i].JobID] = &jobs[i]
+	for _, j := range jobs {
+		s.known[j.JobID] = heldByLedger(j)
 	}
 }
 
+// ledgerHeld is the part of a ledger record derive reads back (its prev): the allocation
+// and request a job's gone pods no longer show, the requeues already counted, and how
+// the run ended. The recorder keeps one for every job the cluster holds, so it keeps
+// only that: 176 bytes against the whole record's 448 (names, account, times).
+type ledgerHeld struct {
+	state                accounting.JobState
+	end                  time.Time
+	exitCode, exitSignal int32
+	requeues             int32
+	requested, allocated accounting.TRES
+	nodeList             string
+}
+
+func heldByLedger(j accounting.Job) *ledgerHeld {
+	return &ledgerHeld{state: j.State, end: j.End, exitCode: int32(j.ExitCode), exitSignal: int32(j.ExitSignal),
+		requeues: int32(j.RequeueCount), requested: j.Requested, allocated: j.Allocated, nodeList: j.NodeList}
+}
+
+// record is the held part as a ledger record of job id, the rest left empty.
+func (h *ledgerHeld) record(id int64) *accounting.Job {
+	return &accounting.Job{JobID: id, State: h.state, End: h.end, ExitCode: int(h.exitCode), ExitSignal: int(h.exitSignal),
+		RequeueCount: int(h.requeues), Requested: h.requested, Allocated: h.allocated, NodeList: h.nodeList}
+}
+
+// knownJob is what the ledger holds of job id as far as derive reads it; nil when nothing.
 func (s *state) knownJob(id int64) *accounting.Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.known[id]
+	if h := s.known[id]; h != nil {
+		return h.record(id)
+	}
+	return nil
 }
 
 func (s *state) unchanged(id int64, fp uint64) bool {
@@ -341,10 +368,10 @@ func (s *state) markWritten(ws []written) {
 			continue
 		}
 		s.recordedLocked(w.key)
-		j := w.job
-		j.RequeueCount = max(j.RequeueCount, w.requeues)
-		s.last[j.JobID] = w.fp
-		s.known[j.JobID] = &j
+		h := heldByLedger(w.job)
+		h.requeues = max(h.requeues, int32(w.requeues))
+		s.last[w.job.JobID] = w.fp
+		s.known[w.job.JobID] = h
 	}
 }
 
