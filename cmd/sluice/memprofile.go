@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -90,4 +94,51 @@ func writeRequestCounts(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "%.0f API requests, %.0f answered 429 %v\n", total, refused, byMethod)
+	refusals.write(w)
+}
+
+// refusals keeps, while memProfileEnv is set, each API request answered 429 with its path
+// and the API server's reason (Retry-After and the Status message), so a benchmark's
+// request counts say which requests priority and fairness, or a cache still starting,
+// turned away.
+var refusals refusalLog
+
+type refusalLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// refusalLogMax bounds what a long run keeps.
+const refusalLogMax = 100
+
+// wrapRefusals is the rest.Config wrapper that records 429s into refusals.
+func wrapRefusals(next http.RoundTripper) http.RoundTripper { return refusalRecorder{next} }
+
+type refusalRecorder struct{ next http.RoundTripper }
+
+func (r refusalRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		refusals.add(fmt.Sprintf("%s %s %s Retry-After=%q",
+			time.Now().UTC().Format(time.RFC3339Nano), req.Method, req.URL.RequestURI(), resp.Header.Get("Retry-After")))
+	}
+	return resp, err
+}
+
+func (l *refusalLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) < refusalLogMax {
+		l.lines = append(l.lines, line)
+	}
+}
+
+func (l *refusalLog) write(w io.Writer) {
+	l.mu.Lock()
+	lines := append([]string(nil), l.lines...)
+	l.mu.Unlock()
+	sort.Strings(lines)
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "answered 429:\n  %s\n", strings.Join(lines, "\n  "))
+	}
 }

@@ -87,6 +87,9 @@ func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
 	// The scheduler binds many pods at once; client-side throttling must not
 	// be the bottleneck (the API server's own flow control still applies).
 	restConfig.QPS, restConfig.Burst = 1000, 2000
+	if os.Getenv(memProfileEnv) != "" {
+		restConfig.Wrap(wrapRefusals)
+	}
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)

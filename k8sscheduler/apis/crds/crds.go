@@ -16,6 +16,8 @@ import (
 	crdv1 "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -51,7 +53,7 @@ func Definitions() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // Install creates each CRD, or updates it to the embedded version if it
 // exists, then waits until the API server serves every one of them
-// (Established) or ctx ends. It is safe to call again on every start.
+// (Established, and watches answered from its cache) or ctx ends. It is safe to call again on every start.
 func Install(ctx context.Context, cfg *rest.Config) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
@@ -72,7 +74,47 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 			return err
 		}
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("crds: %w", err)
+	}
+	for _, want := range defs {
+		if err := waitWatchable(ctx, dyn, want); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// waitWatchable waits until the API server's watch cache for the CRD's objects has
+// started. Established comes first: until the cache is filled the API server answers a
+// watch 429 (Retry-After 1 s), so whatever starts right after the install (`sluice dev`'s
+// server, a benchmark's) would have its first watches refused. client-go retries those;
+// waiting here keeps them from being counted as the server's refusals.
+func waitWatchable(ctx context.Context, dyn dynamic.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Served && (version == "" || v.Storage) {
+			version = v.Name
+		}
+	}
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
+	one := int64(1)
+	for {
+		w, err := dyn.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: "0", TimeoutSeconds: &one})
+		if err == nil {
+			w.Stop()
+			return nil
+		}
+		if !apierrors.IsTooManyRequests(err) {
+			return fmt.Errorf("crds: watching %s: %w", crd.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("crds: %s not watchable: %w", crd.Name, ctx.Err())
+		case <-time.After(establishPoll):
+		}
+	}
 }
 
 // apply creates want, or replaces the spec of the existing CRD of that name;
