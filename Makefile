@@ -46,15 +46,16 @@ chaos: rig-tools
 bench: rig-tools
 	$(GO) test -run '^$$' -bench . -benchmem ./bridge/... ./accounting/...
 
-## bench-rig: the scale benchmark on fresh rigs: sluice server as installed, a bare binder and
-## kube-scheduler, 500 nodes x 8 GPUs, 4000 pods streamed by 100 clients, 3 runs each (minutes;
+## bench-rig: the scale benchmark on fresh rigs: sluice server as installed (as the chart's
+## ServiceAccount, so helm renders its RBAC and FlowSchema), a bare binder and kube-scheduler,
+## 500 nodes x 8 GPUs, 4000 pods streamed by 100 clients, 3 runs each (minutes;
 ## docs/benchmarks.md). BENCH_FLAGS adds to it, e.g. --modes stream,backlog,reclaim or
 ## --only sluice,sluice-no-webhook,sluice-scheduler,bare,kube-scheduler
-bench-rig: rig-tools build
+bench-rig: test-tools build
 	$(BIN)/sluice bench -v --nodes 500 --gpus 8 --pods 4000 $(BENCH_FLAGS)
 
 ## bench-rig-scale: the same at 2000 nodes x 8 GPUs, 16,000 pods (tens of minutes)
-bench-rig-scale: rig-tools build
+bench-rig-scale: test-tools build
 	$(BIN)/sluice bench -v --scale --gpus 8
 
 ## bench-submit: Slurm job submissions over REST, 16 keep-alive clients, 5000 and 50,000 held and

@@ -29,6 +29,7 @@ func runBench(args []string) error {
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
 	scale := fs.Bool("scale", false, "the scale run: 2000 nodes and 16,000 pods (overrides --nodes and --pods)")
 	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
+	clusterIDs := fs.Bool("cluster-identities", true, "run sluice server as the chart's ServiceAccount (its RBAC and FlowSchema, rendered by helm from charts/sluice) and kube-scheduler as system:kube-scheduler on an API server with its default request limits, so API Priority and Fairness treats both as in a cluster; false runs both with the rig's credentials, which it exempts")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its sluice-scheduler contender so, in a process of its own")
 	runServerArgs := fs.Bool("run-server", false, "internal: run `sluice server` with the arguments that follow the flags; the benchmark runs its Sluice contenders so with --cpuprofile")
 	submit := fs.Bool("submit", false, "the submission benchmark instead (issue 24): Slurm jobs over REST to sluice server and, where installed, real slurmrestd")
@@ -80,7 +81,7 @@ func runBench(args []string) error {
 	}
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
 		Modes: strings.Split(*modes, ","), Repeats: *repeats, SluiceBinary: self,
-		SluiceCommand: []string{self, "bench", "--run-sluice-on"}, Constrained: *constrained}
+		SluiceCommand: []string{self, "bench", "--run-sluice-on"}, Constrained: *constrained, ClusterIdentities: *clusterIDs}
 	if *cpuProfile != "" {
 		opts.SluiceCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".sluice", "--run-sluice-on"}
 		opts.ServerCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".server", "--run-server", "--"}

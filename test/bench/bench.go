@@ -86,6 +86,12 @@ type Options struct {
 	// pool's partition label, which every node has) and a toleration, as manifests often
 	// carry: placement constraints must cost little (docs/placement.md).
 	Constrained bool
+	// ClusterIdentities runs Sluice as the chart's ServiceAccount (its RBAC and
+	// FlowSchema) and kube-scheduler as system:kube-scheduler on an API server with its
+	// default request limits, so API Priority and Fairness treats both as in a cluster
+	// (identities.go); otherwise both use credentials it exempts. The bare binder and
+	// the harness keep the admin's.
+	ClusterIdentities bool
 }
 
 // Result is one contender in one mode, one repeat.
@@ -189,7 +195,7 @@ func runContender(ctx context.Context, opts Options, name string) ([]Result, err
 	fmt.Fprintf(opts.Log, "bench: %s: starting a rig of %d nodes x %d GPUs\n", name, opts.Nodes, opts.GPUsPerNode)
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	rig, err := cluster.Start(startCtx, cluster.Options{Assets: opts.Assets, Log: opts.Log, Benchmark: true, Spec: cluster.Spec{NodePools: []cluster.NodePool{{
+	rig, err := cluster.Start(startCtx, cluster.Options{Assets: opts.Assets, Log: opts.Log, Benchmark: true, DefaultRequestLimits: opts.ClusterIdentities, Spec: cluster.Spec{NodePools: []cluster.NodePool{{
 		Name: poolName, Count: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, GPUModel: "H100-80GB", GPUMemoryMiB: 81920, CPU: "128", Memory: "1Ti"}}}})
 	if err != nil {
 		return nil, err

@@ -60,6 +60,33 @@ func TestEveryContenderBindsEveryPod(t *testing.T) {
 	}
 }
 
+// TestClusterIdentitiesBindEveryPod runs Sluice as the chart's ServiceAccount (only the
+// chart's RBAC) and kube-scheduler as system:kube-scheduler on an API server with its
+// default request limits: each still binds every pod. The harness refuses to run when
+// either identity would be exempt from priority and fairness.
+func TestClusterIdentitiesBindEveryPod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two rigs")
+	}
+	if _, err := assetPath("", "kube-apiserver"); err != nil {
+		t.Skip(err)
+	}
+	results, err := Run(context.Background(), Options{Nodes: 20, GPUsPerNode: 8, Pods: 100, Repeats: 1,
+		Only: []string{Sluice, KubeScheduler}, Modes: []string{modeStream}, ClusterIdentities: true,
+		SluiceBinary: sluiceproc.Binary(t), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 {
+		t.Fatalf("%d results, want 2", len(results))
+	}
+	for _, r := range results {
+		if r.ToBound <= 0 || r.Writes["POST pods/binding"] < float64(r.Pods) {
+			t.Errorf("%s: bound after %s with %v bindings for %d pods", r.Contender, r.ToBound, r.Writes["POST pods/binding"], r.Pods)
+		}
+	}
+}
+
 type testLog struct{ t *testing.T }
 
 func (l testLog) Write(p []byte) (int, error) {

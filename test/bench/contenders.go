@@ -97,11 +97,12 @@ func (b *bareBinder) stop() {
 }
 
 // kubeSchedulerProcess runs bin/kube-scheduler (the rig's own release) with the admin
-// credentials under a profile name of its own, client QPS raised so it is not throttled.
+// credentials (system:kube-scheduler's with Options.ClusterIdentities) under a profile name of its own, client QPS raised so it is not throttled.
 // A process of its own, rather than the rig's running one, lets backlog mode start it
 // after the pods exist and lets its CPU and memory be read alone.
 type kubeSchedulerProcess struct {
 	kubeconfig, assets string
+	dir                string // where its configuration and log go
 	log                io.Writer
 	proc               childProcess
 }
@@ -115,7 +116,7 @@ func (k *kubeSchedulerProcess) start(ctx context.Context) (usageProbe, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Dir(k.kubeconfig)
+	dir := k.dir
 	cfgPath := filepath.Join(dir, "bench-kube-scheduler.yaml")
 	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration

@@ -69,7 +69,13 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 		if len(command) == 0 {
 			command = []string{opts.SluiceBinary, "server"}
 		}
-		h.sched = &serverProcess{command: command, kubeconfig: rig.ServerKubeconfig, clientCA: rig.WebhookClientCA,
+		kubeconfig := rig.ServerKubeconfig
+		if opts.ClusterIdentities {
+			if kubeconfig, err = chartServerKubeconfig(context.Background(), rig, opts.Assets, filepath.Dir(rig.Kubeconfig)); err != nil {
+				return nil, fmt.Errorf("the server's identity from the chart: %w", err)
+			}
+		}
+		h.sched = &serverProcess{command: command, kubeconfig: kubeconfig, clientCA: rig.WebhookClientCA,
 			dir: filepath.Dir(rig.Kubeconfig), kube: kube, noWebhook: name == SluiceNoWebhook}
 	case SluiceScheduler:
 		h.sched = &sluiceContender{rc: rc, kubeconfig: rig.Kubeconfig, command: opts.SluiceCommand, log: opts.Log}
@@ -98,7 +104,14 @@ func newHarness(rig *cluster.Cluster, opts Options, name string) (*harness, erro
 	case Bare:
 		h.sched = &bareBinder{rc: rc}
 	case KubeScheduler:
-		h.sched = &kubeSchedulerProcess{kubeconfig: rig.Kubeconfig, assets: opts.Assets, log: opts.Log}
+		ks := &kubeSchedulerProcess{kubeconfig: rig.Kubeconfig, dir: filepath.Dir(rig.Kubeconfig), assets: opts.Assets, log: opts.Log}
+		if opts.ClusterIdentities {
+			ks.kubeconfig = rig.ComponentKubeconfig("kube-scheduler")
+			if err := checkKubeconfigNotExempt(context.Background(), ks.kubeconfig, "system:kube-scheduler"); err != nil {
+				return nil, err
+			}
+		}
+		h.sched = ks
 	}
 	return h, nil
 }

@@ -11,17 +11,11 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
@@ -256,92 +250,24 @@ func tokenConfig(t *testing.T, c *cluster.Cluster, ns, sa string) *rest.Config {
 // kubelet binds the token it projects into a pod to that pod (nil: unbound).
 func boundTokenConfig(t *testing.T, c *cluster.Cluster, ns, sa string, ref *authnv1.BoundObjectReference) *rest.Config {
 	t.Helper()
-	exp := int64(3600)
-	tok, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
-		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp, BoundObjectRef: ref}}, metav1.CreateOptions{})
+	cfg, err := TokenConfig(context.Background(), c.Client(), c.RESTConfig(), ns, sa, time.Hour, ref)
 	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s bound to %+v: %v", ns, sa, ref, err)
+		t.Fatal(err)
 	}
-	admin := c.RESTConfig()
-	return &rest.Config{
-		Host:            admin.Host,
-		BearerToken:     tok.Status.Token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData, CAFile: admin.CAFile, ServerName: admin.ServerName},
-	}
+	return cfg
 }
 
 // apply server-side-applies the CRDs, waits until they are Established, then
-// applies everything else. It returns the kinds the API server does not serve.
+// applies everything else (Apply). It returns the kinds the API server does not serve.
 func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) (skipped []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	disco := memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg))
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(disco)
-	var crds, rest []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "CustomResourceDefinition" {
-			crds = append(crds, o)
-		} else {
-			rest = append(rest, o)
-		}
-	}
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, o := range crds {
-		applyOne(ctx, t, dyn.Resource(crdGVR), o)
-	}
-	for _, o := range crds {
-		e2e.WaitFor(t, "CRD "+o.GetName()+" Established", time.Minute, func(ctx context.Context) (bool, error) {
-			got, err := dyn.Resource(crdGVR).Get(ctx, o.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-			for _, c := range conds {
-				if m := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, fmt.Errorf("conditions %v", conds)
-		})
-	}
-	// Established is not yet served: discovery may lag it by a moment, and a kind it
-	// does not list yet would be taken for one the rig cannot serve.
-	for _, o := range crds {
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		e2e.WaitFor(t, "discovery serving "+kind, time.Minute, func(context.Context) (bool, error) {
-			disco.Invalidate()
-			mapper.Reset()
-			_, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
-			return err == nil, err
-		})
-	}
-	for _, o := range rest {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			skipped = append(skipped, gvk.Kind)
-			continue
-		}
-		if err != nil {
-			t.Fatalf("mapping %s: %v", gvk, err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		}
-		applyOne(ctx, t, ri, o)
+	skipped, err := Apply(ctx, cfg, "sluice-chart-test", objs)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return skipped
-}
-
-func applyOne(ctx context.Context, t *testing.T, ri dynamic.ResourceInterface, o *unstructured.Unstructured) {
-	t.Helper()
-	if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "sluice-chart-test", Force: true}); err != nil {
-		t.Fatalf("server-side apply of %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
-	}
 }
 
 // replicasMountWebhookSecret: the webhook Secret is in the cluster and each

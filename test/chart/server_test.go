@@ -20,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
@@ -189,12 +187,7 @@ func writeFile(t testing.TB, path string, data []byte) {
 // writeKubeconfig writes cfg (a token and the CA) as a kubeconfig file.
 func writeKubeconfig(t testing.TB, path string, cfg *rest.Config) {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["rig"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
-	kc.AuthInfos["sluice-server"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["sluice-server"] = &clientcmdapi.Context{Cluster: "rig", AuthInfo: "sluice-server"}
-	kc.CurrentContext = "sluice-server"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	if err := WriteKubeconfig(path, "sluice-server", cfg); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -267,7 +267,7 @@ func TestSQLiteLedgerHasOneReplica(t *testing.T) {
 			if err != nil {
 				t.Fatalf("helm template with %q: %v", tc.values, err)
 			}
-			objs, err := decode(out)
+			objs, err := Decode(out)
 			if err != nil {
 				t.Fatal(err)
 			}

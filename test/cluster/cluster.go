@@ -36,6 +36,11 @@ type Options struct {
 	// (each contender brings its own) and only the kube-controller-manager controllers
 	// that pods need to be created on Ready nodes (see benchmarkControllers).
 	Benchmark bool
+	// DefaultRequestLimits keeps kube-apiserver's own limits on requests in flight (400
+	// reads, 200 writes: the seats API Priority and Fairness divides among its priority
+	// levels), which the rig otherwise raises fourfold. A benchmark of clients classified
+	// as in a cluster sets it, so what it shows holds for an API server as shipped.
+	DefaultRequestLimits bool
 }
 
 // Cluster is a running rig. All methods are safe for concurrent use.
@@ -54,13 +59,15 @@ type Cluster struct {
 	// Dir is the state directory (see Options.Dir).
 	Dir string
 
-	spec       Spec
-	layout     layout
-	log        io.Writer
-	removeDir  bool
-	benchmark  bool
-	restConfig *rest.Config
-	client     kubernetes.Interface
+	spec      Spec
+	layout    layout
+	log       io.Writer
+	removeDir bool
+	benchmark bool
+	// defaultLimits: Options.DefaultRequestLimits.
+	defaultLimits bool
+	restConfig    *rest.Config
+	client        kubernetes.Interface
 
 	mu         sync.Mutex
 	components []*component // in start order
@@ -105,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // newCluster prepares the state directory and picks ports.
 func newCluster(spec Spec, opts Options) (*Cluster, error) {
-	c := &Cluster{spec: spec, log: opts.Log, benchmark: opts.Benchmark}
+	c := &Cluster{spec: spec, log: opts.Log, benchmark: opts.Benchmark, defaultLimits: opts.DefaultRequestLimits}
 	if c.log == nil {
 		c.log = io.Discard
 	}
@@ -146,6 +153,13 @@ func newCluster(spec Spec, opts Options) (*Cluster, error) {
 
 func (c *Cluster) progress(format string, args ...any) {
 	fmt.Fprintf(c.log, "rig: "+format+"\n", args...)
+}
+
+// ComponentKubeconfig is the kubeconfig of a control-plane component's identity:
+// kube-scheduler (system:kube-scheduler) or kube-controller-manager, which the default
+// RBAC and API Priority and Fairness configuration classify as in a kubeadm cluster.
+func (c *Cluster) ComponentKubeconfig(component string) string {
+	return c.layout.kubeconfig(component)
 }
 
 // RESTConfig returns a copy of the admin client configuration.

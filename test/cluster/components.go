@@ -80,9 +80,9 @@ func (l layout) etcdArgs() []string {
 	}
 }
 
-func (l layout) apiServerArgs(f pkiFiles) []string {
+func (l layout) apiServerArgs(f pkiFiles, defaultLimits bool) []string {
 	issuer := url.URL{Scheme: "https", Host: "kubernetes.default.svc.cluster.local"}
-	return []string{
+	args := []string{
 		"--etcd-servers=" + l.etcdURL(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -108,14 +108,16 @@ func (l layout) apiServerArgs(f pkiFiles) []string {
 		"--allow-privileged=true",
 		"--cert-dir=" + l.path("pki"),
 		"--profiling=false",
-		// The rig's clients (tests, benchmarks, the scheduler) are all trusted
-		// and local; the default per-user fairness limits only skew benchmarks.
-		"--max-requests-inflight=1600",
-		"--max-mutating-requests-inflight=800",
 		// Every simulated node's kubelet is kwok on this host (InternalIP
 		// 127.0.0.1); the nodes' host names resolve nowhere.
 		"--kubelet-preferred-address-types=InternalIP",
 	}
+	if !defaultLimits {
+		// The rig's clients (tests, benchmarks, the scheduler) are all trusted
+		// and local; the default per-user fairness limits only skew benchmarks.
+		args = append(args, "--max-requests-inflight=1600", "--max-mutating-requests-inflight=800")
+	}
+	return args
 }
 
 // controlPlaneClientArgs are the flags kube-controller-manager and

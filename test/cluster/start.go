@@ -62,7 +62,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 		return err
 	}
 
-	apiServer, err := c.run("kube-apiserver", bin("kube-apiserver"), l.apiServerArgs(keys.files), nil)
+	apiServer, err := c.run("kube-apiserver", bin("kube-apiserver"), l.apiServerArgs(keys.files, c.defaultLimits), nil)
 	if err != nil {
 		return err
 	}
