@@ -97,10 +97,9 @@ func writeRequestCounts(w io.Writer) {
 	refusals.write(w)
 }
 
-// refusals keeps, while memProfileEnv is set, each API request answered 429 with its path
-// and the API server's reason (Retry-After and the Status message), so a benchmark's
-// request counts say which requests priority and fairness, or a cache still starting,
-// turned away.
+// refusals keeps, while memProfileEnv is set, each API request answered 429: its time,
+// method, path and Retry-After, so a benchmark's request counts say which requests
+// priority and fairness, or a watch cache still starting, turned away.
 var refusals refusalLog
 
 type refusalLog struct {

@@ -97,7 +97,8 @@ func (b *bareBinder) stop() {
 }
 
 // kubeSchedulerProcess runs bin/kube-scheduler (the rig's own release) with the admin
-// credentials (system:kube-scheduler's with Options.ClusterIdentities) under a profile name of its own, client QPS raised so it is not throttled.
+// credentials (system:kube-scheduler's with Options.ClusterIdentities) under a profile
+// name of its own, client QPS raised so it is not throttled.
 // A process of its own, rather than the rig's running one, lets backlog mode start it
 // after the pods exist and lets its CPU and memory be read alone.
 type kubeSchedulerProcess struct {

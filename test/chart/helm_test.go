@@ -18,7 +18,14 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-func chartDir(t testing.TB) string { return filepath.Join(repoRoot(t), "charts", "sluice") }
+func chartDir(t testing.TB) string {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // helmBinary finds helm where `make tools` puts it (HelmBinary); -short skips the test.
 func helmBinary(t testing.TB) string {

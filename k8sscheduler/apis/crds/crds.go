@@ -53,7 +53,8 @@ func Definitions() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // Install creates each CRD, or updates it to the embedded version if it
 // exists, then waits until the API server serves every one of them
-// (Established, and watches answered from its cache) or ctx ends. It is safe to call again on every start.
+// (Established, and watches answered from its cache) or ctx ends. It is
+// safe to call again on every start.
 func Install(ctx context.Context, cfg *rest.Config) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
