@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/test/cluster"
@@ -169,11 +170,38 @@ func NamespaceWith(t testing.TB, c *cluster.Cluster, labels map[string]string) s
 	t.Cleanup(func() {
 		_ = c.Client().CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
+	created := time.Now()
 	WaitFor(t, "default ServiceAccount in "+ns.Name, time.Minute, func(ctx context.Context) (bool, error) {
 		_, err := c.Client().CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && time.Since(created) > serviceAccountGrace {
+			return createDefaultServiceAccount(ctx, t, c, ns.Name)
+		}
 		return err == nil, err
 	})
 	return ns.Name
+}
+
+// serviceAccountGrace is how long NamespaceWith waits for
+// kube-controller-manager to create a namespace's default ServiceAccount
+// before creating it itself. The chaos suite kills the API server under it:
+// its restarted RBAC cache answers Forbidden for a moment, and the
+// controller's watches can back off for most of a minute after that. The
+// ServiceAccount is the test's precondition, not what it tests.
+const serviceAccountGrace = 15 * time.Second
+
+// createDefaultServiceAccount creates ns's default ServiceAccount as the
+// service account controller would (an AlreadyExists means it just did).
+func createDefaultServiceAccount(ctx context.Context, t testing.TB, c *cluster.Cluster, ns string) (bool, error) {
+	_, err := c.Client().CoreV1().ServiceAccounts(ns).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		t.Logf("kube-controller-manager had not created the default ServiceAccount in %s after %s: created it", ns, serviceAccountGrace)
+		return true, nil
+	case apierrors.IsAlreadyExists(err):
+		return true, nil
+	}
+	return false, err
 }
 
 // WaitFor polls done until it reports true, failing the test with what and the
