@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -156,7 +158,31 @@ func (w frameWriterTo) Write(p []byte) (int, error) {
 // DialLauncher opens an attach on the launcher at addr (host:port),
 // signing the handshake and the request (its JSON, raw) with the job's
 // key. The Sluice server calls it for a user it has authorised.
+//
+// A pod is Running once its container has started, a moment before its
+// launcher listens: `sluice srun --pty` right after `sluice salloc` meets
+// that moment. A refused connection is therefore dialled again for up to
+// launcherStartGrace before it counts as unreachable.
 func DialLauncher(ctx context.Context, addr string, key, raw []byte) (*websocket.Conn, error) {
+	deadline := time.Now().Add(launcherStartGrace)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		ws, err := dialLauncherOnce(ctx, addr, key, raw)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(pause).After(deadline) {
+			return ws, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// launcherStartGrace is how long DialLauncher waits for a launcher to
+// start listening.
+const launcherStartGrace = 10 * time.Second
+
+func dialLauncherOnce(ctx context.Context, addr string, key, raw []byte) (*websocket.Conn, error) {
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+pathAttach, nil)
 	if err != nil {
 		return nil, err

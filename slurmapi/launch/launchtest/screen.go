@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Screen collects what a terminal shows (the controlling side of a pty).
@@ -36,18 +37,30 @@ func Watch(r io.Reader) *Screen {
 }
 
 // WaitFor blocks until the screen shows want; false if the terminal
-// closed first.
+// closed first or screenPatience passed (a test fails, never hangs).
 func (s *Screen) WaitFor(want string) bool {
+	expired := false
+	timer := time.AfterFunc(screenPatience, func() {
+		s.mu.Lock()
+		expired = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer timer.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for !strings.Contains(s.text.String(), want) {
-		if s.done {
+		if s.done || expired {
 			return false
 		}
 		s.cond.Wait()
 	}
 	return true
 }
+
+// screenPatience is how long WaitFor waits for a line: far longer than
+// a loaded machine takes to echo one.
+const screenPatience = time.Minute
 
 func (s *Screen) String() string {
 	s.mu.Lock()
