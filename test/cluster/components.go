@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -107,7 +108,9 @@ func (l layout) apiServerArgs(f pkiFiles, defaultLimits bool) []string {
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
 		"--cert-dir=" + l.path("pki"),
-		"--profiling=false",
+		// SLUICE_RIG_PROFILING=1 serves /debug/pprof, so a benchmark's API server
+		// can be profiled (docs/benchmarks.md); off by default, as in most clusters.
+		"--profiling=" + strconv.FormatBool(os.Getenv("SLUICE_RIG_PROFILING") == "1"),
 		// Every simulated node's kubelet is kwok on this host (InternalIP
 		// 127.0.0.1); the nodes' host names resolve nowhere.
 		"--kubelet-preferred-address-types=InternalIP",
