@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -161,21 +159,10 @@ func (w frameWriterTo) Write(p []byte) (int, error) {
 //
 // A pod is Running once its container has started, a moment before its
 // launcher listens: `sluice srun --pty` right after `sluice salloc` meets
-// that moment. A refused connection is therefore dialled again for up to
-// launcherStartGrace before it counts as unreachable.
+// that moment. A failed dial is therefore tried again for up to
+// launcherStartGrace before the launcher counts as unreachable.
 func DialLauncher(ctx context.Context, addr string, key, raw []byte) (*websocket.Conn, error) {
-	deadline := time.Now().Add(launcherStartGrace)
-	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		ws, err := dialLauncherOnce(ctx, addr, key, raw)
-		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(pause).After(deadline) {
-			return ws, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(pause):
-		}
-	}
+	return whenUp(ctx, launcherStartGrace, func() (*websocket.Conn, error) { return dialLauncherOnce(ctx, addr, key, raw) })
 }
 
 // launcherStartGrace is how long DialLauncher waits for a launcher to

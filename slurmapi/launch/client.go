@@ -56,18 +56,25 @@ func (p *peers) post(ctx context.Context, node int, path string, v any) (*http.R
 // reached (its pod still starting: a job's pods start in parallel and the
 // batch host may be first) for at most wait.
 func (p *peers) postWhenUp(ctx context.Context, node int, path string, v any, wait time.Duration) (*http.Response, error) {
+	return whenUp(ctx, wait, func() (*http.Response, error) { return p.post(ctx, node, path, v) })
+}
+
+// whenUp calls try until it succeeds, fails other than by a failed dial, or
+// wait has passed, pausing 50 ms doubling to 2 s between tries. Only a
+// failed dial is retried: a request that reached a launcher is never sent
+// twice.
+func whenUp[T any](ctx context.Context, wait time.Duration, try func() (T, error)) (T, error) {
 	deadline := time.Now().Add(wait)
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		resp, err := p.post(ctx, node, path, v)
-		// Only a failed dial is retried: a request that reached the
-		// launcher is never sent twice.
+		got, err := try()
 		var oe *net.OpError
 		if err == nil || !errors.As(err, &oe) || oe.Op != "dial" || time.Now().After(deadline) {
-			return resp, err
+			return got, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			var none T
+			return none, err
 		case <-time.After(delay):
 		}
 	}
