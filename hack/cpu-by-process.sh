@@ -8,7 +8,7 @@ set -euo pipefail
 secs=${1:?usage: $0 SECONDS}
 snapshot() {
   for f in /proc/[0-9]*/stat; do
-    read -r line <"$f" 2>/dev/null || continue
+    { read -r line <"$f"; } 2>/dev/null || continue
     pid=${line%% *}
     comm=${line#*(}; comm=${comm%)*}
     rest=${line##*) }
