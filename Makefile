@@ -6,8 +6,9 @@ export SLUICE_ASSETS ?= $(BIN)
 
 .PHONY: all build tools rig-tools test-tools dev test test-unit chaos bench bench-rig bench-rig-scale bench-submit bench-submit-deps lint generate clean
 
-# The binaries the rig runs; the tests also need helm (chart tests); controller-gen is only for `make generate`.
-RIG_TOOLS  := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok
+# The binaries the rig runs (kubelet and coredns for its real nodes); the tests also need helm
+# (chart tests); controller-gen is only for `make generate`.
+RIG_TOOLS  := etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kwok,kubelet,coredns
 TEST_TOOLS := $(RIG_TOOLS),helm
 
 all: build
@@ -16,7 +17,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/sluice ./cmd/sluice
 
-## tools: the rig's binaries (etcd, kube-*, kwok, controller-gen, helm), each only if missing or stale
+## tools: the rig's binaries (etcd, kube-*, kwok, kubelet, coredns, controller-gen, helm), each only if missing or stale
 tools:
 	cd hack/tools && $(GO) run . -bin $(BIN)
 

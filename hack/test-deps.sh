@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what the full test suite needs beyond Go, from Debian's
-# packages: PostgreSQL (the ledger's second backend) and Chromium (the
-# dashboard's browser test). Source it, then run
+# packages: PostgreSQL (the ledger's second backend), Chromium (the
+# dashboard's browser test), and what the rig's real nodes run on (containerd,
+# runc, the CNI plugins; busybox-static and the job image's packages, which the
+# rig builds its images from: test/cluster/images.go). Source it, then run
 # `make test`:   source hack/test-deps.sh && make test
 # It exports SLUICE_TEST_POSTGRES_DSN, SLUICE_REQUIRE_POSTGRES=1 and
 # SLUICE_REQUIRE_CHROMIUM=1 (so those tests fail rather than skip), and
@@ -14,6 +16,19 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   echo "test-deps: installing postgresql from Debian's packages..."
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+# The real nodes' runtime and network, and the packages the rig's images are made of.
+real_node_packages="containerd runc containernetworking-plugins iproute2 util-linux busybox-static
+  bash coreutils grep sed hostname procps libc-bin base-files netbase
+  python3.11-minimal libpython3.11-stdlib"
+missing=""
+for p in $real_node_packages; do
+  dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "test-deps: installing$missing from Debian's packages..."
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 if ! command -v chromium >/dev/null 2>&1; then
   echo "test-deps: installing chromium from Debian's packages..."

@@ -26,6 +26,11 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
+	return applyYAML(ctx, cfg, data)
+}
+
+// applyYAML is applyFile of YAML in memory.
+func applyYAML(ctx context.Context, cfg *rest.Config, data []byte) (int, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return 0, err

@@ -27,6 +27,7 @@ func runDev(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:6820", "REST API address")
 	seed := fs.String("seed", "examples/site.yaml", "objects applied once the rig is up (partitions, queues, QOS); empty to skip")
 	kaiMode := fs.Bool("kai", true, "KAI mode: take pods with schedulerName kai-scheduler and KAI's Queues and PodGroups (installs minimal KAI CRDs)")
+	realNodes := fs.Int("real-nodes", 0, "also run this many real nodes (partition \"real\", 2 stand-in GPUs each): a kubelet and containerd on this\nmachine run their jobs in containers, so `sluice logs` shows real output (needs root and Debian's containerd, runc and\ncontainernetworking-plugins: hack/test-deps.sh installs them)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice dev [flags]\n\nStarts a local control plane (etcd, kube-apiserver, kube-controller-manager,\nkube-scheduler, kwok) with simulated GPU nodes, then the Sluice server against it.\nCtrl-C stops everything.\n\nFlags:")
 		fs.PrintDefaults()
@@ -45,11 +46,20 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
+	opts := cluster.Options{Spec: spec, Dir: filepath.Join(stateDir, "rig"), Assets: *assets, Log: os.Stdout}
+	if *realNodes > 0 {
+		if opts.Spec, err = withRealNodes(spec, *realNodes); err != nil {
+			return err
+		}
+		if opts.SluiceBinary, err = os.Executable(); err != nil {
+			return err
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	rig, err := cluster.Start(ctx, cluster.Options{Spec: spec, Dir: filepath.Join(stateDir, "rig"), Assets: *assets, Log: os.Stdout})
+	rig, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("%w\n(the rig's binaries come from `make tools`; see --assets)", err)
 	}
@@ -71,6 +81,11 @@ func runDev(args []string) error {
 		}
 		fmt.Printf("seed: applied %d objects from %s\n", n, *seed)
 	}
+	if *realNodes > 0 {
+		if err := createRealPartition(ctx, rig.RESTConfig(), stateDir); err != nil {
+			return err
+		}
+	}
 
 	cfg := DefaultConfig()
 	// The server has an identity of its own (what only Sluice may write is refused to the
@@ -83,6 +98,11 @@ func runDev(args []string) error {
 	cfg.KAI.Enabled = *kaiMode
 	cfg.LeaderElection.Enabled = false // one replica on the rig
 	cfg.Webhook.Addr = "127.0.0.1:0"   // any free port; registered by URL
+	if *realNodes > 0 {
+		// Nothing is pulled on the rig: the real nodes hold the images it built.
+		cfg.Slurm.LauncherImage = cluster.SluiceImage
+		cfg.Scheduler.GPUReservationImage = cluster.SluiceImage
+	}
 	logFile, err := os.OpenFile(filepath.Join(stateDir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -103,7 +123,7 @@ Sluice is running on a local rig (%d nodes). In another terminal:
   kubectl get nodes -L nvidia.com/gpu.product,sluice.dev/partition
 
   export SLUICE_URL=http://%s      # the slurmrestd-compatible REST API
-`, len(mustNodes(spec)), rig.Kubeconfig, addr)
+`, opts.Spec.NodeCount(), rig.Kubeconfig, addr)
 	user, token, err := printUserTokens(ctx, os.Stdout, rig.RESTConfig(), jwtKeyPath(cfg.StateDir))
 	if err != nil {
 		fmt.Printf("  (no user tokens: %v)\n", err)
@@ -111,6 +131,13 @@ Sluice is running on a local rig (%d nodes). In another terminal:
 	if token != "" {
 		// The page keeps the token in the tab's sessionStorage and drops it from the address.
 		fmt.Printf("\n  # the dashboard, as %s:\n  open 'http://%s/ui/?token=%s'\n", user, addr, token)
+	}
+	if *realNodes > 0 {
+		fmt.Printf(`
+  # on the real nodes (run from %s, which every job pod mounts at the same path):
+  cd %s && sluice sbatch -p real --wrap 'hostname; id; nvidia-smi -L || echo no driver'
+  sluice logs 1
+`, sharedDir(stateDir), sharedDir(stateDir))
 	}
 	fmt.Printf(`
   sluice sbatch examples/train.sh && sluice squeue
@@ -126,16 +153,4 @@ Press Ctrl-C to stop everything.
 	case err = <-errc:
 	}
 	return err
-}
-
-func mustNodes(s cluster.Spec) []string {
-	nodes, err := s.Nodes()
-	if err != nil {
-		return nil
-	}
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
-	}
-	return names
 }

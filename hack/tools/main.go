@@ -1,6 +1,7 @@
 // Command tools builds the local rig's binaries into ./bin: the Kubernetes
 // control plane (kube-apiserver, kube-controller-manager, kube-scheduler),
-// etcd, kwok, controller-gen and helm. Each binary is pinned by one of the
+// etcd, kwok, the kubelet and CoreDNS of the rig's real nodes, controller-gen
+// and helm. Each binary is pinned by one of the
 // nested modules next to this file and is rebuilt only when it is missing or
 // was built from another version (a stamp file records what built it).
 //
@@ -47,6 +48,10 @@ var tools = []tool{
 	{"kube-apiserver", "kube", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver", kubeVersion},
 	{"kube-controller-manager", "kube", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager", kubeVersion},
 	{"kube-scheduler", "kube", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler", kubeVersion},
+	// The real nodes' kubelet (test/cluster/realnode.go) and the cluster DNS that serves
+	// their pods the <pod>.<service> names.
+	{"kubelet", "kube", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet", kubeVersion},
+	{"coredns", "coredns", "github.com/coredns/coredns", "github.com/coredns/coredns", plain},
 	{"kwok", "kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", func(v string) string {
 		return "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=" + strings.TrimPrefix(v, "v")
 	}},

@@ -41,6 +41,10 @@ type Options struct {
 	// levels), which the rig otherwise raises fourfold. A benchmark of clients classified
 	// as in a cluster sets it, so what it shows holds for an API server as shipped.
 	DefaultRequestLimits bool
+	// SluiceBinary, when the spec has real nodes, is built into the sluice image
+	// (SluiceImage) that job pods' launcher init container runs; empty leaves it to
+	// LoadSluiceImage once a binary exists (a test's build runs while the rig starts).
+	SluiceBinary string
 }
 
 // Cluster is a running rig. All methods are safe for concurrent use.
@@ -76,6 +80,15 @@ type Cluster struct {
 	// once it has.
 	stopHandout context.CancelFunc
 	handoutDone <-chan struct{}
+
+	// assets is the directory the binaries came from.
+	assets string
+	// realNodes run pods in containers (realnode.go); realLock keeps other rigs' off
+	// this machine while they run; images are what every real node's runtime holds.
+	realNodes    []*realNode
+	realLock     *os.File
+	images       *imageSet
+	sluiceBinary string
 }
 
 // Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler (not on a
@@ -112,7 +125,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // newCluster prepares the state directory and picks ports.
 func newCluster(spec Spec, opts Options) (*Cluster, error) {
-	c := &Cluster{spec: spec, log: opts.Log, benchmark: opts.Benchmark, defaultLimits: opts.DefaultRequestLimits}
+	c := &Cluster{spec: spec, log: opts.Log, benchmark: opts.Benchmark, defaultLimits: opts.DefaultRequestLimits, sluiceBinary: opts.SluiceBinary}
 	if c.log == nil {
 		c.log = io.Discard
 	}
@@ -191,6 +204,7 @@ func (c *Cluster) Stop() {
 			stopHandout()
 			<-handoutDone
 		}
+		c.stopRealNodes()
 		for i := len(comps) - 1; i >= 0; i-- {
 			comps[i].stop(stopGrace)
 		}
@@ -218,6 +232,11 @@ func (c *Cluster) Leftovers() error {
 	}
 	for _, pid := range processesMentioning(c.Dir) {
 		errs = append(errs, fmt.Errorf("process %d still runs with %s on its command line", pid, c.Dir))
+	}
+	for _, n := range c.realNodes {
+		for _, left := range n.leftovers() {
+			errs = append(errs, fmt.Errorf("real node %s: %s is still there", n.name, left))
+		}
 	}
 	l := c.layout
 	for _, p := range []int{l.etcdClient, l.etcdPeer, l.apiServer, l.kcm, l.scheduler} {

@@ -59,7 +59,8 @@ func (l layout) kubeconfig(name string) string {
 // (a fresh CA invalidates everything in the old etcd) and nothing else, so the
 // state dir can be shared with other tools, such as `sluice dev`'s ledger.
 func (l layout) ownedPaths() []string {
-	return []string{l.path("etcd"), l.path("pki"), l.path("logs"), l.path("kubeconfigs"), l.path("kwok"), l.path("kubeconfig")}
+	return []string{l.path("etcd"), l.path("pki"), l.path("logs"), l.path("kubeconfigs"), l.path("kwok"), l.path("kubeconfig"),
+		l.path("nodes"), l.path("images"), l.path("coredns")}
 }
 
 func (l layout) etcdArgs() []string {
@@ -114,6 +115,9 @@ func (l layout) apiServerArgs(f pkiFiles, defaultLimits bool) []string {
 		// Every simulated node's kubelet is kwok on this host (InternalIP
 		// 127.0.0.1); the nodes' host names resolve nowhere.
 		"--kubelet-preferred-address-types=InternalIP",
+		// A real node's kubelet (realnode.go) takes only clients its CA signed.
+		"--kubelet-client-certificate=" + f.KubeletClientCert,
+		"--kubelet-client-key=" + f.KubeletClientKey,
 	}
 	if !defaultLimits {
 		// The rig's clients (tests, benchmarks, the scheduler) are all trusted

@@ -49,11 +49,15 @@ func GPUUUID(node string, index int) string {
 	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-// Nodes builds the Node objects for every pool in the spec. Status carries the
-// capacity; kwok fills in conditions and keeps them fresh.
+// Nodes builds the Node objects for every simulated pool in the spec. Status carries
+// the capacity; kwok fills in conditions and keeps them fresh. A real pool's nodes are
+// registered by their kubelets.
 func (s Spec) Nodes() ([]*corev1.Node, error) {
 	var nodes []*corev1.Node
 	for _, p := range s.NodePools {
+		if p.Real {
+			continue
+		}
 		for i := range p.Count {
 			n, err := p.node(NodeName(p.Name, i))
 			if err != nil {
@@ -93,15 +97,11 @@ func (p NodePool) node(name string) (*corev1.Node, error) {
 		labels[LabelGPUCount] = strconv.Itoa(p.GPUsPerNode)
 		labels[LabelMIGStrategy] = p.migStrategy()
 		capacity[ResourceGPU] = *resource.NewQuantity(int64(p.GPUsPerNode), resource.DecimalSI)
-		gpus := make([]GPUInfo, p.GPUsPerNode)
-		for i := range gpus {
-			gpus[i] = GPUInfo{Index: i, UUID: GPUUUID(name, i), Model: p.GPUModel, MemoryMiB: p.GPUMemoryMiB, Healthy: true}
-		}
-		data, err := json.Marshal(gpus)
+		data, err := p.gpuAnnotation(name)
 		if err != nil {
 			return nil, err
 		}
-		annotations[AnnotationGPUs] = string(data)
+		annotations[AnnotationGPUs] = data
 	}
 	// Pool labels come last so a spec can override the defaults above on purpose.
 	for k, v := range p.Labels {
@@ -119,6 +119,17 @@ func (p NodePool) node(name string) (*corev1.Node, error) {
 			Features: &corev1.NodeFeatures{SupplementalGroupsPolicy: &strictGroups},
 		},
 	}, nil
+}
+
+// gpuAnnotation is node name's sluice.dev/gpus annotation: every GPU healthy, with the
+// UUIDs GPUUUID gives (a real node's device plugin hands out the same).
+func (p NodePool) gpuAnnotation(name string) (string, error) {
+	gpus := make([]GPUInfo, p.GPUsPerNode)
+	for i := range gpus {
+		gpus[i] = GPUInfo{Index: i, UUID: GPUUUID(name, i), Model: p.GPUModel, MemoryMiB: p.GPUMemoryMiB, Healthy: true}
+	}
+	data, err := json.Marshal(gpus)
+	return string(data), err
 }
 
 func (p NodePool) migStrategy() string {

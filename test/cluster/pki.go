@@ -140,6 +140,10 @@ type pkiFiles struct {
 	// server and nobody else.
 	WebhookClientCACert string
 	AdmissionConfig     string
+	// KubeletClientCert is what the API server presents to kubelets (logs, exec,
+	// attach); a real node's kubelet trusts the rig's CA and authorizes the
+	// certificate's user, in system:masters, through the API server.
+	KubeletClientCert, KubeletClientKey string
 }
 
 // credential is a client certificate the rig hands to one component.
@@ -195,6 +199,7 @@ func writePKI(dir string, apiServerHosts []string) (*pki, error) {
 		FrontProxyCACert:    path("front-proxy-ca.crt"),
 		WebhookClientCACert: path("webhook-client-ca.crt"),
 		AdmissionConfig:     path("admission.yaml"),
+		KubeletClientCert:   path("kubelet-client.crt"), KubeletClientKey: path("kubelet-client.key"),
 	}
 	frontProxy, err := newAuthority("sluice-rig-front-proxy-ca")
 	if err != nil {
@@ -209,6 +214,10 @@ func writePKI(dir string, apiServerHosts []string) (*pki, error) {
 		return nil, err
 	}
 	serving, err := ca.issue("sluice-rig-component", nil, []string{"localhost", "127.0.0.1"})
+	if err != nil {
+		return nil, err
+	}
+	kubeletClient, err := ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +238,8 @@ func writePKI(dir string, apiServerHosts []string) (*pki, error) {
 		p.files.APIServerCert: apiServer.CertPEM, p.files.APIServerKey: apiServer.KeyPEM,
 		p.files.ServingCert: serving.CertPEM, p.files.ServingKey: serving.KeyPEM,
 		p.files.SAKey: saKeyPEM, p.files.SAPub: pemBlock("PUBLIC KEY", saPubDER),
-		p.files.FrontProxyCACert: frontProxy.certPEM,
+		p.files.FrontProxyCACert:  frontProxy.certPEM,
+		p.files.KubeletClientCert: kubeletClient.CertPEM, p.files.KubeletClientKey: kubeletClient.KeyPEM,
 	}
 	if err := writeWebhookClientAuth(p.files, path("webhook-client.kubeconfig")); err != nil {
 		return nil, err

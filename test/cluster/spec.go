@@ -35,7 +35,16 @@ type NodePool struct {
 	Labels       map[string]string `yaml:"labels"`
 	// MIGMode is the GPU Operator's MIG strategy: "" or "none", "single", "mixed".
 	MIGMode string `yaml:"migMode"`
+	// Real makes the pool's nodes real: a kubelet, containerd and runc on this machine
+	// run their pods in containers (realnode.go), where kwok would only pretend to. Their
+	// CPU and memory are the machine's, as the kubelet reports them, so cpu and memory
+	// are not given; their GPUs come from a device plugin with no driver behind it.
+	Real bool `yaml:"real"`
 }
+
+// maxRealNodes bounds the real nodes of a rig: each is a kubelet and a containerd on
+// the one machine, and N in its 10.88.N.0/24 pod network.
+const maxRealNodes = 8
 
 // DefaultSpec is the cluster `sluice dev` starts: two partitions, h100 and a100.
 func DefaultSpec() Spec {
@@ -73,6 +82,17 @@ func ParseSpec(data []byte) (Spec, error) {
 	return spec, spec.Validate()
 }
 
+// RealNodeCount is the number of real nodes across all pools.
+func (s Spec) RealNodeCount() int {
+	n := 0
+	for _, p := range s.NodePools {
+		if p.Real {
+			n += p.Count
+		}
+	}
+	return n
+}
+
 // NodeCount is the total number of nodes across all pools.
 func (s Spec) NodeCount() int {
 	n := 0
@@ -100,6 +120,9 @@ func (s Spec) Validate() error {
 		seen[p.Name] = true
 		errs = append(errs, p.validate(where)...)
 	}
+	if n := s.RealNodeCount(); n > maxRealNodes {
+		errs = append(errs, fmt.Errorf("cluster spec: %d real nodes in all; at most %d", n, maxRealNodes))
+	}
 	return errors.Join(errs...)
 }
 
@@ -125,8 +148,17 @@ func (p NodePool) validate(where string) []error {
 			bad("gpuMemoryMiB", "must be positive when gpusPerNode > 0, got %d", p.GPUMemoryMiB)
 		}
 	}
+	if p.Real && p.Count > maxRealNodes {
+		bad("count", "a real pool has at most %d nodes (each is a kubelet and a containerd on this machine), got %d", maxRealNodes, p.Count)
+	}
 	for _, f := range []struct{ field, q string }{{"cpu", p.CPU}, {"memory", p.Memory}} {
 		field, q := f.field, f.q
+		if p.Real {
+			if q != "" {
+				bad(field, "a real node reports the machine's own; leave it out")
+			}
+			continue
+		}
 		if q == "" {
 			bad(field, "required (a Kubernetes quantity such as 64 or 512Gi)")
 			continue

@@ -51,6 +51,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 		return err
 	}
 
+	c.assets = assets
 	bin := func(name string) string { return filepath.Join(assets, name) }
 	etcd, err := c.run("etcd", bin("etcd"), l.etcdArgs(), nil)
 	if err != nil {
@@ -107,6 +108,9 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	c.progress("control plane ready in %s", time.Since(began).Round(time.Millisecond))
 
 	if err := c.createNodes(ctx); err != nil {
+		return err
+	}
+	if err := c.startRealNodes(ctx, keys); err != nil {
 		return err
 	}
 	if err := c.waitNodesReady(ctx, kwok); err != nil {
@@ -237,6 +241,9 @@ func (c *Cluster) waitNodesReady(ctx context.Context, kwok *component) error {
 			if nodeSchedulable(&list.Items[i]) {
 				ready++
 			}
+		}
+		if err := c.annotateRealNodes(ctx, list.Items); err != nil {
+			return err
 		}
 		if ready != last {
 			c.progress("nodes ready %d/%d", ready, want)

@@ -1,0 +1,120 @@
+package realnodes
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestBatchJobRunsInAContainer: a one-node batch job's script runs in the job image as
+// alice's uid, writes its --output and --error files to the shared filesystem, owned by
+// alice, and its exit code is the job's, in squeue/sacct and in the pod's log.
+func TestBatchJobRunsInAContainer(t *testing.T) {
+	s := startSite(t)
+	id := s.sbatch(t, `#!/bin/bash
+#SBATCH -J real-batch -o out-%j.txt -e err-%j.txt
+echo "uid=$(id -u) gid=$(id -g) job=$SLURM_JOB_ID node=$SLURMD_NODENAME host=$(hostname)"
+echo "cwd=$(pwd)"
+echo "to stderr" >&2
+exit 3
+`)
+	if st := s.waitEnd(t, id, 3*time.Minute); st != "FAILED" {
+		t.Fatalf("job %s ended %s, want FAILED (exit 3)", id, st)
+	}
+	out := s.readShared(t, "out-"+id+".txt")
+	if !strings.Contains(out, "uid=1001 gid=1001 job="+id) {
+		t.Errorf("the script did not run as alice (uid 1001) in job %s:\n%s", id, out)
+	}
+	if !strings.Contains(out, "cwd="+s.shared) {
+		t.Errorf("the script did not start in the submit directory %s:\n%s", s.shared, out)
+	}
+	if got := s.readShared(t, "err-"+id+".txt"); strings.TrimSpace(got) != "to stderr" {
+		t.Errorf("--error file holds %q", got)
+	}
+	info, err := os.Stat(filepath.Join(s.shared, "out-"+id+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Uid != 1001 || st.Gid != 1001 {
+		t.Errorf("the output file belongs to %d:%d, want alice's 1001:1001", st.Uid, st.Gid)
+	}
+	if got := s.sluice(t, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State,ExitCode"); strings.TrimSpace(got) != "FAILED|3:0" {
+		t.Errorf("sacct -j %s: %q, want FAILED|3:0", id, got)
+	}
+}
+
+// TestJobLogIsTheContainersOutput: what the script prints reaches its slurm-%j.out in
+// the submit directory and the container's log, which `sluice logs` reads through the
+// API server from the kubelet (the README's first real job).
+func TestJobLogIsTheContainersOutput(t *testing.T) {
+	s := startSite(t)
+	id := s.sluice(t, "sbatch", "-p", "real", "--parsable",
+		"--wrap", "echo hello from the container; head -1 /etc/os-release; nvidia-smi -L || echo no driver")
+	id = strings.TrimSpace(id)
+	if st := s.waitEnd(t, id, 3*time.Minute); st != "COMPLETED" {
+		t.Fatalf("job %s ended %s", id, st)
+	}
+	logs := s.sluice(t, "logs", id)
+	file := s.readShared(t, "slurm-"+id+".out")
+	for _, want := range []string{"hello from the container", "Debian", "no driver"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("sluice logs %s lacks %q:\n%s", id, want, logs)
+		}
+		if !strings.Contains(file, want) {
+			t.Errorf("slurm-%s.out lacks %q:\n%s", id, want, file)
+		}
+	}
+}
+
+// TestTwoNodeSrunCrossesThePodNetwork: srun -l hostname in a two-node job runs one task
+// on each node, reached through the other pod's DNS name and the pod network, and the
+// steps reach the ledger from the batch host's termination message.
+func TestTwoNodeSrunCrossesThePodNetwork(t *testing.T) {
+	s := startSite(t)
+	id := s.sbatch(t, `#!/bin/bash
+#SBATCH -J two-node -N 2 -o two-%j.txt
+srun -l hostname
+`)
+	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
+		t.Fatalf("job %s ended %s:\n%s", id, st, s.tryRead("two-"+id+".txt"))
+	}
+	out := s.readShared(t, "two-"+id+".txt")
+	lines := regexp.MustCompile(`(?m)^(\d+): (\S+)$`).FindAllStringSubmatch(out, -1)
+	var tasks, hosts []string
+	for _, l := range lines {
+		tasks, hosts = append(tasks, l[1]), append(hosts, l[2])
+	}
+	slices.Sort(tasks)
+	slices.Sort(hosts)
+	if !slices.Equal(tasks, []string{"0", "1"}) || len(slices.Compact(hosts)) != 2 {
+		t.Fatalf("srun -l hostname printed %q, want one line from each of two hosts (tasks 0 and 1)", out)
+	}
+	nodes := map[string]bool{}
+	for _, p := range pods(t, id) {
+		nodes[p.Spec.NodeName] = true
+	}
+	if len(nodes) != 2 {
+		t.Errorf("job %s's pods ran on %v, want two nodes", id, nodes)
+	}
+	steps := s.sluice(t, "sacct", "-n", "-P", "-j", id, "-o", "JobID,State,ExitCode")
+	for _, want := range []string{id + ".batch|COMPLETED|0:0", id + ".0|COMPLETED|0:0"} {
+		if !strings.Contains(steps, want) {
+			t.Errorf("sacct -j %s lacks step %q:\n%s", id, want, steps)
+		}
+	}
+}
+
+// tryRead is a file of the shared directory for a failure message, or why not.
+func (s *site) tryRead(name string) string {
+	data, err := os.ReadFile(filepath.Join(s.shared, name))
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	return string(data)
+}

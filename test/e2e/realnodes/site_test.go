@@ -1,0 +1,197 @@
+package realnodes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi/kube"
+	"github.com/sluicehq/sluice/test/cluster"
+	"github.com/sluicehq/sluice/test/e2e"
+	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
+)
+
+// site is the package's `sluice server`, as installed, on the real-node rig, and the
+// directory every job pod mounts (a hostPath, which on this one machine is
+// the same directory for every node: a shared filesystem, as /home is on Slurm).
+type site struct {
+	url, token string
+	shared     string
+	bin        string
+}
+
+var (
+	siteOnce sync.Once
+	theSite  *site
+	siteErr  error
+)
+
+// startSite starts the server once for the package (stopped before the rig) and
+// imports the sluice image this test binary built into the real nodes.
+func startSite(t *testing.T) *site {
+	t.Helper()
+	rig := e2e.Rig(t)
+	siteOnce.Do(func() { theSite, siteErr = newSite(t, rig) })
+	if siteErr != nil {
+		t.Fatal(siteErr)
+	}
+	return theSite
+}
+
+func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
+	ctx := context.Background()
+	bin := sluiceproc.Binary(t)
+	if err := rig.LoadSluiceImage(ctx, bin); err != nil {
+		return nil, err
+	}
+	crs := sluiceproc.InstallSite(t, rig.RESTConfig())
+	shared, err := os.MkdirTemp("", "sluice-shared-")
+	if err != nil {
+		return nil, err
+	}
+	e2e.BeforeRigStop(func() { os.RemoveAll(shared) })
+	if err := os.Chmod(shared, 0o1777); err != nil { // every user's jobs write here, as to /tmp
+		return nil, err
+	}
+	// Mounted at the same path as on the host, as a site mounts /home at one path on
+	// login and compute nodes alike: a job's working directory and output paths mean
+	// the same file everywhere.
+	volume, _ := json.Marshal(map[string]any{"mountPath": shared, "hostPath": map[string]any{"path": shared, "type": "Directory"}})
+	part := &v1alpha1.Partition{
+		ObjectMeta: metav1.ObjectMeta{Name: "real", Annotations: map[string]string{kube.SharedVolumeAnnotation: string(volume)}},
+		Spec: v1alpha1.PartitionSpec{
+			NodeSelector: map[string]string{cluster.LabelPartition: "real"},
+			DefaultImage: cluster.JobImage,
+		},
+	}
+	if err := crs.Create(ctx, part); err != nil {
+		return nil, fmt.Errorf("create partition real: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "sluice-realnodes-")
+	if err != nil {
+		return nil, err
+	}
+	e2e.BeforeRigStop(func() { os.RemoveAll(dir) })
+	keyFile, token := sluiceproc.KeyAndToken(t, dir, "alice")
+	server := sluiceproc.Launch(t, "sluice server", map[string]any{
+		"kubeconfig": rig.ServerKubeconfig, "stateDir": filepath.Join(dir, "state"), "listen": "127.0.0.1:0",
+		"leaderElection": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": false},
+		"rest": map[string]any{"jwtKeyFile": keyFile},
+		"slurm": map[string]any{
+			"launcherImage": cluster.SluiceImage,
+			"users":         map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}},
+		},
+		"scheduler": map[string]any{"gpuReservationImage": cluster.SluiceImage},
+	})
+	e2e.BeforeRigStop(func() {
+		if os.Getenv("SLUICE_E2E_SERVER_LOG") != "" {
+			fmt.Fprintln(os.Stderr, server.Log())
+		}
+		server.Stop()
+	})
+	return &site{url: "http://" + server.Addr(), token: token, shared: shared, bin: bin}, nil
+}
+
+// sluice runs the CLI as alice, as she would from a login node, and returns its
+// output; a non-zero exit fails the test.
+func (s *site) sluice(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := s.try(args...)
+	if err != nil {
+		t.Fatalf("sluice %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (s *site) try(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Env = append(os.Environ(), "SLUICE_URL="+s.url, "SLURM_JWT="+s.token)
+	cmd.Dir = s.shared
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// sbatch submits a script from the shared directory (the job's working directory)
+// and returns its id.
+func (s *site) sbatch(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	path := filepath.Join(s.shared, fmt.Sprintf("job-%d.sh", time.Now().UnixNano()))
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := s.sluice(t, append(append([]string{"sbatch", "-p", "real"}, args...), path)...)
+	var id string
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "Submitted batch job %s", &id); err != nil {
+		t.Fatalf("sbatch printed %q", out)
+	}
+	return id
+}
+
+// state is the job's state as squeue, then sacct (once it has left the queue), show it.
+func (s *site) state(t *testing.T, id string) string {
+	t.Helper()
+	out, err := s.try("squeue", "-h", "-j", id, "-o", "%T")
+	if st := strings.TrimSpace(out); err == nil && st != "" {
+		return st
+	}
+	out = s.sluice(t, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State")
+	return strings.Fields(strings.TrimSpace(out) + " ?")[0]
+}
+
+// waitEnd waits for the job to end and returns its final state.
+func (s *site) waitEnd(t *testing.T, id string, timeout time.Duration) string {
+	t.Helper()
+	var st string
+	e2e.WaitFor(t, "job "+id+" to end", timeout, func(context.Context) (bool, error) {
+		st = s.state(t, id)
+		switch st {
+		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED":
+			return true, nil
+		}
+		return false, fmt.Errorf("state %s", st)
+	})
+	return st
+}
+
+// waitRunning waits until the job's batch host runs its script.
+func (s *site) waitRunning(t *testing.T, id string, timeout time.Duration) {
+	t.Helper()
+	e2e.WaitFor(t, "job "+id+" RUNNING", timeout, func(context.Context) (bool, error) {
+		st := s.state(t, id)
+		return st == "RUNNING", fmt.Errorf("state %s", st)
+	})
+}
+
+// pods are the job's pods.
+func pods(t *testing.T, id string) []corev1.Pod {
+	t.Helper()
+	list, err := e2e.Rig(t).Client().CoreV1().Pods(kube.Namespace("nlp")).List(context.Background(),
+		metav1.ListOptions{LabelSelector: v1alpha1.JobIDLabel + "=" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// readShared reads a file the job wrote to the shared directory.
+func (s *site) readShared(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.shared, name))
+	if err != nil {
+		t.Fatalf("the job's file %s: %v", name, err)
+	}
+	return string(data)
+}
