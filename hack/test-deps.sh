@@ -18,7 +18,7 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
 # The real nodes' runtime and network, and the packages the rig's images are made of.
-real_node_packages="containerd runc containernetworking-plugins iproute2 util-linux busybox-static
+real_node_packages="containerd runc containernetworking-plugins iproute2 iptables util-linux busybox-static
   bash coreutils grep sed hostname procps libc-bin base-files netbase
   python3.11-minimal libpython3.11-stdlib"
 missing=""

@@ -169,9 +169,11 @@ func (s *Scheduler) reservationPod(at slot) *corev1.Pod {
 			TerminationGracePeriodSeconds: &zero,
 			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{
-				Name:    "reserve",
-				Image:   s.cfg.GPUReservationImage,
-				Command: []string{"sluice", "gpu-reservation"},
+				Name:  "reserve",
+				Image: s.cfg.GPUReservationImage,
+				// The image's binary by its path, as the launcher init container runs it:
+				// the image (the Dockerfile's distroless one) has no PATH that holds it.
+				Command: []string{"/sluice", "gpu-reservation"},
 				Env: []corev1.EnvVar{
 					{Name: gpureservation.PodNameEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 					{Name: gpureservation.PodNamespaceEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},

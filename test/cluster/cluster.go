@@ -238,6 +238,11 @@ func (c *Cluster) Leftovers() error {
 			errs = append(errs, fmt.Errorf("real node %s: %s is still there", n.name, left))
 		}
 	}
+	if len(c.realNodes) > 0 {
+		if _, err := c.iptablesForward("-C"); err == nil {
+			errs = append(errs, errors.New("the iptables rule forwarding the kubernetes Service is still there"))
+		}
+	}
 	l := c.layout
 	for _, p := range []int{l.etcdClient, l.etcdPeer, l.apiServer, l.kcm, l.scheduler} {
 		if portInUse(p) {

@@ -82,11 +82,17 @@ func (l layout) etcdArgs() []string {
 	}
 }
 
-func (l layout) apiServerArgs(f pkiFiles, defaultLimits bool) []string {
+func (l layout) apiServerArgs(f pkiFiles, defaultLimits, realNodes bool) []string {
 	issuer := url.URL{Scheme: "https", Host: "kubernetes.default.svc.cluster.local"}
+	bind := "127.0.0.1"
+	if realNodes {
+		// Pods on real nodes reach the API server at their node's address (the
+		// kubernetes Service's 10.96.0.1 is forwarded there: realnodes.go).
+		bind = "0.0.0.0"
+	}
 	args := []string{
 		"--etcd-servers=" + l.etcdURL(),
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + bind,
 		"--advertise-address=127.0.0.1",
 		// The endpoint reconciler refuses a loopback address for the
 		// `kubernetes` Service's endpoints, and nothing in the rig reaches the

@@ -94,6 +94,10 @@ func (h *deviceHandout) pick(ctx context.Context, p *corev1.Pod) (string, error)
 	if err != nil {
 		return "", err
 	}
+	if node.Annotations[annotationKwokNode] != kwokNodeValue {
+		// A real node's kubelet runs the pod: its device plugin chose, and the pod reports.
+		return "", fmt.Errorf("%s is a real node", node.Name)
+	}
 	var gpus []GPUInfo
 	if err := json.Unmarshal([]byte(node.Annotations[AnnotationGPUs]), &gpus); err != nil {
 		return "", err

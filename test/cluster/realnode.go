@@ -82,7 +82,7 @@ func realNodeRequirements(assets string) error {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root (real nodes make mount namespaces, bridges and cgroups): run as root")
 	}
-	debian := []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "unshare", "nsenter", "ip"}
+	debian := []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "unshare", "nsenter", "ip", "iptables"}
 	for _, b := range debian {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b+" (not on PATH)")
@@ -102,7 +102,7 @@ func realNodeRequirements(assets string) error {
 		return nil
 	}
 	return fmt.Errorf("real nodes need what this machine lacks:\n  %s\n"+
-		"Debian's packages: apt-get install containerd runc containernetworking-plugins iproute2 util-linux (hack/test-deps.sh installs them)",
+		"Debian's packages: apt-get install containerd runc containernetworking-plugins iproute2 iptables util-linux (hack/test-deps.sh installs them)",
 		strings.Join(missing, "\n  "))
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +70,9 @@ func (c *Cluster) startRealNodes(ctx context.Context, keys *pki) error {
 	if err := c.startClusterDNS(ctx, c.realNodes, ports[len(ports)-1]); err != nil {
 		return err
 	}
+	if err := c.forwardKubernetesService(true); err != nil {
+		return err
+	}
 	c.progress("%d real nodes up in %s (kubelet and containerd each; images %s)", len(c.realNodes), time.Since(began).Round(time.Millisecond), c.images.dir)
 	return nil
 }
@@ -91,6 +96,32 @@ func (c *Cluster) LoadSluiceImage(ctx context.Context, binary string) error {
 		}
 	}
 	return nil
+}
+
+// forwardKubernetesService adds (or deletes) the one rule of kube-proxy's work the real
+// nodes need, as the rig runs no kube-proxy: the kubernetes Service's address, which
+// the kubelet gives every pod as KUBERNETES_SERVICE_HOST, leads to the API server on the
+// first node's address. In-cluster clients in pods (a GPU reservation pod reporting its
+// device) reach the API server through it and check its certificate for 10.96.0.1.
+func (c *Cluster) forwardKubernetesService(add bool) error {
+	op := "-A"
+	if !add {
+		op = "-D"
+	}
+	_, err := c.iptablesForward(op)
+	return err
+}
+
+// iptablesForward runs iptables with op (-A, -D, -C) on the kubernetes Service's rule.
+func (c *Cluster) iptablesForward(op string) ([]byte, error) {
+	args := []string{"-t", "nat", op, "PREROUTING", "-d", kubernetesService + "/32", "-p", "tcp", "--dport", "443",
+		"-m", "comment", "--comment", "sluice rig: kubernetes Service", "-j", "DNAT",
+		"--to-destination", c.realNodes[0].ip() + ":" + strconv.Itoa(c.layout.apiServer)}
+	out, err := exec.Command("iptables", args...).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("iptables %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return out, nil
 }
 
 // RealNodes are the names of the rig's real nodes.
@@ -125,6 +156,9 @@ func (c *Cluster) stopRealNodes() {
 	c.mu.Unlock()
 	for i := len(nodes) - 1; i >= 0; i-- {
 		nodes[i].stop()
+	}
+	if len(nodes) > 0 {
+		_ = c.forwardKubernetesService(false)
 	}
 	if lock != nil {
 		lock.Close()

@@ -63,7 +63,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 		return err
 	}
 
-	apiServer, err := c.run("kube-apiserver", bin("kube-apiserver"), l.apiServerArgs(keys.files, c.defaultLimits), nil)
+	apiServer, err := c.run("kube-apiserver", bin("kube-apiserver"), l.apiServerArgs(keys.files, c.defaultLimits, c.spec.RealNodeCount() > 0), nil)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -78,6 +79,9 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 	if err := crs.Create(ctx, part); err != nil {
 		return nil, fmt.Errorf("create partition real: %w", err)
 	}
+	if err := reservationRBAC(ctx, rig); err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "sluice-realnodes-")
 	if err != nil {
 		return nil, err
@@ -92,7 +96,8 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 			"launcherImage": cluster.SluiceImage,
 			"users":         map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}},
 		},
-		"scheduler": map[string]any{"gpuReservationImage": cluster.SluiceImage},
+		"scheduler": map[string]any{"gpuReservationImage": cluster.SluiceImage,
+			"gpuReservationNamespace": reservationNamespace, "gpuReservationServiceAccount": reservationAccount},
 	})
 	e2e.BeforeRigStop(func() {
 		if os.Getenv("SLUICE_E2E_SERVER_LOG") != "" {
@@ -101,6 +106,35 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 		server.Stop()
 	})
 	return &site{url: "http://" + server.Addr(), token: token, shared: shared, bin: bin}, nil
+}
+
+// Where GPU reservation pods run and as whom: as the chart installs them, a
+// ServiceAccount that may get and patch the pods of its namespace (each reports the
+// device the kubelet gave it on its own pod).
+const (
+	reservationNamespace = "sluice-system"
+	reservationAccount   = "sluice-gpu-reservation"
+)
+
+func reservationRBAC(ctx context.Context, rig *cluster.Cluster) error {
+	c := rig.Client()
+	ns := reservationNamespace
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: reservationAccount}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: reservationAccount},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}}}}
+	if _, err := c.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: reservationAccount},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: reservationAccount},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: reservationAccount, Namespace: ns}}}
+	_, err := c.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{})
+	return err
 }
 
 // sluice runs the CLI as alice, as she would from a login node, and returns its
