@@ -388,6 +388,11 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []
 	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
 		slurm = append(slurm, arrayEnv(s)...)
 	}
+	if n := pg.Status.Requeues; n > 0 {
+		// As Slurm sets it for a requeued or restarted job, so a script can tell a
+		// rerun (resume from its checkpoint) from its first run.
+		slurm = append(slurm, [2]string{"SLURM_RESTART_COUNT", strconv.Itoa(int(n))})
+	}
 	slurm = append(slurm, gpuEnv(b)...)
 	env := make([]corev1.EnvVar, 0, len(slurm)+len(s.Environment)+1)
 	set := map[string]bool{}

@@ -365,3 +365,22 @@ func TestBuildPodsNeverRootByOmission(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildPodsRestartCount: a requeued job's new run sees SLURM_RESTART_COUNT, as on
+// Slurm, so its script can resume from a checkpoint; a first run has none.
+func TestBuildPodsRestartCount(t *testing.T) {
+	for _, tc := range []struct {
+		requeues int32
+		want     string
+	}{{0, ""}, {1, "1"}, {3, "3"}} {
+		pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Name: "x", Nodes: 1, Tasks: 1, CPUsPerTask: 1, Script: "#!/bin/sh\ntrue\n"}, 12)
+		pg.Status.Requeues = tc.requeues
+		pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{LauncherImage: testLauncherImage, Image: "img"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := envOf(pods[0])["SLURM_RESTART_COUNT"]; got != tc.want {
+			t.Errorf("after %d requeues SLURM_RESTART_COUNT=%q, want %q", tc.requeues, got, tc.want)
+		}
+	}
+}

@@ -118,3 +118,22 @@ func (s *site) tryRead(name string) string {
 	}
 	return string(data)
 }
+
+// TestRequeueRunsTheScriptAgain: scontrol requeue of a running job ends its pods and
+// runs the script again in new ones; SLURM_RESTART_COUNT tells the second run.
+func TestRequeueRunsTheScriptAgain(t *testing.T) {
+	s := startSite(t)
+	id := s.sbatch(t, `#!/bin/bash
+#SBATCH -J requeue-me --requeue -o requeue-%j.txt
+echo "run restart=${SLURM_RESTART_COUNT:-0}"
+if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 600; fi
+`)
+	waitFile(t, s, "requeue-"+id+".txt", "run restart=0")
+	s.sluice(t, "scontrol", "requeue", id)
+	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
+		t.Fatalf("job %s ended %s after its requeue:\n%s", id, st, s.tryRead("requeue-"+id+".txt"))
+	}
+	if out := s.readShared(t, "requeue-"+id+".txt"); !strings.Contains(out, "run restart=1") {
+		t.Errorf("the requeued job's second run did not write (or did not see SLURM_RESTART_COUNT=1):\n%s", out)
+	}
+}

@@ -167,11 +167,13 @@ func (s *site) sbatch(t *testing.T, script string, args ...string) string {
 		t.Fatal(err)
 	}
 	out := s.sluice(t, append(append([]string{"sbatch", "-p", "real"}, args...), path)...)
-	var id string
-	if _, err := fmt.Sscanf(strings.TrimSpace(out), "Submitted batch job %s", &id); err != nil {
-		t.Fatalf("sbatch printed %q", out)
+	for _, line := range strings.Split(out, "\n") { // after any warnings
+		if id, ok := strings.CutPrefix(line, "Submitted batch job "); ok {
+			return strings.TrimSpace(id)
+		}
 	}
-	return id
+	t.Fatalf("sbatch printed %q", out)
+	return ""
 }
 
 // state is the job's state as squeue, then sacct (once it has left the queue), show it.
