@@ -104,7 +104,7 @@ func TestReservationPodAsksTheDevicePluginForOneGPU(t *testing.T) {
 		p.Spec.SchedulerName != v1alpha1.GPUReservationSchedulerName || p.Spec.RestartPolicy != corev1.RestartPolicyAlways {
 		t.Errorf("pod %+v", p)
 	}
-	if strings.Join(c.Command, " ") != "sluice gpu-reservation" || c.Image != DefaultGPUReservationImage {
+	if strings.Join(c.Command, " ") != "/sluice gpu-reservation" || c.Image != DefaultGPUReservationImage {
 		t.Errorf("container %+v", c)
 	}
 	if a, err := ParseAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation]); err != nil || len(a.GPUs) != 1 || a.GPUs[0].Index != 2 || a.Portion != 0 {
