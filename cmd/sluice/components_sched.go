@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -55,7 +54,7 @@ func (s *Server) addScheduler() error {
 		BindWorkers:          sc.BindWorkers,
 		Core:                 bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
 
-		GPUReservationNamespace:      cmp.Or(sc.GPUReservationNamespace, s.cfg.LeaderElection.Namespace),
+		GPUReservationNamespace:      s.cfg.gpuReservationNamespace(),
 		GPUReservationImage:          sc.GPUReservationImage,
 		GPUReservationServiceAccount: sc.GPUReservationServiceAccount,
 	}, s.restConfig, s.registry, factory)

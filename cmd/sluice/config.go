@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,12 @@ type SchedulerConfig struct {
 	GPUReservationNamespace      string `yaml:"gpuReservationNamespace"`
 	GPUReservationImage          string `yaml:"gpuReservationImage"`
 	GPUReservationServiceAccount string `yaml:"gpuReservationServiceAccount"`
+}
+
+// gpuReservationNamespace is where reservation pods run: the one configured, else the
+// leader election namespace.
+func (c Config) gpuReservationNamespace() string {
+	return cmp.Or(c.Scheduler.GPUReservationNamespace, c.LeaderElection.Namespace)
 }
 
 // AccountingConfig is the ledger.

@@ -27,7 +27,7 @@ func runDev(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:6820", "REST API address")
 	seed := fs.String("seed", "examples/site.yaml", "objects applied once the rig is up (partitions, queues, QOS); empty to skip")
 	kaiMode := fs.Bool("kai", true, "KAI mode: take pods with schedulerName kai-scheduler and KAI's Queues and PodGroups (installs minimal KAI CRDs)")
-	realNodes := fs.Int("real-nodes", 0, "also run this many real nodes (partition \"real\", 2 stand-in GPUs each): a kubelet and containerd on this\nmachine run their jobs in containers, so `sluice logs` shows real output (needs root and Debian's containerd, runc and\ncontainernetworking-plugins: hack/test-deps.sh installs them)")
+	realNodes := fs.Int("real-nodes", 0, "also run this many real nodes (partition \"real\", 2 stand-in GPUs each): a kubelet and containerd on this\nmachine run their jobs in containers, so sluice logs shows real output (needs root and Debian's containerd, runc and\ncontainernetworking-plugins: hack/test-deps.sh installs them)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice dev [flags]\n\nStarts a local control plane (etcd, kube-apiserver, kube-controller-manager,\nkube-scheduler, kwok) with simulated GPU nodes, then the Sluice server against it.\nCtrl-C stops everything.\n\nFlags:")
 		fs.PrintDefaults()
@@ -102,6 +102,11 @@ func runDev(args []string) error {
 		// Nothing is pulled on the rig: the real nodes hold the images it built.
 		cfg.Slurm.LauncherImage = cluster.SluiceImage
 		cfg.Scheduler.GPUReservationImage = cluster.SluiceImage
+		// As the chart installs them: reservation pods report their device on themselves.
+		cfg.Scheduler.GPUReservationServiceAccount = "sluice-gpu-reservation"
+		if err := rig.GPUReservationAccess(ctx, cfg.gpuReservationNamespace(), cfg.Scheduler.GPUReservationServiceAccount); err != nil {
+			return err
+		}
 	}
 	logFile, err := os.OpenFile(filepath.Join(stateDir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

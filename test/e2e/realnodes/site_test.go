@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -79,7 +78,7 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 	if err := crs.Create(ctx, part); err != nil {
 		return nil, fmt.Errorf("create partition real: %w", err)
 	}
-	if err := reservationRBAC(ctx, rig); err != nil {
+	if err := rig.GPUReservationAccess(ctx, reservationNamespace, reservationAccount); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "sluice-realnodes-")
@@ -115,27 +114,6 @@ const (
 	reservationNamespace = "sluice-system"
 	reservationAccount   = "sluice-gpu-reservation"
 )
-
-func reservationRBAC(ctx context.Context, rig *cluster.Cluster) error {
-	c := rig.Client()
-	ns := reservationNamespace
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: reservationAccount}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: reservationAccount},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}}}}
-	if _, err := c.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: reservationAccount},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: reservationAccount},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: reservationAccount, Namespace: ns}}}
-	_, err := c.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{})
-	return err
-}
 
 // sluice runs the CLI as alice, as she would from a login node, and returns its
 // output; a non-zero exit fails the test.
