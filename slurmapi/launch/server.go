@@ -76,6 +76,7 @@ func serve(ctx context.Context, job *Job, getenv func(string) string) (s *server
 	mux.HandleFunc("POST "+pathStepRecord, s.stepRecord)
 	mux.HandleFunc("POST "+pathStdin, s.stdin)
 	mux.HandleFunc("POST "+pathSteps, s.listSteps)
+	mux.HandleFunc("POST "+pathPMIFence, s.pmiFence)
 	mux.HandleFunc("GET "+pathAttach, s.attach)
 	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(ln) }()

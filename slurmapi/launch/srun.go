@@ -37,6 +37,10 @@ func Srun(args []string, getenv func(string) string, environ []string, stdin io.
 	if err != nil {
 		return fail(err)
 	}
+	mpi, err := mpiType(getenv("SLURM_MPI_TYPE"))
+	if err != nil {
+		return fail(err)
+	}
 	counts, err := layout(o, len(job.Hosts), job.JobTasks)
 	if err != nil {
 		return fail(err)
@@ -62,6 +66,7 @@ func Srun(args []string, getenv func(string) string, environ []string, stdin io.
 	r := &stepRun{job: job, opts: o, peers: p, step: stepID, counts: counts,
 		exits: map[int]taskExit{}, out: newLabeler(out, o.label, sum(counts)), errOut: newLabeler(errOut, o.label, sum(counts)),
 		stderr: stderr, nodeOfTask: map[int]int{}, stdin: stdin}
+	r.pmi = newPMIHub(r, mpi)
 	specs := r.specs(cwd, exportEnv(o.export, environ))
 	start := time.Now()
 	// The step is known as RUNNING while it runs (job/{id}, sacct).
@@ -132,6 +137,7 @@ type stepRun struct {
 	stderr     io.Writer
 	nodeOfTask map[int]int
 	stdin      io.Reader // srun's, for task 0
+	pmi        *pmiHub   // --mpi=pmi2: joins the nodes' fences (pmi_fence.go)
 
 	mu        sync.Mutex
 	exits     map[int]taskExit
@@ -148,6 +154,7 @@ func (r *stepRun) specs(cwd string, env []string) []StepSpec {
 	for i, c := range r.counts {
 		s := StepSpec{JobID: r.job.ID, Step: r.step, Argv: r.opts.argv, Cwd: cwd, Env: env, Nodes: nodes,
 			NodeIndex: i, NTasks: sum(r.counts), GPUsPerTask: r.opts.gpusPerTask, CPUsPerTask: r.opts.cpusPerTask}
+		s.MPI = r.pmi.spec()
 		if perTask(r.opts.output) {
 			s.Output = r.opts.output
 		}
@@ -259,6 +266,8 @@ func (r *stepRun) runRemote(node int, s StepSpec) error {
 // (and with --kill-on-bad-exit a failure ends the step).
 func (r *stepRun) handle(e event) {
 	switch {
+	case e.PMI != nil:
+		r.pmi.handle(e.PMI)
 	case e.Exit != nil:
 		r.mu.Lock()
 		r.exits[e.Task] = *e.Exit

@@ -38,6 +38,8 @@ type StepSpec struct {
 	// Stdin: this node runs task 0, whose input srun streams to its
 	// launcher (pathStdin); otherwise the tasks read /dev/null.
 	Stdin bool `json:"stdin,omitempty"`
+	// MPI: the node serves PMI to its tasks (srun --mpi=pmi2: pmi.go).
+	MPI *StepMPI `json:"mpi,omitempty"`
 }
 
 // TaskSlot is one task of a node.
@@ -54,6 +56,7 @@ type event struct {
 	Data   []byte    `json:"data,omitempty"`
 	Exit   *taskExit `json:"exit,omitempty"`
 	Err    string    `json:"error,omitempty"`
+	PMI    *pmiMsg   `json:"pmi,omitempty"` // a fence or an abort (pmi.go)
 }
 
 type taskExit struct {
@@ -93,6 +96,10 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 		return nil, fmt.Errorf("no command to run")
 	}
 	s := &nodeStep{}
+	pmi, err := startPMI(job, spec, emit)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range spec.Tasks {
 		env, err := taskEnv(job, spec, t, getenv)
 		if err != nil {
@@ -114,7 +121,7 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 		// A task's background children may hold its output open; the
 		// task's end does not wait for them longer than this.
 		cmd.WaitDelay = 5 * time.Second
-		if err := cmd.Start(); err != nil {
+		if err := pmi.start(cmd, t); err != nil {
 			closeFiles()
 			// As slurmstepd: the task "ran" and failed with status 2.
 			emit(event{Task: t.ProcID, Stream: 2, Data: fmt.Appendf(nil, "slurmstepd: error: execve(): %s: %v\n", spec.Argv[0], unwrapExec(err))})
