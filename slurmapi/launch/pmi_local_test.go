@@ -103,3 +103,34 @@ func TestMPICHAcrossTwoNodes(t *testing.T) {
 		t.Errorf("output:\n%s\nwant:\n%s\nstderr: %q", strings.Join(got, "\n"), strings.Join(want, "\n"), nodes[0].Stderr().All())
 	}
 }
+
+// TestMPIAbortEndsTheStep: a rank's MPI_Abort ends every rank of the
+// step, on every node, instead of leaving the others waiting in a
+// barrier; srun says which task aborted and fails.
+func TestMPIAbortEndsTheStep(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildMPI(t, dir, `#include <mpi.h>
+int main(int argc, char **argv) {
+	int rank;
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	if (rank == 1)
+		MPI_Abort(MPI_COMM_WORLD, 3);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Finalize();
+	return 0;
+}
+`)
+	script := "#!/bin/sh\nSLURM_MPI_TYPE=pmi2 srun -N2 -n2 " + bin + "\necho srun=$?\n"
+	nodes := startJob(t, 2, 0, script, dir)
+	if rc := finish(t, nodes); rc != 0 {
+		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
+	}
+	out, errs := nodes[0].Stdout().All(), strings.Join(nodes[0].Stderr().All(), "\n")
+	if len(out) != 1 || out[0] == "srun=0" {
+		t.Errorf("srun's status: %q, want it failed", out)
+	}
+	if !strings.Contains(errs, "srun: error: job-42-1: task 1: PMI abort (MPI_Abort) (exit code 3): terminating StepId=42.0") {
+		t.Errorf("srun's errors do not name the abort:\n%s", errs)
+	}
+}
