@@ -20,7 +20,7 @@ fi
 # The real nodes' runtime and network, and the packages the rig's images are made of.
 real_node_packages="containerd runc containernetworking-plugins iproute2 iptables util-linux busybox-static
   bash coreutils grep sed hostname procps libc-bin base-files netbase
-  python3.11-minimal libpython3.11-stdlib"
+  python3.11-minimal libpython3.11-stdlib mpich libmpich-dev"
 missing=""
 for p in $real_node_packages; do
   dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
