@@ -50,28 +50,71 @@ func mpiType(v string) (string, error) {
 // StepMPI is what each node of a step needs to serve PMI to its tasks.
 type StepMPI struct {
 	Type string `json:"type"` // mpiPMI2
-	// NodeTasks is the number of tasks on each node of the step, in node
-	// order (the tasks are numbered in blocks: PMI_process_mapping).
-	NodeTasks []int `json:"node_tasks"`
+	// Mapping is PMI_process_mapping: which node runs each task.
+	Mapping string `json:"mapping"`
 }
 
-// processMapping is PMI_process_mapping for tasks laid out in blocks of
-// counts: "(vector,(first node,nodes,tasks per node),...)", one triple
-// for each run of nodes with the same count. MPICH reads it to tell which
-// ranks share a node.
-func processMapping(counts []int) string {
+// processMapping is PMI_process_mapping for tasks on nodes nodeOf (by
+// task id): "(vector,(first node,nodes,tasks per node),...)", each
+// triple the next tasks in order, the given number on each of those
+// nodes. MPICH reads it to tell which ranks share a node, and starts
+// over at the first triple when the vector ends before the tasks do: a
+// vector that repeats from node 0 (a cyclic layout's) is written once.
+func processMapping(nodeOf []int) string {
+	type triple struct{ start, nodes, size int }
+	var ts []triple
+	for r := 0; r < len(nodeOf); {
+		start, size := nodeOf[r], 1
+		for r+size < len(nodeOf) && nodeOf[r+size] == start {
+			size++
+		}
+		r += size
+		nodes := 1
+		for r+size <= len(nodeOf) && sameNode(nodeOf[r:r+size], start+nodes) {
+			r += size
+			nodes++
+		}
+		ts = append(ts, triple{start, nodes, size})
+	}
+	period := len(ts)
+	if len(ts) > 0 && ts[0].start == 0 {
+	periods:
+		for p := 1; p < len(ts); p++ {
+			// Does MPICH, repeating ts[:p], place every task where it is?
+			r := 0
+			for {
+				for _, x := range ts[:p] {
+					for node := x.start; node < x.start+x.nodes; node++ {
+						for range x.size {
+							if nodeOf[r] != node {
+								continue periods
+							}
+							if r++; r == len(nodeOf) {
+								period = p
+								break periods
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 	var b strings.Builder
 	b.WriteString("(vector")
-	for i := 0; i < len(counts); {
-		j := i + 1
-		for j < len(counts) && counts[j] == counts[i] {
-			j++
-		}
-		fmt.Fprintf(&b, ",(%d,%d,%d)", i, j-i, counts[i])
-		i = j
+	for _, x := range ts[:period] {
+		fmt.Fprintf(&b, ",(%d,%d,%d)", x.start, x.nodes, x.size)
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+func sameNode(nodes []int, node int) bool {
+	for _, n := range nodes {
+		if n != node {
+			return false
+		}
+	}
+	return true
 }
 
 // pmiMsg is a node's PMI news for srun, a field of its answer's frames.
@@ -150,7 +193,7 @@ func startPMI(job *Job, spec StepSpec, emit func(event)) (*pmiNode, error) {
 		return nil, fmt.Errorf("MPI type %q: this launcher serves only pmi2", spec.MPI.Type)
 	}
 	n := &pmiNode{spec: spec, emit: emit, kvsName: fmt.Sprintf("%s.%d", job.ID, spec.Step),
-		mapping: processMapping(spec.MPI.NodeTasks), size: spec.NTasks,
+		mapping: spec.MPI.Mapping, size: spec.NTasks,
 		kvs: map[string]string{}, pending: map[string]string{}, nodeAttrs: map[string]string{},
 		attrWait: map[string][]func(string){}}
 	// As Slurm's plugin does, the mapping is in the KVS too: PMI-1 has

@@ -19,6 +19,10 @@ type pmiHub struct {
 	r   *stepRun
 	typ string
 
+	// Each node of the step: its host and its index in the job.
+	hosts   []string
+	jobNode []int
+
 	mu      sync.Mutex
 	fences  map[int]map[int]map[string]string // fence -> node -> its keys
 	aborted bool
@@ -32,12 +36,32 @@ func newPMIHub(r *stepRun, typ string) *pmiHub {
 	return &pmiHub{r: r, typ: typ, fences: map[int]map[int]map[string]string{}}
 }
 
-// spec is what the step's nodes need to serve PMI.
-func (h *pmiHub) spec() *StepMPI {
+// addTo gives each node's part of the step what it needs to serve PMI,
+// the step's process mapping from where its tasks are.
+func (h *pmiHub) addTo(specs []StepSpec) {
 	if h == nil {
-		return nil
+		return
 	}
-	return &StepMPI{Type: h.typ, NodeTasks: slices.Clone(h.r.counts)}
+	var nodeOf []int
+	for i, s := range specs {
+		for _, t := range s.Tasks {
+			for t.ProcID >= len(nodeOf) {
+				nodeOf = append(nodeOf, -1)
+			}
+			nodeOf[t.ProcID] = i
+		}
+	}
+	m := &StepMPI{Type: h.typ, Mapping: processMapping(nodeOf)}
+	for i := range specs {
+		specs[i].MPI = m
+		host := specs[i].Nodes[specs[i].NodeIndex]
+		h.hosts = append(h.hosts, host)
+		j := slices.Index(h.r.job.Hosts, host)
+		if j < 0 {
+			j = i
+		}
+		h.jobNode = append(h.jobNode, j)
+	}
 }
 
 // handle takes a node's PMI news.
@@ -73,14 +97,14 @@ func (h *pmiHub) handle(m *pmiMsg) {
 		h.fences[m.Fence] = got
 	}
 	got[m.Node] = m.KVS
-	if len(got) < len(r.counts) || h.aborted {
+	if len(got) < len(h.jobNode) || h.aborted {
 		h.mu.Unlock()
 		return
 	}
 	delete(h.fences, m.Fence)
 	h.mu.Unlock()
 	merged := map[string]string{}
-	for node := range len(r.counts) {
+	for node := range h.jobNode {
 		for k, v := range got[node] {
 			merged[k] = v
 		}
@@ -95,19 +119,19 @@ func (h *pmiHub) deliver(fence int, kvs map[string]string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
-	for node := range len(r.counts) {
+	for node, jobNode := range h.jobNode {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var err error
-			if node == r.job.Node {
+			if jobNode == r.job.Node {
 				if local := pmiNodeFor(r.job.ID, r.step); local == nil {
 					err = fmt.Errorf("no PMI server for this node")
 				} else {
 					err = local.fenceDone(fence, kvs)
 				}
 			} else {
-				err = r.peers.call(ctx, node, pathPMIFence, pmiFenceDone{JobID: r.job.ID, Step: r.step, Fence: fence, KVS: kvs, Nonce: nonce()})
+				err = r.peers.call(ctx, jobNode, pathPMIFence, pmiFenceDone{JobID: r.job.ID, Step: r.step, Fence: fence, KVS: kvs, Nonce: nonce()})
 			}
 			if err != nil {
 				h.mu.Lock()
@@ -125,8 +149,8 @@ func (h *pmiHub) deliver(fence int, kvs map[string]string) {
 }
 
 func (h *pmiHub) host(node int) string {
-	if node >= 0 && node < len(h.r.job.Hosts) {
-		return h.r.job.Hosts[node]
+	if node >= 0 && node < len(h.hosts) {
+		return h.hosts[node]
 	}
 	return fmt.Sprintf("node %d", node)
 }

@@ -15,17 +15,23 @@ import (
 
 func TestProcessMapping(t *testing.T) {
 	for _, c := range []struct {
-		counts []int
+		nodeOf []int // by task
 		want   string
 	}{
-		{[]int{1, 1}, "(vector,(0,2,1))"},
-		{[]int{2, 2}, "(vector,(0,2,2))"},
-		{[]int{2, 1}, "(vector,(0,1,2),(1,1,1))"},
-		{[]int{3, 3, 2, 2, 2}, "(vector,(0,2,3),(2,3,2))"},
-		{[]int{4}, "(vector,(0,1,4))"},
+		{[]int{0, 1}, "(vector,(0,2,1))"},
+		{[]int{0, 0, 1, 1}, "(vector,(0,2,2))"},
+		{[]int{0, 0, 1}, "(vector,(0,1,2),(1,1,1))"},
+		{[]int{0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4}, "(vector,(0,2,3),(2,3,2))"},
+		{[]int{0, 0, 0, 0}, "(vector,(0,1,4))"},
+		{[]int{0, 1, 1, 1}, "(vector,(0,2,1),(1,1,2))"},
+		// cyclic: one period, which MPICH repeats
+		{[]int{0, 1, 0, 1, 0, 1}, "(vector,(0,2,1))"},
+		{[]int{0, 1, 2, 0, 1}, "(vector,(0,3,1))"},
+		{[]int{0, 1, 0, 1, 1}, "(vector,(0,2,1),(0,2,1),(1,1,1))"},
+		{[]int{1, 0}, "(vector,(1,1,1),(0,1,1))"},
 	} {
-		if got := processMapping(c.counts); got != c.want {
-			t.Errorf("processMapping(%v) = %s, want %s", c.counts, got, c.want)
+		if got := processMapping(c.nodeOf); got != c.want {
+			t.Errorf("processMapping(%v) = %s, want %s", c.nodeOf, got, c.want)
 		}
 	}
 }
@@ -66,14 +72,18 @@ func TestParse2(t *testing.T) {
 // index node), its emitted messages on a channel.
 func testPMINode(t *testing.T, counts []int, node int) (*pmiNode, chan *pmiMsg) {
 	t.Helper()
-	spec := StepSpec{JobID: "7", Step: 3, NodeIndex: node, MPI: &StepMPI{Type: mpiPMI2, NodeTasks: counts}}
+	var nodeOf []int
 	first := 0
 	for i, c := range counts {
-		spec.NTasks += c
 		if i < node {
 			first += c
 		}
+		for range c {
+			nodeOf = append(nodeOf, i)
+		}
 	}
+	spec := StepSpec{JobID: "7", Step: 3, NodeIndex: node, NTasks: len(nodeOf),
+		MPI: &StepMPI{Type: mpiPMI2, Mapping: processMapping(nodeOf)}}
 	for l := range counts[node] {
 		spec.Tasks = append(spec.Tasks, TaskSlot{ProcID: first + l, LocalID: l})
 	}

@@ -68,6 +68,7 @@ func Srun(args []string, getenv func(string) string, environ []string, stdin io.
 		stderr: stderr, nodeOfTask: map[int]int{}, stdin: stdin}
 	r.pmi = newPMIHub(r, mpi)
 	specs := r.specs(cwd, exportEnv(o.export, environ))
+	r.pmi.addTo(specs)
 	start := time.Now()
 	// The step is known as RUNNING while it runs (job/{id}, sacct).
 	if err := recordStep(job, r.record(start)); err != nil {
@@ -154,7 +155,6 @@ func (r *stepRun) specs(cwd string, env []string) []StepSpec {
 	for i, c := range r.counts {
 		s := StepSpec{JobID: r.job.ID, Step: r.step, Argv: r.opts.argv, Cwd: cwd, Env: env, Nodes: nodes,
 			NodeIndex: i, NTasks: sum(r.counts), GPUsPerTask: r.opts.gpusPerTask, CPUsPerTask: r.opts.cpusPerTask}
-		s.MPI = r.pmi.spec()
 		if perTask(r.opts.output) {
 			s.Output = r.opts.output
 		}
