@@ -104,7 +104,7 @@ var JobDescFields = []FieldRule{
 	honour("nice", "taken off the priority; below 0 only for operators"),
 	honour("tasks", ""),
 	warn("oom_kill_step", "ignored: the kubelet's OOM handling applies"),
-	warn("open_mode", "ignored: output files are truncated when the job starts"),
+	honour("open_mode", "[\"APPEND\"] or [\"TRUNCATE\"]: how the batch script's output and error files are opened; default TRUNCATE (Slurm's JobFileAppend=0), a requeued run's too"),
 	warn("reserve_ports", "ignored: no ports are reserved"),
 	warn("resv_mpi_ports", "ignored: no ports are reserved"),
 	warn("overcommit", "ignored: every task gets its CPUs"),

@@ -61,6 +61,7 @@ func handleAllocate(s *Server, c *call) (map[string]any, error) {
 		return nil, e
 	}
 	c.warnings = append(c.warnings, warnings...)
+	StampSubmitHost(desc, c.r)
 	res, err := s.backend.Submit(c.ctx, desc)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,7 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 	}
 	c.warnings = append(c.warnings, warnings...)
 	desc.IdempotencyKey, desc.BodyHash = key, bodyHash
+	StampSubmitHost(desc, c.r)
 	res, err := s.backend.Submit(c.ctx, desc)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,10 @@ type JobDesc struct {
 	// Signal is the warning signal before the time limit, as --signal
 	// writes it with flags and time ("B:10@60"; sbatch.Signal); "" none.
 	Signal string `json:"-"`
+	// SubmitEnv are the variables sbatch exports from the submission's
+	// options (SLURM_NTASKS only for -n, SLURM_MEM_PER_CPU, SLURM_OPEN_MODE,
+	// SLURM_SUBMIT_HOST ...; setSubmitEnv); the job's pods carry them.
+	SubmitEnv map[string]string `json:"-"`
 }
 
 // GPURequest is the job's GPU demand in the core's terms. Whole GPUs are

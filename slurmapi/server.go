@@ -82,6 +82,9 @@ func NewServer(cfg Config, backend Backend) (*Server, error) {
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = "sluice"
 	}
+	if cfg.Submit.ClusterName == "" {
+		cfg.Submit.ClusterName = cfg.ClusterName // the jobs' SLURM_CLUSTER_NAME
+	}
 	if cfg.Hostname == "" {
 		cfg.Hostname, _ = os.Hostname()
 	}

@@ -24,6 +24,9 @@ type SubmitPolicy struct {
 	// MayRun, when set, says whether user's jobs may run at this site (one
 	// that refuses users it maps to no uid); nil lets every user submit.
 	MayRun func(user string) bool
+	// ClusterName is the jobs' SLURM_CLUSTER_NAME; NewServer sets the
+	// server's cluster name.
+	ClusterName string
 }
 
 func (p SubmitPolicy) maxArraySize() int {
@@ -144,6 +147,9 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 	if d.MaxNodes > d.Nodes {
 		warnings = append(warnings, fmt.Sprintf("job.nodes: the job runs on its minimum of %d nodes; Sluice does not start a job on more nodes than its minimum (maximum %d)", d.Nodes, d.MaxNodes))
 	}
+	if e := setSubmitEnv(d, in, opts, pol); e != nil {
+		return nil, nil, e
+	}
 	return d, append(req.warnings, warnings...), nil
 }
 
@@ -243,6 +249,13 @@ func setMemory(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 	d.MemoryPerNode, d.MemoryPerCPU, d.MemoryPerGPU = opts.Mem, opts.MemPerCPU, opts.MemPerGPU
 	restNode, nodeSet := in.MemoryPerNode.Value()
 	restCPU, cpuSet := in.MemoryPerCPU.Value()
+	if (nodeSet && restNode == 0) || (!nodeSet && !cpuSet && opts.Set["mem"] && opts.Mem == 0) {
+		// Slurm gives --mem=0 all of each node's memory. A pod's memory is
+		// asked for when it is made, after placement, which counted none:
+		// asking then for the node's whole allocatable would be refused by
+		// the kubelet wherever another pod holds memory.
+		return BadRequest(ErrRestInvalidJobs, "job.memory_per_node", "--mem=0 (all of each node's memory) is not supported: name an amount, e.g. --mem=64G, or give no --mem to run without a memory request")
+	}
 	if nodeSet || cpuSet {
 		// An explicit REST memory field replaces every directive one,
 		// as one sbatch memory option replaces the others.

@@ -57,6 +57,7 @@ type jobDescIn struct {
 	Stderr         *string     `json:"standard_error"`
 	Stdin          *string     `json:"standard_input"`
 	ContainerImage *string     `json:"container_image"` // Sluice extension, like --container-image
+	OpenMode       openModeIn  `json:"open_mode"`
 	// Placement: constraints (features), required_nodes, excluded_nodes,
 	// required_switches, and shared ["none"] for --exclusive.
 	Constraints      *string   `json:"constraints"`

@@ -77,6 +77,7 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 		ann[SignalAnnotation] = d.Signal
 	}
 	placementAnnotations(d, ann)
+	submitEnvAnnotation(d, ann)
 	return ann
 }
 
@@ -230,6 +231,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 		return d
 	}
 	d.Name, d.User, d.Script, d.Argv = s.Name, s.User, s.Script, s.Argv
+	d.SubmitEnv = recordedSubmitEnv(pg)
 	d.Nodes, d.Tasks, d.CPUsPerTask = int(s.Nodes), int(s.Tasks), int(s.CPUsPerTask)
 	if s.TasksPerNode != nil {
 		d.TasksPerNode = int(*s.TasksPerNode)

@@ -3,8 +3,6 @@ package kube
 import (
 	"fmt"
 	"math"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
-	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/launch"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -265,7 +262,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		// The launcher runs the batch script on node 0 and serves step
 		// launches on every node (slurmapi/launch).
 		Command:    append([]string{launcherDir + "/sluice", "launch"}, s.Argv...),
-		Env:        append(append(jobEnv(pg, b, index, hosts), launcherEnv(pg, hosts, run.LaunchKey)...), limitEnv(pg, run)...),
+		Env:        append(append(jobEnv(pg, b, index, hosts, run), launcherEnv(pg, hosts, run.LaunchKey)...), limitEnv(pg, run)...),
 		Resources:  corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
 		WorkingDir: s.WorkingDirectory,
 		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-script", MountPath: scriptDir},
@@ -356,79 +353,6 @@ func limits(req corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
-// jobEnv is Slurm's batch environment for the task on node index, then the
-// job's own environment (which may not override the Slurm variables).
-func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string) []corev1.EnvVar {
-	s := pg.Spec.Slurm
-	id := pg.Labels[v1alpha1.JobIDLabel]
-	nodes := len(hosts)
-	tasks := max(int(s.Tasks), 1)
-	perNode := (tasks + nodes - 1) / nodes
-	if s.TasksPerNode != nil {
-		perNode = int(*s.TasksPerNode)
-	}
-	submitDir := s.WorkingDirectory
-	if submitDir == "" {
-		submitDir = "/"
-	}
-	slurm := [][2]string{
-		{"SLURM_JOB_ID", id}, {"SLURM_JOBID", id},
-		{"SLURM_JOB_NAME", s.Name}, {"SLURM_JOB_USER", s.User},
-		{"SLURM_JOB_NODELIST", slurmapi.HostList(hosts)}, {"SLURM_NODELIST", slurmapi.HostList(hosts)},
-		{"SLURM_JOB_NUM_NODES", strconv.Itoa(nodes)}, {"SLURM_NNODES", strconv.Itoa(nodes)},
-		{"SLURM_NODEID", strconv.Itoa(index)}, {"SLURM_PROCID", strconv.Itoa(index * perNode)},
-		{"SLURM_LOCALID", "0"},
-		{"SLURM_NTASKS", strconv.Itoa(tasks)}, {"SLURM_NPROCS", strconv.Itoa(tasks)},
-		{"SLURM_NTASKS_PER_NODE", strconv.Itoa(perNode)},
-		{"SLURM_CPUS_PER_TASK", strconv.Itoa(max(int(s.CPUsPerTask), 1))},
-		{"SLURM_SUBMIT_DIR", submitDir},
-		{"SLURM_JOB_PARTITION", pg.Spec.Partition}, {"SLURM_JOB_ACCOUNT", pg.Spec.Queue},
-		{"SLURM_JOB_QOS", pg.Spec.QOS},
-	}
-	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
-		slurm = append(slurm, arrayEnv(s)...)
-	}
-	if n := pg.Status.Requeues; n > 0 {
-		// As Slurm sets it for a requeued or restarted job, so a script can tell a
-		// rerun (resume from its checkpoint) from its first run.
-		slurm = append(slurm, [2]string{"SLURM_RESTART_COUNT", strconv.Itoa(int(n))})
-	}
-	slurm = append(slurm, gpuEnv(b)...)
-	env := make([]corev1.EnvVar, 0, len(slurm)+len(s.Environment)+1)
-	set := map[string]bool{}
-	for _, kv := range slurm {
-		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
-		set[kv[0]] = true
-	}
-	own := make([]string, 0, len(s.Environment))
-	for k := range s.Environment {
-		if !set[k] && !launcherOwned[k] && !deviceOwned[k] {
-			own = append(own, k)
-		}
-	}
-	sort.Strings(own)
-	for _, k := range own {
-		env = append(env, corev1.EnvVar{Name: k, Value: s.Environment[k]})
-	}
-	return env
-}
-
-// launcherOwned are the variables the pod factory sets for the launcher;
-// a job's own environment cannot redirect it.
-var launcherOwned = map[string]bool{launch.EnvScript: true, launch.EnvStdout: true, launch.EnvStderr: true, launch.EnvStdin: true,
-	launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
-	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true,
-	launch.EnvAllocation: true, launch.EnvKeySHA256: true, launch.EnvTimeLimit: true, launch.EnvJobStart: true,
-	launch.EnvSignal: true}
-
-// deviceOwned are the variables that choose and limit a job's GPUs: the
-// device plugin or Sluice sets them. From a job's own environment (sbatch
-// exports the login shell's) NVIDIA_VISIBLE_DEVICES=all would hand the
-// container every GPU of its node, and an MPS limit a share could raise;
-// Slurm likewise sets CUDA_VISIBLE_DEVICES itself, whatever was exported.
-var deviceOwned = map[string]bool{v1alpha1.VisibleDevicesEnv: true, v1alpha1.GPUPortionEnv: true,
-	v1alpha1.MPSThreadPercentageEnv: true, v1alpha1.MPSMemoryLimitEnv: true}
-
 // launcherEnv tells the launcher and srun where they are (launch.JobFromEnv).
 func launcherEnv(pg *v1alpha1.PodGroup, hosts []string, key string) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: launch.EnvDir, Value: launcherDir}, {Name: launch.EnvRunDir, Value: scriptDir},
@@ -468,56 +392,4 @@ func limitEnv(pg *v1alpha1.PodGroup, run RunAs) []corev1.EnvVar {
 		}
 	}
 	return env
-}
-
-// gpuEnv hands the task its GPUs, which CUDA numbers from 0, as Slurm's
-// CUDA_VISIBLE_DEVICES does under cgroup device confinement. Whole GPUs are
-// asked of the device plugin (nvidia.com/gpu), which sets
-// NVIDIA_VISIBLE_DEVICES to the devices the kubelet chose; a share of a GPU
-// names the device of its reservation pod (the scheduler put it in the
-// bind), which the NVIDIA runtime then exposes.
-func gpuEnv(b *bridge.Bind) [][2]string {
-	if len(b.GPUs) == 0 {
-		return [][2]string{{"CUDA_VISIBLE_DEVICES", ""}, {"NVIDIA_VISIBLE_DEVICES", "void"}}
-	}
-	devs := make([]string, len(b.GPUs))
-	ordinals := make([]string, len(b.GPUs))
-	for i, g := range b.GPUs {
-		devs[i] = g.UUID
-		if devs[i] == "" {
-			devs[i] = strconv.Itoa(int(g.Index))
-		}
-		ordinals[i] = strconv.Itoa(i)
-	}
-	env := [][2]string{
-		{"CUDA_VISIBLE_DEVICES", strings.Join(ordinals, ",")},
-		{"SLURM_GPUS_ON_NODE", strconv.Itoa(len(b.GPUs))},
-	}
-	if shared := b.GPUMilli > 0 && b.GPUMilli < 1000; !shared { // a whole bind carries the device's memory too
-		return env // whole GPUs: the device plugin's
-	}
-	env = append(env, [2]string{"NVIDIA_VISIBLE_DEVICES", strings.Join(devs, ",")})
-	if b.GPUMilli > 0 && b.GPUMilli < 1000 {
-		env = append(env, [2]string{"SLUICE_GPU_PORTION", strconv.FormatFloat(float64(b.GPUMilli)/1000, 'f', -1, 64)})
-	}
-	return env
-}
-
-// arrayEnv is an array task's SLURM_ARRAY_* variables; count, min, max
-// and step describe the whole array as submitted.
-func arrayEnv(s *v1alpha1.SlurmJob) [][2]string {
-	env := [][2]string{
-		{"SLURM_ARRAY_JOB_ID", strconv.FormatInt(*s.ArrayJobID, 10)},
-		{"SLURM_ARRAY_TASK_ID", strconv.Itoa(int(*s.ArrayTaskID))},
-	}
-	a, err := sbatch.ParseArray(s.Array)
-	if err != nil {
-		return env // a task made by hand without the array's spec
-	}
-	idx := a.Indices()
-	return append(env,
-		[2]string{"SLURM_ARRAY_TASK_COUNT", strconv.Itoa(len(idx))},
-		[2]string{"SLURM_ARRAY_TASK_MIN", strconv.Itoa(slices.Min(idx))},
-		[2]string{"SLURM_ARRAY_TASK_MAX", strconv.Itoa(slices.Max(idx))},
-		[2]string{"SLURM_ARRAY_TASK_STEP", strconv.Itoa(a.Step())})
 }

@@ -17,6 +17,26 @@ import (
 	"github.com/sluicehq/sluice/accounting"
 )
 
+// EnvOpenMode is how the batch script's output and error files are
+// opened (sbatch --open-mode): OpenAppend, or OpenTruncate (the default,
+// Slurm's JobFileAppend=0), for every run of the job, a requeued one too.
+const EnvOpenMode = "SLUICE_OPEN_MODE"
+
+// The values of EnvOpenMode.
+const (
+	OpenAppend   = "append"
+	OpenTruncate = "truncate"
+)
+
+// openFlags are the flags the batch script's output files are opened
+// with in mode (EnvOpenMode).
+func openFlags(mode string) int {
+	if mode == OpenAppend {
+		return os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	return os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+}
+
 // Main is `sluice launch [ARGS...]`, the command of every pod of a Slurm
 // job. On the batch host (node 0) it runs the batch script with ARGS and
 // exits with its status; on the other nodes it serves step launches until
@@ -102,8 +122,9 @@ func holdAllocation(job *Job, srv *server, lim *limiter, sigs <-chan os.Signal, 
 // runBatch writes the script from the environment into the run directory
 // and runs it, so the kernel starts it with its shebang interpreter as
 // slurmd does. Its output goes to the output files (SLUICE_STDOUT,
-// SLUICE_STDERR) and to the container's streams, so the pod log has it
-// too. SIGTERM and SIGINT are passed to the script's process group.
+// SLUICE_STDERR, opened as SLUICE_OPEN_MODE says) and to the container's
+// streams, so the pod log has it too. SIGTERM and SIGINT are passed to
+// the script's process group.
 func runBatch(job *Job, args []string, getenv func(string) string, stdout, stderr io.Writer, sigs <-chan os.Signal, lim *limiter) (rc int, terminated bool) {
 	script := filepath.Join(job.RunDir, "script")
 	if err := os.WriteFile(script, []byte(getenv(EnvScript)), 0o700); err != nil {
@@ -138,7 +159,7 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 		if p == "" {
 			continue
 		}
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(p, openFlags(getenv(EnvOpenMode)), 0o644)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice launch: open %s: %v\n", p, err)
 			return 1, false

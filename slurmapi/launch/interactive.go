@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/client"
 )
 
@@ -88,15 +91,40 @@ func Release(ctx context.Context, c *client.Client, id uint32, rc int) error {
 	return err
 }
 
-// AllocationEnv is what salloc's shell gets, as Slurm's salloc sets it,
-// so `sluice srun` inside runs steps in the allocation.
+// AllocationEnv is what salloc's shell gets, as Slurm's salloc sets it
+// (salloc(1), OUTPUT ENVIRONMENT VARIABLES), so `sluice srun` inside runs
+// steps in the allocation. What the job's view does not tell (whether -n
+// was given, which memory option) is left out rather than guessed.
 func AllocationEnv(a *Allocation, c *client.Client) []string {
 	j := a.Job
 	env := []string{"SLURM_JOB_ID=" + strconv.FormatUint(uint64(a.ID), 10), "SLURM_JOBID=" + strconv.FormatUint(uint64(a.ID), 10),
 		"SLURM_JOB_NAME=" + j.Name, "SLURM_JOB_PARTITION=" + j.Partition, "SLURM_JOB_ACCOUNT=" + j.Account,
 		"SLURM_JOB_NODELIST=" + j.Nodes, "SLURM_NODELIST=" + j.Nodes, "SLUICE_URL=" + c.URL}
-	if n, ok := j.NodeCount.Value(); ok {
+	if j.QOS != "" {
+		env = append(env, "SLURM_JOB_QOS="+j.QOS)
+	}
+	if j.Cluster != "" {
+		env = append(env, "SLURM_CLUSTER_NAME="+j.Cluster)
+	}
+	n, ok := j.NodeCount.Value()
+	if ok && n > 0 {
 		env = append(env, "SLURM_JOB_NUM_NODES="+strconv.FormatInt(n, 10), "SLURM_NNODES="+strconv.FormatInt(n, 10))
+		if cpus, ok := j.CPUs.Value(); ok && cpus >= n {
+			// A job's nodes are alike: each has its share of the CPUs.
+			env = append(env, "SLURM_JOB_CPUS_PER_NODE="+slurmapi.RepeatedCounts(slices.Repeat([]int{int(cpus / n)}, int(n))))
+		}
+		if tasks, ok := j.Tasks.Value(); ok && tasks > 0 {
+			env = append(env, "SLURM_TASKS_PER_NODE="+slurmapi.RepeatedCounts(slurmapi.BlockCounts(int(tasks), int(n))))
+		}
+	}
+	if tpn, ok := j.TasksPerNode.Value(); ok && tpn > 0 {
+		env = append(env, "SLURM_NTASKS_PER_NODE="+strconv.FormatInt(tpn, 10))
+	}
+	if dir, err := os.Getwd(); err == nil {
+		env = append(env, "SLURM_SUBMIT_DIR="+dir)
+	}
+	if host, err := os.Hostname(); err == nil {
+		env = append(env, "SLURM_SUBMIT_HOST="+host)
 	}
 	return env
 }

@@ -40,6 +40,14 @@ type StepSpec struct {
 	Stdin bool `json:"stdin,omitempty"`
 	// MPI: the node serves PMI to its tasks (srun --mpi=pmi2: pmi.go).
 	MPI *StepMPI `json:"mpi,omitempty"`
+	// TasksPerNode are the step's task counts on each of its nodes, in
+	// step node order (SLURM_STEP_TASKS_PER_NODE); empty: NTasks in
+	// blocks over Nodes, as srun lays a step out by default.
+	TasksPerNode []int `json:"tasks_per_node,omitempty"`
+	// Distribution is srun -m as the tasks were laid out ("block",
+	// "cyclic", ...); empty: Slurm's default, cyclic when no node runs
+	// more than one task, else block.
+	Distribution string `json:"distribution,omitempty"`
 }
 
 // TaskSlot is one task of a node.
@@ -78,7 +86,12 @@ func (e taskExit) rc() int {
 // The launcher's own paths are the pod's too (every pod has the same
 // ones; a test that runs pods as local processes has one set per node).
 var nodeLocal = []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE",
-	"SLUICE_GPU_PORTION", "HOSTNAME", EnvDir, EnvRunDir, EnvKeyFile, EnvTerminationLog}
+	"SLUICE_GPU_PORTION", "HOSTNAME", EnvDir, EnvRunDir, EnvKeyFile, EnvTerminationLog,
+	"SLURM_CPUS_ON_NODE", "SLURM_JOB_GPUS", "GPU_DEVICE_ORDINAL", "SLURM_SHARDS_ON_NODE"}
+
+// nodeOnly are the node's own variables a task does not have at all when
+// its node has none (rather than those of the node srun runs on).
+var nodeOnly = map[string]bool{"SLURM_JOB_GPUS": true, "GPU_DEVICE_ORDINAL": true, "SLURM_SHARDS_ON_NODE": true}
 
 // nodeStep is a step's tasks on this node.
 type nodeStep struct {
@@ -179,8 +192,13 @@ func (s *nodeStep) signal(sig syscall.Signal) {
 // wait returns once every task has exited and its exit was emitted.
 func (s *nodeStep) wait() { s.wg.Wait() }
 
-// taskEnv is a task's environment: what srun exported, the node's own
-// variables, then the step's SLURM_* variables.
+// taskEnv is a task's environment: what srun exported (the batch
+// script's, with the job's variables), the node's own variables, then the
+// step's, as srun(1) OUTPUT ENVIRONMENT VARIABLES and Slurm 22.05 set
+// them: the step's task and node counts, task ids and node list replace
+// the job's in SLURM_NTASKS, SLURM_NNODES, SLURM_TASKS_PER_NODE (the job's
+// stay in SLURM_JOB_*, SLURM_NODELIST), and the GPUs the task sees are
+// its SLURM_STEP_GPUS.
 func taskEnv(job *Job, spec StepSpec, t TaskSlot, getenv func(string) string) ([]string, error) {
 	vars := map[string]string{}
 	for _, kv := range spec.Env {
@@ -191,18 +209,33 @@ func taskEnv(job *Job, spec StepSpec, t TaskSlot, getenv func(string) string) ([
 	for _, k := range nodeLocal {
 		if v := getenv(k); v != "" || k == "CUDA_VISIBLE_DEVICES" {
 			vars[k] = v
+		} else if nodeOnly[k] {
+			delete(vars, k)
 		}
 	}
 	step := strconv.Itoa(spec.Step)
 	host := job.Hosts[job.Node]
+	perNode := stepTaskCounts(spec)
+	gtids := []string{strconv.Itoa(t.ProcID)} // a step of one task (an attach) lists none
+	if len(spec.Tasks) > 0 {
+		gtids = gtids[:0]
+		for _, task := range spec.Tasks {
+			gtids = append(gtids, strconv.Itoa(task.ProcID))
+		}
+	}
 	set := [][2]string{
 		{"SLURM_STEP_ID", step}, {"SLURM_STEPID", step},
 		{"SLURM_PROCID", strconv.Itoa(t.ProcID)}, {"SLURM_LOCALID", strconv.Itoa(t.LocalID)},
 		{"SLURM_NODEID", strconv.Itoa(spec.NodeIndex)}, {"SLURMD_NODENAME", host},
+		{"SLURM_TOPOLOGY_ADDR", host}, {"SLURM_TOPOLOGY_ADDR_PATTERN", "node"},
+		{"SLURM_GTIDS", strings.Join(gtids, ",")},
 		{"SLURM_NTASKS", strconv.Itoa(spec.NTasks)}, {"SLURM_NPROCS", strconv.Itoa(spec.NTasks)},
 		{"SLURM_STEP_NUM_TASKS", strconv.Itoa(spec.NTasks)},
 		{"SLURM_STEP_NUM_NODES", strconv.Itoa(len(spec.Nodes))}, {"SLURM_NNODES", strconv.Itoa(len(spec.Nodes))},
 		{"SLURM_STEP_NODELIST", slurmapi.HostList(spec.Nodes)},
+		{"SLURM_TASKS_PER_NODE", slurmapi.RepeatedCounts(perNode)},
+		{"SLURM_STEP_TASKS_PER_NODE", slurmapi.RepeatedCounts(perNode)},
+		{"SLURM_DISTRIBUTION", stepDistribution(spec, perNode)},
 		{"PATH", job.pathWithDir(vars["PATH"])},
 	}
 	if spec.CPUsPerTask > 0 {
@@ -222,12 +255,41 @@ func taskEnv(job *Job, spec StepSpec, t TaskSlot, getenv func(string) string) ([
 	for _, kv := range set {
 		vars[kv[0]] = kv[1]
 	}
+	// The GPUs the task sees, as the container numbers them (the job's
+	// SLURM_JOB_GPUS are numbered alike).
+	if vars["SLURM_GPUS_ON_NODE"] != "" && vars["CUDA_VISIBLE_DEVICES"] != "" {
+		vars["SLURM_STEP_GPUS"] = vars["CUDA_VISIBLE_DEVICES"]
+		vars["GPU_DEVICE_ORDINAL"] = vars["CUDA_VISIBLE_DEVICES"]
+	} else {
+		delete(vars, "SLURM_STEP_GPUS")
+	}
 	env := make([]string, 0, len(vars))
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
 	slices.Sort(env)
 	return env, nil
+}
+
+// stepTaskCounts are the step's tasks on each of its nodes.
+func stepTaskCounts(spec StepSpec) []int {
+	if len(spec.TasksPerNode) == len(spec.Nodes) && len(spec.Nodes) > 0 {
+		return spec.TasksPerNode
+	}
+	return slurmapi.BlockCounts(spec.NTasks, len(spec.Nodes))
+}
+
+// stepDistribution is SLURM_DISTRIBUTION of a step: srun -m's, else
+// Slurm's default (srun 22.05: cyclic when no node has more than one
+// task, which a block layout then equals, else block).
+func stepDistribution(spec StepSpec, perNode []int) string {
+	if spec.Distribution != "" {
+		return spec.Distribution
+	}
+	if slices.Max(append([]int{0}, perNode...)) <= 1 {
+		return "cyclic"
+	}
+	return "block"
 }
 
 func envValue(env []string, key string) string {
@@ -273,8 +335,13 @@ func taskOutput(job *Job, spec StepSpec, t TaskSlot, emit func(event)) (stdout, 
 			f.Close()
 		}
 	}
+	// srun takes the job's --open-mode from SLURM_OPEN_MODE, as sbatch exports it.
+	flags := openFlags(OpenTruncate)
+	if strings.HasPrefix(envValue(spec.Env, "SLURM_OPEN_MODE"), "a") {
+		flags = openFlags(OpenAppend)
+	}
 	open := func(pattern string) (*os.File, error) {
-		f, err := os.OpenFile(expandTaskPath(pattern, job, spec, t), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(expandTaskPath(pattern, job, spec, t), flags, 0o644)
 		if err == nil {
 			files = append(files, f)
 		}

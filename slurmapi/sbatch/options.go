@@ -34,6 +34,7 @@ type Options struct {
 	SwitchesWait                  time.Duration // --switches=N@MAX_TIME; 0: none
 	SpreadJob                     bool          // --spread-job
 	Signal                        *Signal       // --signal; nil: none
+	OpenMode                      string        // --open-mode: "append", "truncate"; "": the default (truncate)
 	Set                           map[string]bool
 }
 
@@ -100,7 +101,7 @@ var Table = []Option{
 	{"switches", 0, RequiredArg, "optimum switches and max time to wait for optimum (COUNT[@TIME])", setSwitches},
 	{"distribution", 'm', RequiredArg, "ignored", nil},
 	{"signal", 0, RequiredArg, "signal the job's steps (B: its batch shell) sig_time seconds before its time limit ([{R|B}:]SIG[@TIME])", setSignal},
-	{"open-mode", 0, RequiredArg, "ignored", nil},
+	{"open-mode", 0, RequiredArg, "open the output and error files with append or truncate (default truncate)", setOpenMode},
 	{"wckey", 0, RequiredArg, "ignored", nil},
 	{"no-kill", 'k', NoArg, "ignored", nil},
 	{"overcommit", 'O', NoArg, "ignored", nil},
@@ -209,6 +210,19 @@ func setSignal(o *Options, v string) error {
 		return err
 	}
 	o.Signal = &s
+	return nil
+}
+
+// setOpenMode reads --open-mode as sbatch does: by its first letter.
+func setOpenMode(o *Options, v string) error {
+	switch strings.ToLower(strings.TrimSpace(v) + " ")[0] {
+	case 'a':
+		o.OpenMode = "append"
+	case 't':
+		o.OpenMode = "truncate"
+	default:
+		return fmt.Errorf("%q is neither append nor truncate", v)
+	}
 	return nil
 }
 
