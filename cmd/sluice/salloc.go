@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
 	"github.com/sluicehq/sluice/slurmapi/launch"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 func init() {
@@ -25,6 +30,18 @@ func runSalloc(args []string) error {
 	if err != nil || o.help {
 		return err
 	}
+	so := o.salloc
+	switch {
+	case so.Help:
+		interactiveUsage(os.Stdout, "salloc")
+		return nil
+	case so.Usage:
+		fmt.Println("Usage: salloc [OPTIONS...] [command [args...]]")
+		return nil
+	case so.Version:
+		fmt.Printf("slurm %s (sluice %s)\n", launch.SlurmRelease, version)
+		return nil
+	}
 	if o.jobID != 0 {
 		return usageError{"salloc makes a new allocation; --jobid belongs to srun"}
 	}
@@ -38,11 +55,33 @@ func runSalloc(args []string) error {
 	}
 	cancel()
 	ctx := context.Background()
-	a, err := allocateInterruptibly(ctx, c, job, "salloc")
+	var info io.Writer = os.Stderr // salloc's informational messages; -Q: none
+	if so.Quiet {
+		info = io.Discard
+	}
+	actx := ctx
+	if so.Immediate > 0 {
+		var stop context.CancelFunc
+		actx, stop = context.WithTimeout(ctx, so.Immediate)
+		defer stop()
+	}
+	asked := time.Now()
+	a, err := allocateWith(actx, c, job, "salloc", info)
 	if err != nil {
+		if so.Immediate > 0 && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("Immediate allocation not granted within %s (--immediate); the job is cancelled", so.Immediate)
+		}
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "salloc: Granted job allocation %d\n", a.ID)
+	fmt.Fprintf(info, "salloc: Granted job allocation %d\n", a.ID)
+	if so.Bell == sbatch.BellAlways || (so.Bell == sbatch.BellAfterDelay && time.Since(asked) > sbatch.BellDelay && term.IsTerminal(int(os.Stderr.Fd()))) {
+		fmt.Fprint(os.Stderr, "\a")
+	}
+	if so.NoShell {
+		// As salloc --no-shell: the allocation stays until scancel or its
+		// time limit; sluice srun --jobid=N runs steps in it.
+		return nil
+	}
 	argv := o.command
 	if len(argv) == 0 {
 		argv = []string{os.Getenv("SHELL")}
@@ -52,6 +91,7 @@ func runSalloc(args []string) error {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Dir = o.alloc.Chdir // salloc -D: the command runs there (the job's tasks too)
 	cmd.Env = append(os.Environ(), launch.AllocationEnv(a, c)...)
 	if o.token != "" {
 		cmd.Env = append(cmd.Env, "SLURM_JWT="+o.token)
@@ -59,18 +99,23 @@ func runSalloc(args []string) error {
 	// The shell handles the terminal's signals; salloc waits for it.
 	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP)
 	rc := 0
-	if err := cmd.Run(); err != nil {
-		var x *exec.ExitError
-		if !errors.As(err, &x) {
-			fmt.Fprintf(os.Stderr, "salloc: error: %v\n", err)
-			rc = 1
-		} else if st, ok := x.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			rc = 128 + int(st.Signal())
-		} else {
-			rc = x.ExitCode()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "salloc: error: %v\n", err)
+		rc = 1
+	} else {
+		stopWatch := func() {}
+		if so.KillCommand != 0 {
+			// salloc -K: the command gets the signal once the allocation
+			// is revoked (scancel, its time limit).
+			stopWatch = watchRevoked(ctx, c, a.ID, func() {
+				fmt.Fprintf(os.Stderr, "salloc: Job allocation %d has been revoked.\n", a.ID)
+				_ = cmd.Process.Signal(syscall.Signal(so.KillCommand))
+			})
 		}
+		rc = commandStatus(cmd.Wait())
+		stopWatch()
 	}
-	fmt.Fprintf(os.Stderr, "salloc: Relinquishing job allocation %d\n", a.ID)
+	fmt.Fprintf(info, "salloc: Relinquishing job allocation %d\n", a.ID)
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer rcancel()
 	if err := launch.Release(rctx, c, a.ID, rc); err != nil {
@@ -79,4 +124,47 @@ func runSalloc(args []string) error {
 		_ = c.Cancel(rctx, a.ID, "")
 	}
 	return exitWith(rc)
+}
+
+// revokePoll is how often salloc -K asks whether its allocation still runs.
+const revokePoll = 5 * time.Second
+
+// watchRevoked calls revoked once job id is no longer running (polling
+// the server), until stop is called.
+func watchRevoked(ctx context.Context, c *client.Client, id uint32, revoked func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(revokePoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			j, err := c.Job(ctx, id)
+			if err == nil && j.State() != "RUNNING" && j.State() != "COMPLETING" {
+				revoked()
+				return
+			}
+		}
+	}()
+	return cancel
+}
+
+// commandStatus is the status of a command that ended with err: its exit
+// code, or 128+N for signal N.
+func commandStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var x *exec.ExitError
+	if !errors.As(err, &x) {
+		fmt.Fprintf(os.Stderr, "salloc: error: %v\n", err)
+		return 1
+	}
+	if st, ok := x.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+		return 128 + int(st.Signal())
+	}
+	return x.ExitCode()
 }

@@ -65,6 +65,9 @@ func runSrun(args []string) error {
 		return err
 	}
 	req.EndJob = true
+	if !o.pty {
+		req.Argv = append(slices.Clone(o.srunArgs), o.command...)
+	}
 	rc, err := launch.AttachWhenUp(ctx, c, a.ID, req, terminal())
 	if err != nil {
 		// The allocation was made for this command: it must not outlive it.
@@ -97,7 +100,9 @@ func attachOrFail(ctx context.Context, c *client.Client, id uint32, req launch.A
 // options, which go to the launcher's srun inside an allocation.
 type interactiveOptions struct {
 	alloc    *sbatch.Options
-	stepArgs []string // srun step options (-l, -K, ...) for an existing allocation
+	salloc   *sbatch.SallocOptions // salloc's own options (salloc only)
+	stepArgs []string              // srun step options (-l, -K, ...) for an existing allocation
+	srunArgs []string              // the options only srun has, for the step of a new allocation too
 	pty      bool
 	jobID    uint32
 	token    string
@@ -139,6 +144,17 @@ func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
 			o.jobID = uint32(n)
 		case stepOnly[a] && prog == "srun":
 			o.stepArgs = append(o.stepArgs, a)
+			o.srunArgs = append(o.srunArgs, a)
+		case prog == "srun" && srunOwn(a):
+			// An option of srun's own (-u, --mpi, -W, ...): it shapes the
+			// step, in a new allocation too.
+			o.stepArgs = append(o.stepArgs, a)
+			o.srunArgs = append(o.srunArgs, a)
+			if launch.SrunTakesSeparateValue(a) && i+1 < len(args) {
+				i++
+				o.stepArgs = append(o.stepArgs, args[i])
+				o.srunArgs = append(o.srunArgs, args[i])
+			}
 		case a == "--":
 			o.command = args[i+1:]
 			i = len(args)
@@ -147,13 +163,25 @@ func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
 			i = len(args)
 		default:
 			rest = append(rest, a)
-			if takesSeparateValue(a) && i+1 < len(args) {
+			takes := takesSeparateValue(a)
+			if prog == "salloc" {
+				takes = sbatch.SallocTakesSeparateValue(a)
+			}
+			if takes && i+1 < len(args) {
 				i++
 				rest = append(rest, args[i])
 			}
 		}
 	}
-	opts, _, warnings, err := sbatch.Parse(rest)
+	var opts *sbatch.Options
+	var warnings []string
+	var err error
+	if prog == "salloc" {
+		// salloc's own table: its options, sbatch's where they mean the same.
+		opts, o.salloc, _, warnings, err = sbatch.ParseSalloc(rest)
+	} else {
+		opts, _, warnings, err = sbatch.Parse(rest)
+	}
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
@@ -165,6 +193,30 @@ func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
 	// (-n, -N, --gpus-per-task, -c, -o, -e, --export) shape the step.
 	o.stepArgs = append(o.stepArgs, rest...)
 	return o, nil
+}
+
+// srunOwn reports whether a (as given: -u, --mpi=pmi2) is an option of
+// srun's that sbatch lacks, or one sbatch refuses and srun honours for a
+// step (-W, --wait: sbatch's is another option).
+func srunOwn(a string) bool {
+	if !launch.SrunKnows(a) {
+		return false
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+	is := func(long string, short byte) bool {
+		return (strings.HasPrefix(a, "--") && long == name) || (short != 0 && len(a) >= 2 && a[:2] == "-"+string(short))
+	}
+	for _, o := range slices.Concat(sbatch.Table, sbatch.Ignored) {
+		if is(o.Long, o.Short) {
+			return false
+		}
+	}
+	for _, r := range sbatch.Refused {
+		if is(r.Long, r.Short) {
+			return launch.SrunHonours(a)
+		}
+	}
+	return true
 }
 
 // takesSeparateValue reports whether sbatch option a takes its value from
@@ -207,9 +259,14 @@ func allocationJob(o *interactiveOptions) (map[string]any, error) {
 // allocateInterruptibly allocates and waits for the job to run; Ctrl-C
 // while it waits cancels the allocation, as salloc's does.
 func allocateInterruptibly(ctx context.Context, c *client.Client, job map[string]any, prog string) (*launch.Allocation, error) {
+	return allocateWith(ctx, c, job, prog, os.Stderr)
+}
+
+// allocateWith is allocateInterruptibly saying what happens on log.
+func allocateWith(ctx context.Context, c *client.Client, job map[string]any, prog string, log io.Writer) (*launch.Allocation, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return launch.Allocate(ctx, c, job, prog, os.Stderr)
+	return launch.Allocate(ctx, c, job, prog, log)
 }
 
 func interactiveUsage(w io.Writer, prog string) {

@@ -21,6 +21,11 @@ import (
 
 const testKey = "0123456789abcdef0123456789abcdef"
 
+// testCPUs are the CPUs of each node of a test job (one task per node, of
+// this many CPUs): a step may run up to this many one-CPU tasks on a node;
+// srun refuses more, as Slurm does.
+const testCPUs = 4
+
 // startJob builds the pods of a job of nodes nodes (gpus GPUs each)
 // running script with the pod factory's own code and starts them as
 // local processes; workDir is the job's submit directory.
@@ -34,7 +39,7 @@ func startJob(t *testing.T, nodes, gpus int, script, workDir string) []*launchte
 func startLimitedJob(t *testing.T, nodes, gpus int, script, workDir string, limit time.Duration, signal string) []*launchtest.Node {
 	t.Helper()
 	d := &slurmapi.JobDesc{Name: "train", User: "alice", Account: "nlp", Script: script,
-		Nodes: nodes, Tasks: nodes, CPUsPerTask: 1, WorkDir: workDir, Stdout: "%x-%j.out", Stderr: "%x-%j.err"}
+		Nodes: nodes, Tasks: nodes, CPUsPerTask: testCPUs, WorkDir: workDir, Stdout: "%x-%j.out", Stderr: "%x-%j.err"}
 	d.Signal = signal
 	pg := kube.PodGroupFor(d, 42)
 	binds := make([]bridge.Bind, nodes)
@@ -160,22 +165,35 @@ func TestFailingTaskFailsItsStep(t *testing.T) {
 }
 
 // TestKillOnBadExit: with -K a failing task ends the step's other tasks
-// (which would otherwise never end) and srun reports the failure.
+// (which would otherwise never end) as Slurm ends them: SIGTERM, which a
+// task may trap to clean up (SIGKILL follows after KillWait); srun
+// reports the failure and exits with the highest status.
 func TestKillOnBadExit(t *testing.T) {
-	script := "#!/bin/sh\nsrun -K sh -c '[ $SLURM_PROCID = 1 ] && exit 3; exec sleep 100000'\necho srun=$?\n"
+	script := "#!/bin/sh\nsrun -K sh -c 'trap \"echo term $SLURM_PROCID; exit 7\" TERM; [ $SLURM_PROCID = 1 ] && { sleep 1; exit 3; }; while :; do sleep 1; done'\necho srun=$?\n"
 	nodes := startJob(t, 2, 0, script, t.TempDir())
 	if rc := finish(t, nodes); rc != 0 {
 		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
 	}
-	if got := nodes[0].Stdout().All(); !slices.Equal(got, []string{"srun=137"}) {
-		t.Errorf("script output %q, want srun=137 (task 0 killed)", got)
+	if got := nodes[0].Stdout().All(); !slices.Equal(got, []string{"term 0", "srun=7"}) {
+		t.Errorf("script output %q, want task 0's trap of SIGTERM and srun=7", got)
 	}
-	if !nodes[0].Stderr().WaitFor("srun: error: job-42-0: task 0: Killed", "srun: error: job-42-1: task 1: Exited with exit code 3") {
+	host := hostsOf(nodes)
+	if !nodes[0].Stderr().WaitFor("srun: error: "+host[0]+": task 0: Exited with exit code 7", "srun: error: "+host[1]+": task 1: Exited with exit code 3") {
 		t.Errorf("srun's errors: %q", nodes[0].Stderr().All())
 	}
 	if st := steps(t, nodes[0]); len(st) != 2 || st[1].State != accounting.StateFailed {
 		t.Errorf("step report %+v", st)
 	}
+}
+
+// hostsOf are a test job's node names by node index, as its pods know them.
+func hostsOf(nodes []*launchtest.Node) []string {
+	for _, e := range nodes[0].Pod.Spec.Containers[0].Env {
+		if e.Name == launch.EnvHosts {
+			return strings.Split(e.Value, ",")
+		}
+	}
+	return nil
 }
 
 // TestSrunOutputFiles: -o with %t writes one file per task on its node;

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -23,31 +24,65 @@ import (
 // step of the command across the allocation, gives its stdin to task 0
 // (srun's default --input), forwards the tasks' output, passes SIGINT and
 // SIGTERM to every task and exits with the highest task status (128+N
-// for a task ended by signal N), as srun does.
+// for a task ended by signal N), as srun does. Its options are
+// srunTable's: each honoured, warned about or refused.
 func Srun(args []string, getenv func(string) string, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "srun: error: %v\n", err)
-		return 1
+	o, warnings, err := parseSrun(args, getenv)
+	if err != nil {
+		return srunFail(stderr, err)
+	}
+	if o.print != "" {
+		fmt.Fprint(stdout, o.print)
+		return 0
 	}
 	job, err := JobFromEnv(getenv)
 	if err != nil {
-		return fail(err)
+		return srunFail(stderr, err)
 	}
-	o, err := parseSrun(args, getenv)
+	plan, more, err := planStep(o, job, allocationFromEnv(job, getenv, environ))
 	if err != nil {
-		return fail(err)
+		return srunFail(stderr, err)
 	}
-	mpi, err := mpiType(getenv("SLURM_MPI_TYPE"))
+	warn := func(ws []string) {
+		if !o.quiet {
+			for _, w := range ws {
+				fmt.Fprintf(stderr, "srun: warning: %s\n", w)
+			}
+		}
+	}
+	mpi, err := mpiType(o.mpi)
 	if err != nil {
-		return fail(err)
+		return srunFail(stderr, err)
 	}
-	counts, err := layout(o, len(job.Hosts), job.JobTasks)
-	if err != nil {
-		return fail(err)
+	warn(append(warnings, more...))
+	return runStep(o, job, plan, mpi, getenv, environ, stdin, stdout, stderr, warn)
+}
+
+// srunFail reports a refusal as srun does: a mistake in the command line
+// as getopt words it, anything else as an error; srun exits 1.
+func srunFail(stderr io.Writer, err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		fmt.Fprintf(stderr, "srun: %v\nTry \"srun --help\" for more information\n", err)
+		return 1
 	}
+	fmt.Fprintf(stderr, "srun: error: %v\n", err)
+	return 1
+}
+
+// killWait is Slurm's KillWait default: when srun ends a step itself (a
+// task's bad exit with -K, the end of -W's wait, the step's -t limit) its
+// tasks get SIGTERM, then SIGKILL this long after if they still run.
+const killWait = 30 * time.Second
+
+// runStep runs the planned step and returns srun's exit status.
+func runStep(o *srunOptions, job *Job, plan *stepPlan, mpi string, getenv func(string) string, environ []string,
+	stdin io.Reader, stdout, stderr io.Writer, warn func([]string)) int {
+	fail := func(err error) int { return srunFail(stderr, err) }
 	var p *peers
-	for i := range counts {
-		if i != job.Node && p == nil {
+	var err error
+	for _, n := range plan.nodes {
+		if n != job.Node && p == nil {
 			if p, err = newPeers(job); err != nil {
 				return fail(err)
 			}
@@ -57,18 +92,41 @@ func Srun(args []string, getenv func(string) string, environ []string, stdin io.
 	if err != nil {
 		return fail(err)
 	}
-	cwd, _ := os.Getwd()
+	srunCwd, _ := os.Getwd()
+	cwd := stepCwd(o, srunCwd)
+	counts := plan.counts()
+	in, inWarn, closeIn, err := stepInput(o, job, plan, stepID, cwd, stdin)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeIn()
+	warn(inWarn)
 	out, errOut, closeSinks, err := stepSinks(o, job, stepID, cwd, stdout, stderr)
 	if err != nil {
 		return fail(err)
 	}
 	defer closeSinks()
-	r := &stepRun{job: job, opts: o, peers: p, step: stepID, counts: counts,
+	hookEnv := append(slices.Clone(environ), "SLURM_STEP_ID="+strconv.Itoa(stepID), "SLURM_STEPID="+strconv.Itoa(stepID))
+	if o.prolog != "" && o.prolog != "none" {
+		if rc := runHook(o.prolog, o.argv, hookEnv, srunCwd, stdout, stderr); rc != 0 {
+			return fail(fmt.Errorf("srun prolog failed rc = %d. Aborting step.", rc))
+		}
+	}
+	r := &stepRun{job: job, opts: o, peers: p, step: stepID, nodes: plan.nodes, tasks: plan.tasks, counts: counts,
 		exits: map[int]taskExit{}, out: newLabeler(out, o.label, sum(counts)), errOut: newLabeler(errOut, o.label, sum(counts)),
-		stderr: stderr, nodeOfTask: map[int]int{}, stdin: stdin}
+		stderr: stderr, nodeOfTask: map[int]int{}, stdin: in, done: make(chan struct{})}
 	r.pmi = newPMIHub(r, mpi)
-	specs := r.specs(cwd, exportEnv(o.export, environ))
+	specs := r.specs(cwd, stepEnv(o, environ))
 	r.pmi.addTo(specs)
+	if o.verbose > 0 && !o.quiet {
+		for i, s := range specs {
+			ids := make([]int, len(s.Tasks))
+			for k, t := range s.Tasks {
+				ids[k] = t.ProcID
+			}
+			fmt.Fprintf(stderr, "srun: launching StepId=%s.%d on host %s, %d tasks: %s\n", job.ID, stepID, job.Hosts[r.nodes[i]], len(ids), taskRanges(ids))
+		}
+	}
 	start := time.Now()
 	// The step is known as RUNNING while it runs (job/{id}, sacct).
 	if err := recordStep(job, r.record(start)); err != nil {
@@ -111,11 +169,30 @@ func Srun(args []string, getenv func(string) string, environ []string, stdin io.
 			defer stopWarn()
 		}
 	}
+	if o.timeLimit > 0 {
+		// srun -t: the step's own limit, ended as slurmstepd ends it.
+		limit := time.AfterFunc(o.timeLimit, func() {
+			r.mu.Lock()
+			r.timedOut = true
+			r.mu.Unlock()
+			fmt.Fprintf(stderr, "slurmstepd: error: *** STEP %s.%d ON %s CANCELLED AT %s DUE TO TIME LIMIT ***\n",
+				job.ID, stepID, job.Hosts[r.nodes[0]], time.Now().Format("2006-01-02T15:04:05"))
+			r.terminate(killWait)
+		})
+		defer limit.Stop()
+	}
 	r.run(specs, getenv)
 	close(finished)
+	close(r.done)
 	r.out.flush()
 	r.errOut.flush()
-	return r.finish(start)
+	rc := r.finish(start)
+	if o.epilog != "" && o.epilog != "none" {
+		if erc := runHook(o.epilog, o.argv, hookEnv, srunCwd, stdout, stderr); erc != 0 {
+			fmt.Fprintf(stderr, "srun: error: srun epilog failed status=%d\n", erc)
+		}
+	}
+	return rc
 }
 
 func sum(xs []int) int {
@@ -132,42 +209,56 @@ type stepRun struct {
 	opts       *srunOptions
 	peers      *peers
 	step       int
-	counts     []int
+	nodes      []int   // the step's nodes: indices into job.Hosts
+	tasks      [][]int // each step node's task ids
+	counts     []int   // each step node's task count
 	out        *labeler
 	errOut     *labeler
 	stderr     io.Writer
-	nodeOfTask map[int]int
-	stdin      io.Reader // srun's, for task 0
-	pmi        *pmiHub   // --mpi=pmi2: joins the nodes' fences (pmi_fence.go)
+	nodeOfTask map[int]int // a task's step node
+	stdin      io.Reader   // task 0's input (-i); nil: none
+	pmi        *pmiHub     // --mpi=pmi2: joins the nodes' fences (pmi_fence.go)
+	done       chan struct{}
 
-	mu        sync.Mutex
-	exits     map[int]taskExit
-	local     *nodeStep
-	cancelled bool
-	killed    bool
+	mu          sync.Mutex
+	exits       map[int]taskExit
+	local       *nodeStep
+	cancelled   bool
+	killed      bool // no task is to run on: a late start is killed
+	terminating bool // SIGTERM sent, SIGKILL to follow (terminate)
+	timedOut    bool // -t's limit ended the step
+	anyExited   bool
+}
+
+// hosts are the step's node names.
+func (r *stepRun) hosts() []string {
+	h := make([]string, len(r.nodes))
+	for i, n := range r.nodes {
+		h[i] = r.job.Hosts[n]
+	}
+	return h
 }
 
 // specs is each step node's part of the step.
 func (r *stepRun) specs(cwd string, env []string) []StepSpec {
-	nodes := r.job.Hosts[:len(r.counts)]
-	specs := make([]StepSpec, len(r.counts))
-	proc := 0
-	for i, c := range r.counts {
+	nodes := r.hosts()
+	specs := make([]StepSpec, len(r.tasks))
+	for i, ids := range r.tasks {
 		s := StepSpec{JobID: r.job.ID, Step: r.step, Argv: r.opts.argv, Cwd: cwd, Env: env, Nodes: nodes,
-			NodeIndex: i, NTasks: sum(r.counts), GPUsPerTask: r.opts.gpusPerTask, CPUsPerTask: r.opts.cpusPerTask}
+			NodeIndex: i, NTasks: sum(r.counts), GPUsPerTask: r.opts.gpusPerTask, CPUsPerTask: r.opts.cpusPerTask,
+			TasksPerNode: r.counts, Distribution: r.opts.distribution}
 		if perTask(r.opts.output) {
 			s.Output = r.opts.output
 		}
 		if perTask(r.opts.errorFile) {
 			s.Error = r.opts.errorFile
 		}
-		// Task 0 is the first of the step's first node: srun's stdin goes
+		// Task 0 is the first of the step's first node: its input goes
 		// there, streamed when that node is another's.
-		s.Stdin = i == 0 && i != r.job.Node
-		for l := range c {
+		s.Stdin = i == 0 && r.nodes[0] != r.job.Node && r.stdin != nil
+		for l, proc := range ids {
 			s.Tasks = append(s.Tasks, TaskSlot{ProcID: proc, LocalID: l})
 			r.nodeOfTask[proc] = i
-			proc++
 		}
 		specs[i] = s
 	}
@@ -182,13 +273,14 @@ func (r *stepRun) run(specs []StepSpec, getenv func(string) string) {
 		go func() {
 			defer wg.Done()
 			var err error
-			if i == r.job.Node {
+			node := r.nodes[i]
+			if node == r.job.Node {
 				err = r.runLocal(s, getenv)
 			} else {
-				err = r.runRemote(i, s)
+				err = r.runRemote(node, s)
 			}
 			if err != nil {
-				fmt.Fprintf(r.stderr, "srun: error: %s: task launch failed: %v\n", r.job.Hosts[i], err)
+				fmt.Fprintf(r.stderr, "srun: error: %s: task launch failed: %v\n", r.job.Hosts[node], err)
 				r.mu.Lock()
 				for _, t := range s.Tasks {
 					if _, ok := r.exits[t.ProcID]; !ok {
@@ -263,7 +355,8 @@ func (r *stepRun) runRemote(node int, s StepSpec) error {
 }
 
 // handle takes one event of a task: output to the sinks, an exit noted
-// (and with --kill-on-bad-exit a failure ends the step).
+// (with --kill-on-bad-exit a failure ends the step; with --wait the first
+// exit starts the wait for the others).
 func (r *stepRun) handle(e event) {
 	switch {
 	case e.PMI != nil:
@@ -272,10 +365,15 @@ func (r *stepRun) handle(e event) {
 		r.mu.Lock()
 		r.exits[e.Task] = *e.Exit
 		bad := r.opts.killOnBadExit && e.Exit.rc() != 0 && !r.killed
+		first := !r.anyExited
+		r.anyExited = true
 		r.mu.Unlock()
 		if bad {
 			fmt.Fprintf(r.stderr, "srun: error: task %d exited with status %d: terminating StepId=%s.%d\n", e.Task, e.Exit.rc(), r.job.ID, r.step)
-			r.kill()
+			r.terminate(killWait)
+		}
+		if first && r.opts.wait > 0 {
+			time.AfterFunc(r.opts.wait, r.waitEnded)
 		}
 	case e.Stream == 1:
 		r.out.write(e.Task, e.Data)
@@ -284,7 +382,48 @@ func (r *stepRun) handle(e event) {
 	}
 }
 
-// kill ends every task of the step.
+// waitEnded is the end of -W's wait after the first task's exit: the
+// tasks still running are ended.
+func (r *stepRun) waitEnded() {
+	r.mu.Lock()
+	running := len(r.exits) < sum(r.counts)
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	if !running {
+		return
+	}
+	if !r.opts.quiet {
+		fmt.Fprintf(r.stderr, "srun: First task exited %ds ago\n", int(r.opts.wait/time.Second))
+	}
+	r.terminate(killWait)
+}
+
+// terminate ends the step as Slurm ends one: SIGTERM to every task, then
+// SIGKILL after wait to those still running.
+func (r *stepRun) terminate(wait time.Duration) {
+	r.mu.Lock()
+	if r.terminating {
+		r.mu.Unlock()
+		return
+	}
+	r.terminating, r.killed = true, true
+	r.mu.Unlock()
+	r.signalAll(syscall.SIGTERM)
+	go func() {
+		select {
+		case <-time.After(wait):
+			r.signalAll(syscall.SIGKILL)
+		case <-r.done:
+		}
+	}()
+}
+
+// kill ends every task of the step at once (a step that could not
+// start everywhere).
 func (r *stepRun) kill() {
 	r.mu.Lock()
 	r.killed = true
@@ -309,15 +448,15 @@ func (r *stepRun) signalAll(sig syscall.Signal) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	for i := range r.counts {
-		if i == r.job.Node {
+	for _, node := range r.nodes {
+		if node == r.job.Node {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.peers.call(ctx, i, pathSignal, signalRequest{Step: r.step, Signal: int(sig), Nonce: nonce()}); err != nil {
-				fmt.Fprintf(r.stderr, "srun: error: signal %s: %v\n", r.job.Hosts[i], err)
+			if err := r.peers.call(ctx, node, pathSignal, signalRequest{Step: r.step, Signal: int(sig), Nonce: nonce()}); err != nil {
+				fmt.Fprintf(r.stderr, "srun: error: signal %s: %v\n", r.job.Hosts[node], err)
 			}
 		}()
 	}
@@ -332,7 +471,7 @@ func (r *stepRun) finish(start time.Time) int {
 	rc, code, sig := 0, 0, 0
 	for t := range sum(r.counts) {
 		x := r.exits[t]
-		host := r.job.Hosts[r.nodeOfTask[t]]
+		host := r.job.Hosts[r.nodes[r.nodeOfTask[t]]]
 		switch {
 		case x.Signal != 0:
 			fmt.Fprintf(r.stderr, "srun: error: %s: task %d: %s\n", host, t, signalName(x.Signal))
@@ -344,6 +483,8 @@ func (r *stepRun) finish(start time.Time) int {
 	}
 	state := accounting.StateCompleted
 	switch {
+	case r.timedOut:
+		state = accounting.StateTimeout
 	case r.cancelled:
 		state = accounting.StateCancelled
 	case rc != 0:
@@ -366,7 +507,7 @@ func (r *stepRun) record(start time.Time) accounting.Step {
 		name = filepath.Base(r.opts.argv[0])
 	}
 	return accounting.Step{JobID: jobID, StepID: strconv.Itoa(r.step), Name: name, State: accounting.StateRunning,
-		Start: start, Tasks: int64(n), NodeList: slurmapi.HostList(r.job.Hosts[:len(r.counts)]),
+		Start: start, Tasks: int64(n), NodeList: slurmapi.HostList(r.hosts()),
 		TRES: accounting.TRES{CPUs: int64(n * max(r.opts.cpusPerTask, 1)), GPUs: float64(n * r.opts.gpusPerTask), Nodes: int64(len(r.counts))}}
 }
 
@@ -391,7 +532,11 @@ func stepSinks(o *srunOptions, job *Job, step int, cwd string, stdout, stderr io
 	}
 	spec := StepSpec{Step: step, Cwd: cwd, Nodes: job.Hosts}
 	open := func(pattern string) (*os.File, error) {
-		f, err := os.OpenFile(expandTaskPath(pattern, job, spec, TaskSlot{}), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		mode := os.O_TRUNC // --open-mode
+		if o.appendOutput {
+			mode = os.O_APPEND
+		}
+		f, err := os.OpenFile(expandTaskPath(pattern, job, spec, TaskSlot{}), os.O_CREATE|os.O_WRONLY|mode, 0o644)
 		if err == nil {
 			files = append(files, f)
 		}
