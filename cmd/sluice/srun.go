@@ -278,13 +278,16 @@ func interactiveUsage(w io.Writer, prog string) {
 		fmt.Fprintln(w, "runs COMMAND in it through the Sluice server and ends the job with COMMAND's status.")
 		fmt.Fprintln(w, "--pty runs COMMAND as one task on the first node, on a terminal (sluice srun --pty bash).")
 		fmt.Fprintln(w, "Inside `sluice salloc` (SLURM_JOB_ID set) or with --jobid, runs a step in that job:")
-		fmt.Fprintln(w, "srun's step options (-n, -N, -l, -K, -c, --gpus-per-task, -o, -e, --export) apply.")
+		fmt.Fprintln(w, "srun's step options apply (-n, -N, -l, -K, -c, -w, -m, -W, -u, --mpi, ...: docs/srun.md, Options).")
+		fmt.Fprintln(w, "Options only srun has shape the step of a new allocation too.")
 	case "salloc":
 		fmt.Fprintln(w, "Usage: sluice salloc [OPTIONS...] [COMMAND [ARGS...]]")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Allocates a job with sbatch's options, then runs COMMAND (default: your $SHELL) here")
 		fmt.Fprintln(w, "with SLURM_JOB_ID and the job's variables set, so `sluice srun` inside runs steps in")
-		fmt.Fprintln(w, "the job. The job ends with COMMAND's status when it exits.")
+		fmt.Fprintln(w, "the job. The job ends with COMMAND's status when it exits. salloc's own options:")
+		fmt.Fprintln(w, "--no-shell, -K/--kill-command[=SIG], -I/--immediate[=SECS], --bell, --no-bell, -Q, -D;")
+		fmt.Fprintln(w, "the others are sbatch's (docs/srun.md, Options, lists them all).")
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "      --token=TOKEN           auth/jwt token (default $SLURM_JWT)")
