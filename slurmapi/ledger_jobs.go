@@ -1,6 +1,8 @@
 package slurmapi
 
 import (
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
+
 	"context"
 	"math"
 	"strings"
@@ -59,7 +61,7 @@ func fromLedger(r *accounting.Job) (j Job, ok bool) {
 	}
 	if r.NodeList != "" { // the ledger keeps "a,b"; Slurm prints a host list
 		j.NodeNames = strings.Split(r.NodeList, ",")
-		j.NodeList = HostList(j.NodeNames)
+		j.NodeList = sbatch.HostList(j.NodeNames)
 	}
 	return j, true
 }

@@ -60,6 +60,7 @@ func site(t testing.TB) accounting.Store {
 	failed.ExitCode = 1
 	manifest := job(4, "carol", "default", "h100", "normal", 1, 8, day(30, 11), day(30, 12), time.Time{}, accounting.StateRunning)
 	manifest.Origin, manifest.Namespace, manifest.PodGroup, manifest.Name = accounting.OriginKubernetes, "team-c", "train-abc", "train-abc"
+	manifest.NodeList, manifest.Allocated.Nodes = "gpu-01,gpu-02", 2 // the ledger keeps "a,b"; sacct prints gpu-[01-02]
 	jobs := []accounting.Job{
 		job(1, "alice", "nlp", "h100", "normal", 2, 16, day(2, 23), day(3, 0), day(3, 10), accounting.StateCompleted),
 		failed,

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // SacctQuery is what sacct filters on: users (-u), accounts (-A), partitions
@@ -162,7 +164,8 @@ func nodeList(s string) string {
 	if s == "" {
 		return "None assigned"
 	}
-	return s
+	// The ledger keeps "a,b" (steps keep a host list already); sacct prints a host list.
+	return sbatch.HostList(strings.Split(s, ","))
 }
 
 // elapsed is how long the job has held its allocation in its latest run.

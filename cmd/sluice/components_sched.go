@@ -26,7 +26,8 @@ import (
 func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
 	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: s.cfg.Slurm.UserMap(),
-		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage(), LaunchKeySeed: s.launchSeed})
+		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage(), LaunchKeySeed: s.launchSeed,
+		ClusterDomain: s.cfg.Slurm.ClusterDomain})
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,9 @@ type SlurmConfig struct {
 	// LauncherImage is the sluice image every job pod's init container
 	// copies the launcher and srun from (default: this release's image).
 	LauncherImage string `yaml:"launcherImage"`
+	// ClusterDomain is the cluster's DNS domain (the kubelets' clusterDomain):
+	// a multi-node job's pods resolve each other's node names under it.
+	ClusterDomain string `yaml:"clusterDomain"`
 	// Users maps Slurm users to the uid/gid their pods run as (as sites map
 	// LDAP users). Only a user mapped to uid 0 runs as root.
 	Users map[string]SlurmUser `yaml:"users"`

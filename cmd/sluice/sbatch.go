@@ -167,6 +167,7 @@ func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time
 	set("gpus-per-node", "tres_per_node", "gres/gpu:"+o.GPUsPerNode)
 	set("gpus-per-task", "tres_per_task", "gres/gpu:"+o.GPUsPerTask)
 	set("container-image", "container_image", o.ContainerImage)
+	set("open-mode", "open_mode", []string{strings.ToUpper(o.OpenMode)})
 	if o.Set["nodes"] {
 		nodes := fmt.Sprint(o.Nodes)
 		if o.MaxNodes > o.Nodes {
@@ -199,7 +200,7 @@ func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time
 	if o.Set["chdir"] {
 		job["current_working_directory"] = o.Chdir
 	}
-	job["environment"] = exportedEnv(o.Export, environ)
+	job["environment"] = withSubmitHost(exportedEnv(o.Export, environ))
 	return job, nil
 }
 
@@ -210,6 +211,19 @@ func exportedEnv(export string, environ []string) []string {
 	env := sbatch.ExportEnv(export, environ)
 	if len(env) == 0 || (len(env) == 1 && sbatch.HasExportEnv(env)) {
 		env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, env...)
+	}
+	return env
+}
+
+// withSubmitHost adds SLURM_SUBMIT_HOST, the host sbatch runs on, which Slurm
+// exports to the job whatever --export says (the server takes it from there;
+// without it the job sees the client's address).
+func withSubmitHost(env []string) []string {
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_SUBMIT_HOST=") }) {
+		return env
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		env = append(env, "SLURM_SUBMIT_HOST="+h)
 	}
 	return env
 }

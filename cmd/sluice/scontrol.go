@@ -26,6 +26,8 @@ Commands:
   show job [JOBID]              a job (or every job you may see), Key=Value
   show node [NAME]              a node (or every node)
   show partition [NAME]         a partition (or every partition)
+  show hostnames [LIST]         a node list (default $SLURM_JOB_NODELIST), one name per line
+  show hostlist NAMES           names (a,b or one per line) as a node list: h100-[0-3]
   hold JOBID...                 keep pending jobs from starting
   release JOBID...              let held jobs start
   requeue JOBID...              return jobs to PENDING (run again later)
@@ -61,7 +63,7 @@ func runScontrol(args []string) error {
 	switch verb {
 	case "show":
 		if len(rest) == 0 {
-			return usageError{"show what? job, node or partition"}
+			return usageError{"show what? job, node, partition, hostnames or hostlist"}
 		}
 		what, name := strings.ToLower(rest[0]), ""
 		if len(rest) > 1 {
@@ -69,6 +71,9 @@ func runScontrol(args []string) error {
 		}
 		if len(rest) > 2 {
 			return usageError{fmt.Sprintf("show %s takes one name, got %q", what, rest[1:])}
+		}
+		if ok, err := scontrolHosts(os.Stdout, what, name); ok {
+			return err // a host list needs no server
 		}
 		show := showOptions{oneLine: *oneLine, json: *asJSON, now: time.Now()}
 		act = func(ctx context.Context, c *client.Client) error {
@@ -331,7 +336,11 @@ func parseNodeUpdate(args []string) (nodes []string, fields map[string]any, isNo
 		switch strings.ToLower(k) {
 		case "nodename", "node":
 			isNode = true
-			nodes = append(nodes, expandHostList(v)...)
+			names, perr := sbatch.ParseNodeList(v)
+			if perr != nil {
+				err = usageError{fmt.Sprintf("update: NodeName=%s: %v", v, perr)}
+			}
+			nodes = append(nodes, names...)
 		case "state":
 			fields["state"] = []string{strings.ToUpper(v)}
 		case "reason":
@@ -374,59 +383,4 @@ func scontrolUpdateNodes(ctx context.Context, c *client.Client, nodes []string, 
 		return fmt.Errorf("update failed for %d of %d nodes", failed, len(nodes))
 	}
 	return nil
-}
-
-// expandHostList expands a Slurm host list ("h100-[0-2,5]",
-// "a,b") into names; a malformed range is kept as written.
-func expandHostList(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i <= len(s); i++ {
-		if i < len(s) {
-			switch s[i] {
-			case '[':
-				depth++
-				continue
-			case ']':
-				depth--
-				continue
-			case ',':
-				if depth > 0 {
-					continue
-				}
-			default:
-				continue
-			}
-		}
-		if part := s[start:i]; part != "" {
-			out = append(out, expandOne(part)...)
-		}
-		start = i + 1
-	}
-	return out
-}
-
-// expandOne expands one "prefix[ranges]suffix" name.
-func expandOne(name string) []string {
-	open, close := strings.IndexByte(name, '['), strings.IndexByte(name, ']')
-	if open < 0 || close < open {
-		return []string{name}
-	}
-	prefix, ranges, suffix := name[:open], name[open+1:close], name[close+1:]
-	var out []string
-	for _, r := range strings.Split(ranges, ",") {
-		lo, hi, isRange := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := a, error(nil)
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || b < a || b-a > 1<<16 {
-			return []string{name}
-		}
-		for n := a; n <= b; n++ {
-			out = append(out, fmt.Sprintf("%s%0*d%s", prefix, len(lo), n, suffix))
-		}
-	}
-	return out
 }

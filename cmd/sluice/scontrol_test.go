@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,40 @@ func TestParseNodeUpdate(t *testing.T) {
 	if _, _, _, err := parseNodeUpdate([]string{"NodeName=h100-0", "Weight=5"}); err == nil {
 		t.Error("Weight= was accepted")
 	}
-	if got := strings.Join(expandHostList("n[01-03,7]x,m"), " "); got != "n01x n02x n03x n7x m" {
-		t.Errorf("expandHostList = %q", got)
+	if nodes, _, _, err := parseNodeUpdate([]string{"NodeName=n[01-03,7]x,m", "State=RESUME"}); err != nil || strings.Join(nodes, " ") != "n01x n02x n03x n7x m" {
+		t.Errorf("NodeName=n[01-03,7]x,m names %q (%v)", nodes, err)
+	}
+	if _, _, _, err := parseNodeUpdate([]string{"NodeName=h100-[3-1]", "State=RESUME"}); err == nil {
+		t.Error("a backwards range was accepted")
+	}
+}
+
+// TestScontrolShowHostnames: the host list commands scripts use inside a job answer
+// without a server, as scontrol does, from an argument or $SLURM_JOB_NODELIST.
+func TestScontrolShowHostnames(t *testing.T) {
+	t.Setenv("SLURM_JOB_NODELIST", "h100-[2,10],a100-0")
+	for _, tc := range []struct {
+		what, list, want string
+		fails            bool
+	}{
+		{what: "hostnames", want: "h100-2\nh100-10\na100-0\n"},
+		{what: "hostnames", list: "gpu-[01-03]", want: "gpu-01\ngpu-02\ngpu-03\n"},
+		{what: "hostlist", list: "h100-1,h100-0,h100-3", want: "h100-[0-1,3]\n"},
+		{what: "hostlist", list: "h100-1\nh100-2\n", want: "h100-[1-2]\n"},
+		{what: "hostlistsorted", list: "b1,a1", want: "a1,b1\n"},
+		{what: "hostnames", list: "h100-[3-1]", fails: true},
+	} {
+		var out strings.Builder
+		ok, err := scontrolHosts(&out, tc.what, tc.list)
+		if !ok || (err != nil) != tc.fails || out.String() != tc.want {
+			t.Errorf("show %s %q: %q, %v (handled %v); want %q", tc.what, tc.list, out.String(), err, ok, tc.want)
+		}
+	}
+	t.Setenv("SLURM_JOB_NODELIST", "")
+	if _, err := scontrolHosts(io.Discard, "hostnames", ""); err == nil || !strings.Contains(err.Error(), "SLURM_JOB_NODELIST") {
+		t.Errorf("no list and no SLURM_JOB_NODELIST: %v", err)
+	}
+	if ok, _ := scontrolHosts(io.Discard, "job", "5"); ok {
+		t.Error("show job was taken for a host list")
 	}
 }

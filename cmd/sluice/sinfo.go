@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/client"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 func init() {
@@ -320,7 +320,7 @@ func writeSinfoJSON(w io.Writer, rows []sinfoRow) error {
 		out = append(out, map[string]any{
 			"partition": map[string]any{"name": strings.TrimSuffix(r.partition, "*"), "default": strings.HasSuffix(r.partition, "*"), "available": r.avail, "time_limit": r.limit},
 			"node":      map[string]any{"state": strings.ToUpper(r.longState)},
-			"nodes":     map[string]any{"total": len(r.nodes), "nodes": r.nodes, "list": slurmapi.HostList(r.nodes)},
+			"nodes":     map[string]any{"total": len(r.nodes), "nodes": r.nodes, "list": sbatch.HostList(r.nodes)},
 			"cpus":      r.cpus, "memory": r.memoryMiB, "gres": r.gres,
 			"reason": map[string]any{"description": r.reason, "user": r.reasonUser, "time": r.reasonTime},
 		})
@@ -372,7 +372,7 @@ func sinfoValue(row sinfoRow, letter byte) string {
 	case 'T':
 		return row.longState
 	case 'N':
-		return slurmapi.HostList(row.nodes)
+		return sbatch.HostList(row.nodes)
 	case 'G':
 		return row.gres
 	case 'E':

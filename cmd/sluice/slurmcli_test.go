@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/client"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -164,7 +165,7 @@ func TestSinfoGroupsNodesByPartitionAndState(t *testing.T) {
 	type row struct{ part, state, nodes string }
 	var got []row
 	for _, r := range sinfoRows(parts, nodes, false, false) {
-		got = append(got, row{r.partition, r.state, slurmapi.HostList(r.nodes)})
+		got = append(got, row{r.partition, r.state, sbatch.HostList(r.nodes)})
 	}
 	want := []row{
 		{"h100*", "drain", "h100-3"},
@@ -311,7 +312,7 @@ func TestSbatchPrintsEachWarningOnce(t *testing.T) {
 // their REST fields; --wrap makes sbatch's wrapper script and refuses
 // script arguments, as sbatch does.
 func TestSbatchForwardsWhatSlurmDoes(t *testing.T) {
-	opts, _, _, err := sbatch.Parse([]string{"--gpus-per-node=2", "--mem-per-gpu=20G", "--priority=7", "--wrap=hostname"})
+	opts, _, _, err := sbatch.Parse([]string{"--gpus-per-node=2", "--mem-per-gpu=20G", "--priority=7", "--open-mode=a", "--wrap=hostname"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,6 +325,13 @@ func TestSbatchForwardsWhatSlurmDoes(t *testing.T) {
 	}
 	if p, ok := job["priority"].(client.NoVal); !ok || p.Number != 7 {
 		t.Errorf("priority = %#v", job["priority"])
+	}
+	if m, ok := job["open_mode"].([]string); !ok || !slices.Equal(m, []string{"APPEND"}) {
+		t.Errorf("open_mode = %#v, want [APPEND] (a requeued job's log is appended to)", job["open_mode"])
+	}
+	host, _ := os.Hostname()
+	if env := job["environment"].([]string); !slices.Contains(env, "SLURM_SUBMIT_HOST="+host) {
+		t.Errorf("environment %q lacks SLURM_SUBMIT_HOST=%s, the host sbatch ran on", env, host)
 	}
 	script, err := batchScript(opts, nil)
 	if err != nil || script != "#!/bin/sh\n# This script was created by sbatch --wrap.\n\nhostname\n" {

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // Catalog returns a snapshot of Partitions (with their nodes' count and
@@ -207,7 +208,7 @@ func (b *Backend) Partitions(ctx context.Context) ([]slurmapi.Partition, error) 
 				names = append(names, nodes.Items[j].Name)
 			}
 		}
-		p.Nodes, p.NodeCount = slurmapi.HostList(names), len(names)
+		p.Nodes, p.NodeCount = sbatch.HostList(names), len(names)
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

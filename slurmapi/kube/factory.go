@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +34,9 @@ type PodOptions struct {
 	// gives its token key, so every replica derives the same keys. Empty:
 	// a random seed for this factory's life.
 	LaunchKeySeed []byte
+	// ClusterDomain is the cluster's DNS domain (the kubelets' clusterDomain): a job's
+	// pods search their job's Service under it. Default DefaultClusterDomain.
+	ClusterDomain string
 }
 
 // DefaultLauncherImage is the launcher image of a factory not given one.
@@ -47,9 +49,6 @@ const DefaultLauncherImage = "ghcr.io/sluicehq/sluice:latest"
 type PodFactory struct {
 	c    client.Client
 	opts PodOptions
-
-	mu       sync.Mutex
-	services map[string]bool // namespaces whose JobsService exists
 }
 
 // NewPodFactory connects a pod factory to the cluster of cfg.
@@ -67,7 +66,7 @@ func NewPodFactory(cfg *rest.Config, opts PodOptions) (*PodFactory, error) {
 	if len(opts.LaunchKeySeed) == 0 {
 		opts.LaunchKeySeed = randomSeed()
 	}
-	return &PodFactory{c: c, opts: opts, services: map[string]bool{}}, nil
+	return &PodFactory{c: c, opts: opts}, nil
 }
 
 // Pods makes one pod per bind of the Slurm job pg.
@@ -85,7 +84,7 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
-	run := RunAs{Image: s.Image, IDs: &ids, LauncherImage: f.opts.LauncherImage, Start: time.Now()}
+	run := RunAs{Image: s.Image, IDs: &ids, LauncherImage: f.opts.LauncherImage, Start: time.Now(), ClusterDomain: f.opts.ClusterDomain}
 	if run.StrictGroups, err = f.strictGroups(ctx, binds); err != nil {
 		return nil, err
 	}
@@ -122,7 +121,7 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 		return nil, err
 	}
 	if serves {
-		if err := f.ensureService(ctx, pg.Namespace); err != nil {
+		if err := f.ensureJobService(ctx, pg); err != nil {
 			return nil, err
 		}
 		if err := f.ensureLaunchKey(ctx, pg, run.LaunchKey); err != nil {
@@ -153,30 +152,25 @@ func (f *PodFactory) strictGroups(ctx context.Context, binds []bridge.Bind) (boo
 	return true, nil
 }
 
-// ensureService creates the namespace's headless JobsService once, so a
-// multi-node job's pods resolve each other by hostname. It publishes pods
-// before they are ready: launchers look peers up as they start.
-func (f *PodFactory) ensureService(ctx context.Context, ns string) error {
-	f.mu.Lock()
-	done := f.services[ns]
-	f.mu.Unlock()
-	if done {
-		return nil
-	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: JobsService, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice"}},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{SlurmPodLabel: "true"},
-			PublishNotReadyAddresses: true,
-		},
-	}
+// ensureJobService creates the job's headless Service (jobService); one left by an
+// earlier run of the job is the same.
+func (f *PodFactory) ensureJobService(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	svc := jobService(pg)
 	if err := f.c.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create the headless Service %s/%s: %w", ns, JobsService, err)
+		return fmt.Errorf("create the headless Service %s/%s: %w", pg.Namespace, svc.Name, err)
 	}
-	f.mu.Lock()
-	f.services[ns] = true
-	f.mu.Unlock()
 	return nil
+}
+
+// jobObjectMeta names an object made for the job pg: labelled as Sluice's and the
+// job's, and owned by its PodGroup, so it goes with the job.
+func jobObjectMeta(name string, pg *v1alpha1.PodGroup) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: name, Namespace: pg.Namespace,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice", v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel]}}
+	if pg.UID != "" {
+		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID}}
+	}
+	return m
 }
 
 // ensureLaunchKey creates the job's launch key Secret, once for all its
@@ -188,13 +182,9 @@ func (f *PodFactory) ensureService(ctx context.Context, ns string) error {
 // same derived key) or planted, which the pods refuse (EnvKeySHA256).
 func (f *PodFactory) ensureLaunchKey(ctx context.Context, pg *v1alpha1.PodGroup, key string) error {
 	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: LaunchSecretName(pg, key), Namespace: pg.Namespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice", v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel]}},
-		Data:      map[string][]byte{LaunchKeyField: []byte(key)},
-		Immutable: ptrTo(true), // no later update swaps the key under the job
-	}
-	if pg.UID != "" {
-		sec.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID}}
+		ObjectMeta: jobObjectMeta(LaunchSecretName(pg, key), pg),
+		Data:       map[string][]byte{LaunchKeyField: []byte(key)},
+		Immutable:  ptrTo(true), // no later update swaps the key under the job
 	}
 	if err := f.c.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the launch key Secret %s/%s: %w", pg.Namespace, sec.Name, err)

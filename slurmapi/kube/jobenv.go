@@ -123,7 +123,7 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string, ru
 	if cluster == "" {
 		cluster = defaultClusterName
 	}
-	nodeList := slurmapi.HostList(hosts)
+	nodeList := sbatch.HostList(hosts)
 	slurm := [][2]string{
 		{"SLURM_JOB_ID", id}, {"SLURM_JOBID", id},
 		{"SLURM_JOB_NAME", s.Name}, {"SLURM_JOB_USER", s.User},

@@ -6,6 +6,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // setView sets the job's state, reason, times, exit code and nodes from the one job read
@@ -35,7 +36,7 @@ func setView(j *slurmapi.Job, job *jobstate.Job) {
 	if len(nodes) == 0 {
 		nodes = v.Nodes
 	}
-	j.NodeNames, j.NodeList = nodes, slurmapi.HostList(nodes)
+	j.NodeNames, j.NodeList = nodes, sbatch.HostList(nodes)
 	j.TRESAlloc = ""
 	if len(nodes) > 0 {
 		j.TRESAlloc = j.TRESReq

@@ -55,8 +55,12 @@ func TestFactoryGivesMultiNodeJobsALaunchKey(t *testing.T) {
 		t.Errorf("Secret %s: %d key bytes, owners %v; want a key owned by the job's PodGroup", sec.Name, len(sec.Data[LaunchKeyField]), sec.OwnerReferences)
 	}
 	var svc corev1.Service
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: JobsService}, &svc); err != nil {
-		t.Errorf("headless Service: %v", err)
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: JobServiceName(two)}, &svc); err != nil {
+		t.Errorf("the job's headless Service: %v", err)
+	} else if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.OwnerReferences) != 1 || svc.OwnerReferences[0].UID != two.UID ||
+		svc.Spec.Selector[v1alpha1.JobIDLabel] != two.Labels[v1alpha1.JobIDLabel] {
+		t.Errorf("Service %s: clusterIP %q owners %v selector %v; want headless, owned by the job's PodGroup, selecting its pods",
+			svc.Name, svc.Spec.ClusterIP, svc.OwnerReferences, svc.Spec.Selector)
 	}
 	for _, p := range pods {
 		checkLauncher(t, p, LaunchSecretName(two, twoKey))

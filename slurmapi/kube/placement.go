@@ -108,10 +108,10 @@ func constraintText(d *slurmapi.JobDesc) string {
 		parts = append(parts, "--constraint="+d.Constraint)
 	}
 	if len(d.NodeList) > 0 {
-		parts = append(parts, "--nodelist="+slurmapi.HostList(d.NodeList))
+		parts = append(parts, "--nodelist="+sbatch.HostList(d.NodeList))
 	}
 	if len(d.Exclude) > 0 {
-		parts = append(parts, "--exclude="+slurmapi.HostList(d.Exclude))
+		parts = append(parts, "--exclude="+sbatch.HostList(d.Exclude))
 	}
 	return strings.Join(parts, " ")
 }

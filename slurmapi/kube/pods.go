@@ -20,11 +20,8 @@ import (
 
 // Names a Slurm job's pods carry and are found by.
 const (
-	// JobsService is the headless Service, one per job namespace, through
-	// which a job's pods resolve each other as HOSTNAME.slurm-jobs.
-	JobsService = "slurm-jobs"
-	// SlurmPodLabel marks every pod made for a Slurm job; JobsService
-	// selects on it.
+	// SlurmPodLabel marks every pod made for a Slurm job; a job's Service
+	// (JobServiceName) selects on it.
 	SlurmPodLabel = v1alpha1.SlurmJobPodLabel
 	// NodeIndexLabel is a pod's SLURM_NODEID within its job.
 	NodeIndexLabel = v1alpha1.NodeIndexLabel
@@ -102,6 +99,8 @@ type RunAs struct {
 	// LaunchKey is the job's launch key (LaunchKey) when its pods serve
 	// launches: the pods carry its SHA-256 to check the mounted key with.
 	LaunchKey string
+	// ClusterDomain is the cluster's DNS domain; "" is DefaultClusterDomain.
+	ClusterDomain string
 }
 
 // ServesLaunches reports whether the pods of pg on nodes nodes run a
@@ -149,37 +148,40 @@ func BuildPods(pg *v1alpha1.PodGroup, binds []bridge.Bind, run RunAs) ([]*corev1
 	if run.LauncherImage == "" {
 		return nil, fmt.Errorf("job %s: no launcher image configured (slurm.launcherImage)", pg.Labels[v1alpha1.JobIDLabel])
 	}
-	hosts := make([]string, len(binds))
-	for i := range binds {
-		hosts[i] = PodName(pg, i)
-	}
+	hosts, rank := jobHosts(pg, binds)
 	member := pg.Spec.Members[0]
 	pods := make([]*corev1.Pod, len(binds))
+	batch := 0 // binds[batch] is node 0, the batch host
 	for i := range binds {
-		pods[i] = buildPod(pg, member, &binds[i], i, hosts, run)
+		pods[i] = buildPod(pg, member, &binds[i], rank[i], hosts, run)
+		if rank[i] == 0 {
+			batch = i
+		}
 	}
 	if len(pods) > 0 && !IsAllocation(pg) {
 		// Only the batch host runs the script and writes the output
 		// files, as in Slurm; the other pods run the launcher only.
-		c := &pods[0].Spec.Containers[0]
+		c := &pods[batch].Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvScript, Value: s.Script})
 		if m := s.Environment[SimMessageEnv]; m != "" && s.Environment[SimDurationEnv] != "" {
-			pods[0].Annotations[v1alpha1.SimMessageAnnotation] = m
+			pods[batch].Annotations[v1alpha1.SimMessageAnnotation] = m
 		}
 		// Simulated, as on a real cluster: the script's exit code is the batch
 		// host's; the other nodes' launchers end with 0 when it ends (a peer
 		// failing first would end the job before its batch host reported).
-		for _, p := range pods[1:] {
-			delete(p.Annotations, SimExitCodeAnnotation)
+		for i, p := range pods {
+			if i != batch {
+				delete(p.Annotations, SimExitCodeAnnotation)
+			}
 		}
-		stdout, stderr := outputFiles(pg, binds[0].Node)
+		stdout, stderr := outputFiles(pg, binds[batch].Node)
 		if stdout != "" {
 			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStdout, Value: stdout})
 		}
 		if stderr != "" {
 			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStderr, Value: stderr})
 		}
-		if stdin := inputFile(pg, binds[0].Node); stdin != "" {
+		if stdin := inputFile(pg, binds[batch].Node); stdin != "" {
 			c.Env = append(c.Env, corev1.EnvVar{Name: launch.EnvStdin, Value: stdin})
 		}
 	}
@@ -299,9 +301,9 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 	}
 	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: hosts[index], Namespace: pg.Namespace, Labels: labels, Annotations: ann},
+		ObjectMeta: metav1.ObjectMeta{Name: PodName(pg, index), Namespace: pg.Namespace, Labels: labels, Annotations: ann},
 		Spec: corev1.PodSpec{
-			RestartPolicy: never, Hostname: hosts[index], Subdomain: JobsService,
+			RestartPolicy: never, Hostname: hosts[index],
 			SecurityContext:              podSecurity(run),
 			InitContainers:               []corev1.Container{install},
 			Containers:                   []corev1.Container{c},
@@ -309,6 +311,9 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 			AutomountServiceAccountToken: &no,
 			EnableServiceLinks:           &no,
 		},
+	}
+	if ServesLaunches(pg, len(hosts)) {
+		pod.Spec.Subdomain, pod.Spec.DNSConfig = jobDNS(pg, run)
 	}
 	if pg.UID != "" { // deleting the job's PodGroup deletes its pods (garbage collector)
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID}}
@@ -368,7 +373,7 @@ func launcherEnv(pg *v1alpha1.PodGroup, hosts []string, key string) []corev1.Env
 	}
 	peers := make([]string, len(hosts))
 	for i, h := range hosts {
-		peers[i] = h + "." + JobsService + ":" + strconv.Itoa(launch.Port)
+		peers[i] = h + "." + JobServiceName(pg) + ":" + strconv.Itoa(launch.Port)
 	}
 	return append(env, corev1.EnvVar{Name: launch.EnvPeers, Value: strings.Join(peers, ",")},
 		corev1.EnvVar{Name: launch.EnvKeyFile, Value: launchKeyDir + "/" + LaunchKeyField})

@@ -55,20 +55,23 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 		t.Fatalf("got %d pods, want one per node (2)", len(pods))
 	}
 	for i, pod := range pods {
-		wantName := []string{"job-7-0", "job-7-1"}[i]
-		if pod.Name != wantName || pod.Spec.Hostname != wantName || pod.Spec.Subdomain != JobsService || pod.Namespace != "slurm-nlp" {
+		wantName, wantHost := []string{"job-7-0", "job-7-1"}[i], []string{"h100-a", "h100-b"}[i]
+		if pod.Name != wantName || pod.Spec.Hostname != wantHost || pod.Spec.Subdomain != "job-7" || pod.Namespace != "slurm-nlp" {
 			t.Errorf("pod %d: name %s hostname %s subdomain %s namespace %s", i, pod.Name, pod.Spec.Hostname, pod.Spec.Subdomain, pod.Namespace)
+		}
+		if d := pod.Spec.DNSConfig; d == nil || strings.Join(d.Searches, " ") != "job-7.slurm-nlp.svc.cluster.local" {
+			t.Errorf("pod %d: DNS config %+v; want the job's Service on the search path", i, d)
 		}
 		env := envOf(pod)
 		want := map[string]string{
-			"SLURM_JOB_ID": "7", "SLURM_JOB_NAME": "train", "SLURM_JOB_NODELIST": "job-7-[0-1]", "SLURM_NNODES": "2",
+			"SLURM_JOB_ID": "7", "SLURM_JOB_NAME": "train", "SLURM_JOB_NODELIST": "h100-a,h100-b", "SLURM_NNODES": "2",
 			"SLURM_NODEID": []string{"0", "1"}[i], "SLURM_PROCID": []string{"0", "8"}[i], "SLURM_NTASKS": "16",
 			"SLURM_CPUS_PER_TASK": "4", "SLURM_SUBMIT_DIR": "/home/alice", "SLURM_JOB_PARTITION": "h100",
 			"SLURM_JOB_ACCOUNT": "nlp", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "LR": "0.1",
 			"NVIDIA_VISIBLE_DEVICES": "",                        // whole GPUs: the device plugin sets it
 			"SLUICE_SCRIPT":          []string{d.Script, ""}[i], // only the batch host runs the script
-			"SLUICE_LAUNCH_DIR":      "/sluice", "SLUICE_RUN_DIR": "/var/run/sluice", "SLUICE_LAUNCH_HOSTS": "job-7-0,job-7-1",
-			"SLUICE_LAUNCH_PEERS":    "job-7-0.slurm-jobs:6818,job-7-1.slurm-jobs:6818",
+			"SLUICE_LAUNCH_DIR":      "/sluice", "SLUICE_RUN_DIR": "/var/run/sluice", "SLUICE_LAUNCH_HOSTS": "h100-a,h100-b",
+			"SLUICE_LAUNCH_PEERS":    "h100-a.job-7:6818,h100-b.job-7:6818",
 			"SLUICE_LAUNCH_KEY_FILE": "/var/run/sluice-launch/key",
 			// The launchers' time limit and warning (--signal), never the job's own.
 			"SLUICE_TIME_LIMIT": "90", "SLUICE_JOB_START": "1800000000", "SLUICE_SIGNAL": "B:10@60",

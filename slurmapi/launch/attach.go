@@ -18,7 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/sluicehq/sluice/accounting"
-	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 var upgrader = websocket.Upgrader{ReadBufferSize: 32 << 10, WriteBufferSize: 32 << 10}
@@ -194,7 +194,7 @@ func (s *server) startAttached(req AttachRequest, c *frameConn) (*attachedCmd, e
 	a.cmd = cmd
 	jobID, _ := strconv.ParseInt(job.ID, 10, 64)
 	a.step = &accounting.Step{JobID: jobID, StepID: strconv.Itoa(stepID), Name: filepath.Base(req.Argv[0]),
-		Start: start, Tasks: 1, NodeList: slurmapi.HostList([]string{host}),
+		Start: start, Tasks: 1, NodeList: sbatch.HostList([]string{host}),
 		TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}, State: accounting.StateRunning}
 	if err := recordStep(job, *a.step); err != nil {
 		fmt.Fprintf(os.Stderr, "sluice launch: record step %d: %v\n", stepID, err)

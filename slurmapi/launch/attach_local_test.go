@@ -108,7 +108,7 @@ func TestPtyShellThroughRelay(t *testing.T) {
 		}
 	}
 	type_(`test -t 0 && echo "tty-$((1+1))"; stty size; echo "job $SLURM_JOB_ID step $SLURM_STEP_ID task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME"` + "\n")
-	for _, want := range []string{"tty-2", "40 100", "job 42 step 0 task 0 of 1 on job-42-0"} {
+	for _, want := range []string{"tty-2", "40 100", "job 42 step 0 task 0 of 1 on node-0"} {
 		if !scr.WaitFor(want) {
 			state := "srun --pty still runs"
 			select {

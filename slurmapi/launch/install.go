@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 )
 
-// Install copies the running binary into dir as "sluice" and links
-// "srun" to it: the init container runs it from the sluice image, so the
-// job's own image needs nothing of Sluice.
+// Install copies the running binary into dir as "sluice" and links the
+// job's Slurm commands (jobCommands) to it: the init container runs it
+// from the sluice image, so the job's own image needs nothing of Sluice.
 func Install(dir string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -36,10 +36,16 @@ func Install(dir string) error {
 	if err := os.Rename(tmp, dst); err != nil {
 		return err
 	}
-	link := filepath.Join(dir, "srun")
-	_ = os.Remove(link)
-	if err := os.Symlink("sluice", link); err != nil {
-		return fmt.Errorf("link srun: %w", err)
+	for _, name := range jobCommands {
+		link := filepath.Join(dir, name)
+		_ = os.Remove(link)
+		if err := os.Symlink("sluice", link); err != nil {
+			return fmt.Errorf("link %s: %w", name, err)
+		}
 	}
 	return nil
 }
+
+// jobCommands are the Slurm commands a job finds on its PATH, each the sluice binary
+// under that name: srun, and scontrol for `scontrol show hostnames`.
+var jobCommands = []string{"srun", "scontrol"}

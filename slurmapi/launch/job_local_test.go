@@ -96,9 +96,9 @@ srun sh -c 'echo "task $SLURM_PROCID local $SLURM_LOCALID node $SLURM_NODEID of 
 	slices.Sort(got)
 	want := []string{
 		"GPUs: 0,1",
-		"job 42 on job-42-[0-1] (2 nodes)",
-		"task 0 local 0 node 0 of 2 on job-42-0 step 0 nodes job-42-[0-1] gpus 0,1",
-		"task 1 local 0 node 1 of 2 on job-42-1 step 0 nodes job-42-[0-1] gpus 0,1",
+		"job 42 on node-[0-1] (2 nodes)",
+		"task 0 local 0 node 0 of 2 on node-0 step 0 nodes node-[0-1] gpus 0,1",
+		"task 1 local 0 node 1 of 2 on node-1 step 0 nodes node-[0-1] gpus 0,1",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("batch host's output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -108,7 +108,7 @@ srun sh -c 'echo "task $SLURM_PROCID local $SLURM_LOCALID node $SLURM_NODEID of 
 	}
 	st := steps(t, nodes[0])
 	if len(st) != 2 || st[0].StepID != "batch" || st[0].State != accounting.StateCompleted ||
-		st[1].StepID != "0" || st[1].State != accounting.StateCompleted || st[1].Tasks != 2 || st[1].NodeList != "job-42-[0-1]" {
+		st[1].StepID != "0" || st[1].State != accounting.StateCompleted || st[1].Tasks != 2 || st[1].NodeList != "node-[0-1]" {
 		t.Errorf("step report %+v", st)
 	}
 }
@@ -155,7 +155,7 @@ func TestFailingTaskFailsItsStep(t *testing.T) {
 	if got := nodes[0].Stdout().All(); !slices.Equal(got, []string{"srun=3"}) {
 		t.Errorf("script output %q, want srun=3", got)
 	}
-	if !nodes[0].Stderr().WaitFor("srun: error: job-42-0: task 0: Exited with exit code 2", "srun: error: job-42-1: task 1: Exited with exit code 3") {
+	if !nodes[0].Stderr().WaitFor("srun: error: node-0: task 0: Exited with exit code 2", "srun: error: node-1: task 1: Exited with exit code 3") {
 		t.Errorf("srun's errors: %q", nodes[0].Stderr().All())
 	}
 	st := steps(t, nodes[0])

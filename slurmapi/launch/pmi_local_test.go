@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
 	return 0;
 }
 `)
-	script := "#!/bin/sh\nSLURM_MPI_TYPE=pmi2 srun -N2 -n2 " + bin + "\necho srun=$?\n"
+	script := "#!/bin/sh\nsrun --mpi=pmi2 -N2 -n2 " + bin + "\necho srun=$?\n"
 	nodes := startJob(t, 2, 0, script, dir)
 	if rc := finish(t, nodes); rc != 0 {
 		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
@@ -170,7 +170,7 @@ int main(void) {
 	if out, err := exec.Command("gcc", "-o", bin, src, "-lpmi2").CombinedOutput(); err != nil {
 		t.Skipf("no Slurm libpmi2 to build with (Debian: libpmi2-0-dev): %s", out)
 	}
-	nodes := startJob(t, 2, 0, "#!/bin/sh\nSLURM_MPI_TYPE=pmi2 srun -n3 "+bin+"\n", dir)
+	nodes := startJob(t, 2, 0, "#!/bin/sh\nsrun --mpi=pmi2 -n3 "+bin+"\n", dir)
 	if rc := finish(t, nodes); rc != 0 {
 		t.Fatalf("batch host exited %d: %q", rc, nodes[0].Stderr().All())
 	}

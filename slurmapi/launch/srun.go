@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/accounting"
-	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
 // Srun is `srun [OPTIONS] COMMAND [ARGS...]` inside a job: it starts one
@@ -507,7 +507,7 @@ func (r *stepRun) record(start time.Time) accounting.Step {
 		name = filepath.Base(r.opts.argv[0])
 	}
 	return accounting.Step{JobID: jobID, StepID: strconv.Itoa(r.step), Name: name, State: accounting.StateRunning,
-		Start: start, Tasks: int64(n), NodeList: slurmapi.HostList(r.hosts()),
+		Start: start, Tasks: int64(n), NodeList: sbatch.HostList(r.hosts()),
 		TRES: accounting.TRES{CPUs: int64(n * max(r.opts.cpusPerTask, 1)), GPUs: float64(n * r.opts.gpusPerTask), Nodes: int64(len(r.counts))}}
 }
 

@@ -232,7 +232,7 @@ func taskEnv(job *Job, spec StepSpec, t TaskSlot, getenv func(string) string) ([
 		{"SLURM_NTASKS", strconv.Itoa(spec.NTasks)}, {"SLURM_NPROCS", strconv.Itoa(spec.NTasks)},
 		{"SLURM_STEP_NUM_TASKS", strconv.Itoa(spec.NTasks)},
 		{"SLURM_STEP_NUM_NODES", strconv.Itoa(len(spec.Nodes))}, {"SLURM_NNODES", strconv.Itoa(len(spec.Nodes))},
-		{"SLURM_STEP_NODELIST", slurmapi.HostList(spec.Nodes)},
+		{"SLURM_STEP_NODELIST", sbatch.HostList(spec.Nodes)},
 		{"SLURM_TASKS_PER_NODE", slurmapi.RepeatedCounts(perNode)},
 		{"SLURM_STEP_TASKS_PER_NODE", slurmapi.RepeatedCounts(perNode)},
 		{"SLURM_DISTRIBUTION", stepDistribution(spec, perNode)},

@@ -245,16 +245,17 @@ func TestSlurmJobLifecycle(t *testing.T) {
 		for _, e := range p.Spec.Containers[0].Env {
 			env[e.Name] = e.Value
 		}
+		// Inside the job its nodes have the names squeue shows.
 		if env["SLURM_JOB_ID"] != fmt.Sprint(big) || env["SLURM_NNODES"] != "2" || env["CUDA_VISIBLE_DEVICES"] != "0,1,2,3,4,5,6,7" ||
-			env["SLURM_JOB_NODELIST"] != fmt.Sprintf("job-%d-[0-1]", big) {
-			t.Errorf("pod %s environment %v", p.Name, env)
+			env["SLURM_JOB_NODELIST"] != running.nodes || p.Spec.Hostname != p.Spec.NodeName {
+			t.Errorf("pod %s on %s: hostname %s, environment %v; want the node list squeue shows, %s", p.Name, p.Spec.NodeName, p.Spec.Hostname, env, running.nodes)
 		}
 	}
 	if len(nodes) != 2 {
 		t.Errorf("the job's pods share nodes: %v", nodes)
 	}
-	if _, err := Rig(t).Client().CoreV1().Services(kube.Namespace("nlp")).Get(ctx, kube.JobsService, metav1.GetOptions{}); err != nil {
-		t.Errorf("headless Service for the job's hostnames: %v", err)
+	if _, err := Rig(t).Client().CoreV1().Services(kube.Namespace("nlp")).Get(ctx, fmt.Sprintf("job-%d", big), metav1.GetOptions{}); err != nil {
+		t.Errorf("the job's headless Service for its hostnames: %v", err)
 	}
 	done := waitState(t, ts, big, "COMPLETED", 90*time.Second)
 	if done.returnCode != 0 || done.exitStatus != "SUCCESS" || done.nodes == "" {

@@ -34,6 +34,9 @@ slurm:
   {{- if not $c.slurm.launcherImage }}
   launcherImage: {{ include "sluice.image" . | quote }}
   {{- end }}
+  {{- if not $c.slurm.clusterDomain }}
+  clusterDomain: {{ .Values.clusterDomain | quote }}
+  {{- end }}
   {{- toYaml $c.slurm | nindent 2 }}
 kai:
   enabled: {{ .Values.kai.enabled }}

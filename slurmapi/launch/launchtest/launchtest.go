@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi/launch"
 )
 
@@ -91,6 +92,16 @@ func Start(t testing.TB, pods []*corev1.Pod, key string) []*Node {
 	for i := range pods {
 		addrs[i] = freeAddr(t)
 	}
+	// The peers list is by node index, which need not be the pods' order (the
+	// factory numbers nodes as their names sort, the core binds them as it likes).
+	peers := make([]string, len(pods))
+	for i, pod := range pods {
+		k, err := strconv.Atoi(pod.Labels[v1alpha1.NodeIndexLabel])
+		if err != nil || k < 0 || k >= len(pods) || peers[k] != "" {
+			t.Fatalf("pod %s: node index label %q", pod.Name, pod.Labels[v1alpha1.NodeIndexLabel])
+		}
+		peers[k] = addrs[i]
+	}
 	nodes := make([]*Node, len(pods))
 	for i, pod := range pods {
 		root := t.TempDir()
@@ -129,7 +140,7 @@ func Start(t testing.TB, pods []*corev1.Pod, key string) []*Node {
 			v := e.Value
 			switch e.Name {
 			case launch.EnvPeers:
-				v = strings.Join(addrs, ",")
+				v = strings.Join(peers, ",")
 			case launch.EnvDir, launch.EnvRunDir, launch.EnvKeyFile:
 				v = move([]string{v}, moves)[0]
 			}

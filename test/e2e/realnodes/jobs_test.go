@@ -10,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // TestBatchJobRunsInAContainer: a one-node batch job's script runs in the job image as
@@ -74,12 +78,17 @@ func TestJobLogIsTheContainersOutput(t *testing.T) {
 
 // TestTwoNodeSrunCrossesThePodNetwork: srun -l hostname in a two-node job runs one task
 // on each node, reached through the other pod's DNS name and the pod network, and the
-// steps reach the ledger from the batch host's termination message.
+// steps reach the ledger from the batch host's termination message. The names the job
+// sees are the nodes' names, as sacct shows them, and the MASTER_ADDR recipe of torchrun
+// and Lightning guides gives node 0, which every task resolves to the batch host's pod.
 func TestTwoNodeSrunCrossesThePodNetwork(t *testing.T) {
 	s := startSite(t)
 	id := s.sbatch(t, `#!/bin/bash
 #SBATCH -J two-node -N 2 -o two-%j.txt
 srun -l hostname
+MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+echo "master=$MASTER_ADDR nodelist=$SLURM_JOB_NODELIST batch=$(hostname)"
+srun -l getent hosts "$MASTER_ADDR"
 `)
 	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
 		t.Fatalf("job %s ended %s:\n%s", id, st, s.tryRead("two-"+id+".txt"))
@@ -95,15 +104,29 @@ srun -l hostname
 	if !slices.Equal(tasks, []string{"0", "1"}) || len(slices.Compact(hosts)) != 2 {
 		t.Fatalf("srun -l hostname printed %q, want one line from each of two hosts (tasks 0 and 1)", out)
 	}
-	nodes := map[string]bool{}
+	var nodes []string
+	var batch corev1.Pod
 	for _, p := range pods(t, id) {
-		nodes[p.Spec.NodeName] = true
+		nodes = append(nodes, p.Spec.NodeName)
+		if p.Labels[v1alpha1.NodeIndexLabel] == "0" {
+			batch = p
+		}
 	}
-	if len(nodes) != 2 {
-		t.Errorf("job %s's pods ran on %v, want two nodes", id, nodes)
+	slices.Sort(nodes)
+	if len(slices.Compact(slices.Clone(nodes))) != 2 || !slices.Equal(hosts, nodes) {
+		t.Errorf("job %s's tasks ran on hosts %v; its pods are on nodes %v (want the same names)", id, hosts, nodes)
+	}
+	nodeList := strings.TrimSpace(s.sluice(t, "sacct", "-n", "-X", "-P", "-j", id, "-o", "NodeList"))
+	want := fmt.Sprintf("master=%s nodelist=%s batch=%s", batch.Spec.NodeName, nodeList, batch.Spec.NodeName)
+	if !strings.Contains(out, want) {
+		t.Errorf("the batch script printed\n%s\nwant %q: MASTER_ADDR the batch host's node, the node list as sacct shows it", out, want)
+	}
+	resolved := regexp.MustCompile(`(?m)^(\d+): (\S+)[ \t]+[^\n]*\b`+regexp.QuoteMeta(batch.Spec.NodeName)+`\b`).FindAllStringSubmatch(out, -1)
+	if len(resolved) != 2 || resolved[0][2] != batch.Status.PodIP || resolved[1][2] != batch.Status.PodIP {
+		t.Errorf("getent hosts $MASTER_ADDR on each node gave %q; want the batch pod's IP %s from both tasks:\n%s", resolved, batch.Status.PodIP, out)
 	}
 	steps := s.sluice(t, "sacct", "-n", "-P", "-j", id, "-o", "JobID,State,ExitCode")
-	for _, want := range []string{id + ".batch|COMPLETED|0:0", id + ".0|COMPLETED|0:0"} {
+	for _, want := range []string{id + ".batch|COMPLETED|0:0", id + ".0|COMPLETED|0:0", id + ".1|COMPLETED|0:0"} {
 		if !strings.Contains(steps, want) {
 			t.Errorf("sacct -j %s lacks step %q:\n%s", id, want, steps)
 		}

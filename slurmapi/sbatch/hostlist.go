@@ -1,4 +1,4 @@
-package slurmapi
+package sbatch
 
 import (
 	"fmt"
