@@ -15,6 +15,7 @@ const (
 	ErrInvalidPartition      = 2000 // ESLURM_INVALID_PARTITION_NAME
 	ErrAccessDenied          = 2002 // ESLURM_ACCESS_DENIED
 	ErrInvalidNodeCount      = 2006 // ESLURM_INVALID_NODE_COUNT
+	ErrNodesBusy             = 2016 // ESLURM_NODES_BUSY: srun's "step creation temporarily disabled"
 	ErrScriptMissing         = 2009 // ESLURM_JOB_SCRIPT_MISSING
 	ErrUserIDMissing         = 2010 // ESLURM_USER_ID_MISSING
 	ErrPathnameTooLong       = 2012 // ESLURM_PATHNAME_TOO_LONG

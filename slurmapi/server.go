@@ -261,6 +261,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // plainError answers requests outside every versioned document (unknown
 // URLs and methods) with a bare envelope.
 func plainError(w http.ResponseWriter, e *Error) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
 	writeJSON(w, e.Status, map[string]any{"errors": []any{e.tree()}, "warnings": []any{}})
 }
 

@@ -27,7 +27,7 @@ func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
 	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: s.cfg.Slurm.UserMap(),
 		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage(), LaunchKeySeed: s.launchSeed,
-		ClusterDomain: s.cfg.Slurm.ClusterDomain})
+		ClusterDomain: s.cfg.Slurm.ClusterDomain, InactiveLimit: time.Duration(s.cfg.Slurm.InactiveLimit)})
 	if err != nil {
 		return err
 	}

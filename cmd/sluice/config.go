@@ -96,6 +96,9 @@ type SlurmConfig struct {
 	// ClusterDomain is the cluster's DNS domain (the kubelets' clusterDomain):
 	// a multi-node job's pods resolve each other's node names under it.
 	ClusterDomain string `yaml:"clusterDomain"`
+	// InactiveLimit is how long an allocation (salloc's) stays once no salloc
+	// holds it (killed, cut off), as slurm.conf's InactiveLimit; 0: 60 s.
+	InactiveLimit Duration `yaml:"inactiveLimit"`
 	// Users maps Slurm users to the uid/gid their pods run as (as sites map
 	// LDAP users). Only a user mapped to uid 0 runs as root.
 	Users map[string]SlurmUser `yaml:"users"`

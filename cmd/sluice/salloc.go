@@ -89,6 +89,16 @@ func runSalloc(args []string) error {
 			argv[0] = "/bin/sh"
 		}
 	}
+	// The allocation is held while salloc lives: killed or cut off, it is
+	// released after the inactive limit. The command starts once the hold is
+	// in place, when the batch host is up, as salloc waits for its nodes.
+	hctx, stopHold := context.WithCancel(ctx)
+	defer stopHold()
+	ready := make(chan struct{})
+	fmt.Fprintln(info, "salloc: Waiting for resource configuration")
+	go launch.Hold(hctx, c, a.ID, info, func() { close(ready) })
+	<-ready
+	fmt.Fprintf(info, "salloc: Nodes %s are ready for job\n", a.Job.Nodes)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Dir = o.alloc.Chdir // salloc -D: the command runs there (the job's tasks too)
@@ -103,6 +113,7 @@ func runSalloc(args []string) error {
 		fmt.Fprintf(os.Stderr, "salloc: error: %v\n", err)
 		rc = 1
 	} else {
+		defer hangUpOnSignal(cmd, a.ID)()
 		stopWatch := func() {}
 		if so.KillCommand != 0 {
 			// salloc -K: the command gets the signal once the allocation
@@ -114,6 +125,7 @@ func runSalloc(args []string) error {
 		}
 		rc = commandStatus(cmd.Wait())
 		stopWatch()
+		stopHold() // before the release, which ends the allocation
 	}
 	fmt.Fprintf(info, "salloc: Relinquishing job allocation %d\n", a.ID)
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -124,6 +136,40 @@ func runSalloc(args []string) error {
 		_ = c.Cancel(rctx, a.ID, "")
 	}
 	return exitWith(rc)
+}
+
+// commandKillWait is how long a command hung up by salloc's SIGTERM or
+// SIGHUP has before SIGKILL (Slurm's KillWait).
+const commandKillWait = 30 * time.Second
+
+// hangUpOnSignal makes a salloc ended by SIGTERM or SIGHUP (its terminal
+// closed, a session manager stopping it) relinquish its allocation instead
+// of leaving the job RUNNING with nobody to use it: the command gets SIGHUP
+// (what a closing terminal sends; an interactive shell ignores SIGTERM),
+// SIGKILL after commandKillWait, and salloc then releases the job as when
+// the command exits. The returned func stops watching.
+func hangUpOnSignal(cmd *exec.Cmd, id uint32) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case sig := <-sigs:
+			fmt.Fprintf(os.Stderr, "salloc: %s: hanging up the command and relinquishing job allocation %d\n", sig, id)
+			_ = cmd.Process.Signal(syscall.SIGHUP)
+		}
+		select {
+		case <-done:
+		case <-time.After(commandKillWait):
+			_ = cmd.Process.Kill()
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // revokePoll is how often salloc -K asks whether its allocation still runs.

@@ -256,15 +256,15 @@ func allocationJob(o *interactiveOptions) (map[string]any, error) {
 	return job, nil
 }
 
-// allocateInterruptibly allocates and waits for the job to run; Ctrl-C
-// while it waits cancels the allocation, as salloc's does.
+// allocateInterruptibly allocates and waits for the job to run; Ctrl-C,
+// SIGTERM or SIGHUP while it waits cancels the allocation, as salloc's does.
 func allocateInterruptibly(ctx context.Context, c *client.Client, job map[string]any, prog string) (*launch.Allocation, error) {
 	return allocateWith(ctx, c, job, prog, os.Stderr)
 }
 
 // allocateWith is allocateInterruptibly saying what happens on log.
 func allocateWith(ctx context.Context, c *client.Client, job map[string]any, prog string, log io.Writer) (*launch.Allocation, error) {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	return launch.Allocate(ctx, c, job, prog, log)
 }

@@ -59,6 +59,9 @@ func firstNonEmpty(v ...string) string {
 type APIError struct {
 	Status int
 	Errors []ErrorEntry
+	// RetryAfter is the answer's Retry-After: the same request may
+	// succeed after it (0 when the server did not say so).
+	RetryAfter time.Duration `json:"-"`
 }
 
 // ErrorEntry is one of Slurm's errors[] entries.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +33,10 @@ type Launchers struct {
 	// Addr is where a pod's launcher listens; default its IP and
 	// launch.Port. Tests that run pods as local processes replace it.
 	Addr func(*corev1.Pod) string
+	// Simulated reports whether a pod's node runs no containers (kwok),
+	// so its launcher will never answer; default: the node's kwok
+	// annotation. Those tests replace it too.
+	Simulated func(context.Context, *corev1.Pod) (bool, error)
 }
 
 // NewLaunchers connects to the cluster of cfg; seed is the pod factory's
@@ -40,7 +46,9 @@ func NewLaunchers(cfg *rest.Config, seed []byte) (*Launchers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Launchers{c: c, seed: seed, Addr: podLauncherAddr}, nil
+	l := &Launchers{c: c, seed: seed, Addr: podLauncherAddr}
+	l.Simulated = l.onSimulatedNode
+	return l, nil
 }
 
 func podLauncherAddr(p *corev1.Pod) string {
@@ -116,7 +124,7 @@ func (l *Launchers) batchHost(ctx context.Context, job *slurmapi.Job) (string, [
 	var pod corev1.Pod
 	err := l.c.Get(ctx, client.ObjectKey{Namespace: pg.Namespace, Name: PodName(&pg, 0)}, &pod)
 	if apierrors.IsNotFound(err) {
-		return "", nil, notAttachable(job, "its batch host has not started (job state "+strings.Join(job.State, ",")+")")
+		return "", nil, notYetAttachable(job, "its batch host's pod "+PodName(&pg, 0)+" does not exist yet (job state "+strings.Join(job.State, ",")+")")
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("read the batch host of job %d: %w", job.ID, err)
@@ -124,8 +132,18 @@ func (l *Launchers) batchHost(ctx context.Context, job *slurmapi.Job) (string, [
 	if !ServesLaunches(&pg, int(pg.Spec.MinMember)) {
 		return "", nil, notAttachable(job, "a one-node batch job runs no launcher to attach to; `srun` inside its script starts steps")
 	}
-	if pod.Status.Phase != corev1.PodRunning {
-		return "", nil, notAttachable(job, fmt.Sprintf("its batch host %s is %s, not Running", pod.Name, pod.Status.Phase))
+	if simulated, err := l.Simulated(ctx, &pod); err != nil {
+		return "", nil, err
+	} else if simulated {
+		return "", nil, notAttachable(job, fmt.Sprintf("its batch host %s is a simulated node (kwok), which runs no containers, so no launcher "+
+			"will ever answer there; steps, srun --pty and salloc's srun need real nodes (on the rig: sluice dev --real-nodes N)", pod.Spec.NodeName))
+	}
+	switch pod.Status.Phase {
+	case corev1.PodRunning:
+	case corev1.PodPending:
+		return "", nil, notYetAttachable(job, fmt.Sprintf("its batch host's pod %s is Pending on %s (%s)", pod.Name, pod.Spec.NodeName, podWaiting(&pod)))
+	default:
+		return "", nil, notAttachable(job, fmt.Sprintf("its batch host's pod %s is %s", pod.Name, pod.Status.Phase))
 	}
 	key := LaunchKey(l.seed, &pg)
 	if fp := podKeySHA256(&pod); fp != "" && fp != launchKeySHA256(key) {
@@ -149,4 +167,52 @@ func podKeySHA256(pod *corev1.Pod) string {
 
 func notAttachable(job *slurmapi.Job, why string) *slurmapi.Error {
 	return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrNotSupported, "job_id", "job %d has no launcher to reach (for srun --pty, salloc steps or a step signal): %s", job.ID, why)
+}
+
+// attachRetry is the Retry-After of an attach that may succeed soon.
+const attachRetry = time.Second
+
+// notYetAttachable answers an attach whose launcher is on its way (503 with
+// Retry-After: srun waits, saying what for, as Slurm's srun says "step
+// creation temporarily disabled, retrying").
+func notYetAttachable(job *slurmapi.Job, why string) *slurmapi.Error {
+	e := slurmapi.Errorf(http.StatusServiceUnavailable, slurmapi.ErrNodesBusy, "job_id", "job %d's launcher is not up yet: %s", job.ID, why)
+	e.RetryAfter = attachRetry
+	return e
+}
+
+// simulatedNodeAnnotation marks a node kwok manages: it reports pods
+// Running without starting a container.
+const simulatedNodeAnnotation = "kwok.x-k8s.io/node"
+
+// onSimulatedNode reports whether pod's node is simulated, so no launcher
+// will ever listen in it.
+func (l *Launchers) onSimulatedNode(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	if pod.Spec.NodeName == "" {
+		return false, nil
+	}
+	var node corev1.Node
+	if err := l.c.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read node %s: %w", pod.Spec.NodeName, err)
+	}
+	_, ok := node.Annotations[simulatedNodeAnnotation]
+	return ok, nil
+}
+
+// podWaiting says what a pending pod waits for: its first waiting
+// container's reason (ContainerCreating, ImagePullBackOff), else its phase's
+// condition.
+func podWaiting(pod *corev1.Pod) string {
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			if w.Message != "" {
+				return cs.Name + ": " + w.Reason + ": " + w.Message
+			}
+			return cs.Name + ": " + w.Reason
+		}
+	}
+	return "not started"
 }

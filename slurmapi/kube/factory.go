@@ -37,6 +37,9 @@ type PodOptions struct {
 	// ClusterDomain is the cluster's DNS domain (the kubelets' clusterDomain): a job's
 	// pods search their job's Service under it. Default DefaultClusterDomain.
 	ClusterDomain string
+	// InactiveLimit is how long an allocation stays once no salloc holds it;
+	// 0 is the launcher's default (launch.EnvInactiveLimit).
+	InactiveLimit time.Duration
 }
 
 // DefaultLauncherImage is the launcher image of a factory not given one.
@@ -84,7 +87,7 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
-	run := RunAs{Image: s.Image, IDs: &ids, LauncherImage: f.opts.LauncherImage, Start: time.Now(), ClusterDomain: f.opts.ClusterDomain}
+	run := RunAs{Image: s.Image, IDs: &ids, LauncherImage: f.opts.LauncherImage, Start: time.Now(), ClusterDomain: f.opts.ClusterDomain, InactiveLimit: f.opts.InactiveLimit}
 	if run.StrictGroups, err = f.strictGroups(ctx, binds); err != nil {
 		return nil, err
 	}

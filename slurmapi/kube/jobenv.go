@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -182,6 +183,9 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string, ru
 	if m := openMode(asked["SLURM_OPEN_MODE"]); m != "" && !IsAllocation(pg) {
 		slurm = append(slurm, [2]string{launch.EnvOpenMode, m})
 	}
+	if run.InactiveLimit > 0 && IsAllocation(pg) && index == 0 {
+		slurm = append(slurm, [2]string{launch.EnvInactiveLimit, strconv.Itoa(int(max(run.InactiveLimit/time.Second, 1)))})
+	}
 	env := make([]corev1.EnvVar, 0, len(slurm)+len(s.Environment))
 	set := map[string]bool{}
 	for _, kv := range slurm {
@@ -219,7 +223,7 @@ var launcherOwned = map[string]bool{launch.EnvScript: true, launch.EnvStdout: tr
 	launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
 	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true,
 	launch.EnvAllocation: true, launch.EnvKeySHA256: true, launch.EnvTimeLimit: true, launch.EnvJobStart: true,
-	launch.EnvSignal: true, launch.EnvOpenMode: true}
+	launch.EnvSignal: true, launch.EnvOpenMode: true, launch.EnvInactiveLimit: true}
 
 // deviceOwned are the variables that choose and limit a job's GPUs: the
 // device plugin or Sluice sets them. From a job's own environment (sbatch

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/launch"
 )
 
 // envCatalog is a site with one GPU partition, enough for the layouts below.
@@ -231,6 +232,15 @@ func TestJobEnvTimesAndAllocation(t *testing.T) {
 	pg.Spec.Slurm.Script = "" // an allocation
 	if env := envMap(pg, gpuBinds(1, 0)[0], 0, []string{"h100-0"}, RunAs{}); env["ENVIRONMENT"] != "" || env["SLURM_JOB_END_TIME"] != "" {
 		t.Errorf("allocation: ENVIRONMENT=%q SLURM_JOB_END_TIME=%q", env["ENVIRONMENT"], env["SLURM_JOB_END_TIME"])
+	}
+	// The site's inactive limit reaches the allocation's batch host, whose
+	// launcher releases it once no salloc holds it.
+	run := RunAs{InactiveLimit: 90 * time.Second}
+	if env := envMap(pg, gpuBinds(1, 0)[0], 0, []string{"h100-0"}, run); env[launch.EnvInactiveLimit] != "90" {
+		t.Errorf("allocation's batch host: %s=%q, want 90", launch.EnvInactiveLimit, env[launch.EnvInactiveLimit])
+	}
+	if env := envMap(pg, gpuBinds(2, 0)[1], 1, []string{"h100-0", "h100-1"}, run); env[launch.EnvInactiveLimit] != "" {
+		t.Errorf("allocation's node 1 got %s=%q; only the batch host holds", launch.EnvInactiveLimit, env[launch.EnvInactiveLimit])
 	}
 }
 

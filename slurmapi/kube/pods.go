@@ -101,6 +101,9 @@ type RunAs struct {
 	LaunchKey string
 	// ClusterDomain is the cluster's DNS domain; "" is DefaultClusterDomain.
 	ClusterDomain string
+	// InactiveLimit is an allocation's launch.EnvInactiveLimit; 0 leaves
+	// the launcher's default.
+	InactiveLimit time.Duration
 }
 
 // ServesLaunches reports whether the pods of pg on nodes nodes run a

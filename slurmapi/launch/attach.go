@@ -38,7 +38,7 @@ func (s *server) attach(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "launcher: attaches go to the batch host (node 0)", http.StatusConflict)
 		return
 	}
-	if (req.Release != nil || req.EndJob) && !s.job.Allocation {
+	if (req.Release != nil || req.EndJob || req.Hold) && !s.job.Allocation {
 		http.Error(w, "launcher: a batch job ends with its script, not from an attach", http.StatusConflict)
 		return
 	}
@@ -48,6 +48,10 @@ func (s *server) attach(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &frameConn{ws: ws}
 	defer c.close()
+	if req.Hold {
+		s.hold(c)
+		return
+	}
 	if req.Release != nil {
 		b, _ := json.Marshal(taskExit{Code: *req.Release})
 		_ = c.send(FrameExit, b) // before the launcher may end

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"golang.org/x/term"
@@ -43,21 +44,12 @@ func Attach(ctx context.Context, serverURL, token string, id uint32, req AttachR
 	if req.Pty && req.Term == "" {
 		req.Term = os.Getenv("TERM")
 	}
-	hdr, err := EncodeAttach(req)
+	c, err := dialAttach(ctx, serverURL, token, id, req)
 	if err != nil {
 		return 1, err
 	}
-	u := strings.Replace(strings.TrimRight(serverURL, "/"), "http", "ws", 1) +
-		strings.Replace(slurmapi.JobAttachPath, "{job_id}", strconv.FormatUint(uint64(id), 10), 1)
-	h := http.Header{}
-	h.Set("X-SLURM-USER-TOKEN", token)
-	h.Set(AttachHeader, hdr)
-	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, u, h)
-	if err != nil {
-		return 1, attachRefused(id, resp, err)
-	}
-	c := &frameConn{ws: ws}
 	defer c.close()
+	ws := c.ws
 	if raw {
 		old, err := term.MakeRaw(int(t.In.Fd()))
 		if err != nil {
@@ -90,6 +82,24 @@ func Attach(ctx context.Context, serverURL, token string, id uint32, req AttachR
 		go pumpInput(c, t.In, req.Pty)
 	}
 	return readAttach(ws, t)
+}
+
+// dialAttach opens an attach of req on job id through the Sluice server.
+func dialAttach(ctx context.Context, serverURL, token string, id uint32, req AttachRequest) (*frameConn, error) {
+	hdr, err := EncodeAttach(req)
+	if err != nil {
+		return nil, err
+	}
+	u := strings.Replace(strings.TrimRight(serverURL, "/"), "http", "ws", 1) +
+		strings.Replace(slurmapi.JobAttachPath, "{job_id}", strconv.FormatUint(uint64(id), 10), 1)
+	h := http.Header{}
+	h.Set("X-SLURM-USER-TOKEN", token)
+	h.Set(AttachHeader, hdr)
+	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, u, h)
+	if err != nil {
+		return nil, attachRefused(id, resp, err)
+	}
+	return &frameConn{ws: ws}, nil
 }
 
 // pumpInput sends the user's input as it comes; its end, without a pty,
@@ -147,6 +157,9 @@ func attachRefused(id uint32, resp *http.Response, err error) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	apiErr := &client.APIError{Status: resp.StatusCode}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		apiErr.RetryAfter = time.Duration(secs) * time.Second
+	}
 	if json.Unmarshal(body, apiErr) == nil && len(apiErr.Errors) > 0 {
 		return apiErr
 	}

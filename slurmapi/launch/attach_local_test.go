@@ -17,6 +17,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/bridge"
@@ -29,7 +30,7 @@ import (
 // startAllocation builds the pods of an allocation (a job without a
 // script, from job/allocate) of nodes nodes with the pod factory's code
 // and starts them as local processes.
-func startAllocation(t *testing.T, nodes int) []*launchtest.Node {
+func startAllocation(t *testing.T, nodes int, env ...corev1.EnvVar) []*launchtest.Node {
 	t.Helper()
 	d := &slurmapi.JobDesc{Name: "interactive", User: "alice", Account: "nlp", Nodes: nodes, Tasks: nodes, CPUsPerTask: 1, WorkDir: t.TempDir()}
 	pg := kube.PodGroupFor(d, 42)
@@ -40,6 +41,9 @@ func startAllocation(t *testing.T, nodes int) []*launchtest.Node {
 	pods, err := kube.BuildPods(pg, binds, kube.RunAs{Image: "img", LauncherImage: "sluice:test", LaunchKey: testKey})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range pods {
+		p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, env...)
 	}
 	return launchtest.Start(t, pods, testKey)
 }

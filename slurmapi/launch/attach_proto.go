@@ -2,7 +2,9 @@ package launch
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +52,15 @@ type AttachRequest struct {
 	// Release, without a command, ends the allocation now with this
 	// status (salloc's shell exited).
 	Release *int `json:"release,omitempty"`
+	// Hold, without a command, keeps the allocation while the connection
+	// lasts (salloc's): once no hold is left and none comes back within
+	// the launcher's inactive limit, the allocation is released, so a
+	// salloc killed or cut off does not leave its job RUNNING (hold.go).
+	Hold bool `json:"hold,omitempty"`
+	// Nonce makes each request's signature its own: the launcher accepts a
+	// signature once, and two identical attaches in the same second (two
+	// holds, `srun hostname` twice) would otherwise sign alike.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Check refuses a request the launcher could not run.
@@ -57,7 +68,9 @@ func (r *AttachRequest) Check() error {
 	switch {
 	case r.Release != nil && len(r.Argv) > 0:
 		return fmt.Errorf("an attach either releases the allocation or runs a command, not both")
-	case r.Release == nil && len(r.Argv) == 0:
+	case r.Hold && (r.Release != nil || len(r.Argv) > 0):
+		return fmt.Errorf("an attach that holds the allocation neither releases it nor runs a command")
+	case r.Release == nil && len(r.Argv) == 0 && !r.Hold:
 		return fmt.Errorf("no command to run")
 	case r.Release != nil && (*r.Release < 0 || *r.Release > 255):
 		return fmt.Errorf("exit status %d is not in 0-255", *r.Release)
@@ -69,6 +82,11 @@ func (r *AttachRequest) Check() error {
 
 // EncodeAttach is the header value of r.
 func EncodeAttach(r AttachRequest) (string, error) {
+	if r.Nonce == "" {
+		var n [8]byte
+		_, _ = rand.Read(n[:])
+		r.Nonce = hex.EncodeToString(n[:])
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return "", err
@@ -109,6 +127,9 @@ const (
 	FrameStderr = 'e' // task -> client
 	FrameExit   = 'x' // task -> client: {"code":N,"signal":S}, the last frame
 	FrameError  = 'E' // task -> client: why the command could not run
+	// FrameKeepalive: holder -> launcher, nothing; a hold that sends none
+	// for holdSilence is lost (hold.go).
+	FrameKeepalive = 'k'
 )
 
 // winSize is a FrameResize's body.

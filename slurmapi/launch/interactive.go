@@ -63,25 +63,43 @@ func Allocate(ctx context.Context, c *client.Client, job map[string]any, prog st
 }
 
 // attachWait is how long an attach waits for a job's batch host to serve
-// (a running job's launcher starts after its init container).
+// (a running job's launcher starts after its init container, and its image
+// may still be pulling).
 const attachWait = 2 * time.Minute
 
-// AttachWhenUp is Attach, retried while the server says the job's batch
-// host is not there yet (409) or its launcher not listening yet (502).
+// AttachWhenUp is Attach, retried while the server says the job's launcher
+// is on its way (503 with Retry-After: its pod not started yet) or not
+// listening yet (502), saying on t.Err what it waits for, as Slurm's srun
+// says "step creation temporarily disabled, retrying". Any other refusal
+// (a simulated node, a one-node batch job, a job that ended) is returned
+// at once.
 func AttachWhenUp(ctx context.Context, c *client.Client, id uint32, req AttachRequest, t Terminal) (int, error) {
 	deadline := time.Now().Add(attachWait)
+	said := ""
 	for {
 		rc, err := Attach(ctx, c.URL, c.Token, id, req, t)
 		var apiErr *client.APIError
-		if err == nil || !errors.As(err, &apiErr) || (apiErr.Status != http.StatusConflict && apiErr.Status != http.StatusBadGateway) || time.Now().After(deadline) {
+		if err == nil || !errors.As(err, &apiErr) || !launcherOnItsWay(apiErr) {
 			return rc, err
+		}
+		if time.Now().After(deadline) {
+			return rc, fmt.Errorf("gave up after %s: %w", attachWait, err)
+		}
+		if msg := apiErr.Error(); msg != said && t.Err != nil {
+			fmt.Fprintf(t.Err, "srun: Job %d step creation temporarily disabled, retrying (%s)\n", id, msg)
+			said = msg
 		}
 		select {
 		case <-ctx.Done():
 			return 1, err
-		case <-time.After(time.Second):
+		case <-time.After(max(apiErr.RetryAfter, time.Second)):
 		}
 	}
+}
+
+// launcherOnItsWay tells an attach refused for now from one refused for good.
+func launcherOnItsWay(e *client.APIError) bool {
+	return e.Status == http.StatusBadGateway || (e.Status == http.StatusServiceUnavailable && e.RetryAfter > 0)
 }
 
 // Release ends an allocation with the status of the user's shell.

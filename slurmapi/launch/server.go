@@ -53,6 +53,7 @@ type server struct {
 	done     chan struct{} // closed by a shutdown request
 	once     sync.Once
 	released chan int // an allocation's end and status (attach.go)
+	holds    holds    // the connections holding an allocation (hold.go)
 }
 
 // serve listens on the job's launcher address until ctx ends or the batch

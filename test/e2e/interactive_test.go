@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,6 +36,13 @@ import (
 // maps each pod to its launcher's local address (its IP on a cluster).
 func attachSite(t *testing.T) (url string, addrs *sync.Map) {
 	t.Helper()
+	return newAttachSite(t, true)
+}
+
+// newAttachSite is attachSite; without local, the server treats the rig's
+// simulated nodes as it would on any cluster (no launcher runs there).
+func newAttachSite(t *testing.T, local bool) (url string, addrs *sync.Map) {
+	t.Helper()
 	slurmSite(t) // the scheduler, the pod factory and the lifecycle
 	cfg := Rig(t).RESTConfig()
 	backend, err := kube.New(cfg, kube.Options{Namespace: "default", IDBlock: 10})
@@ -50,6 +58,11 @@ func attachSite(t *testing.T) (url string, addrs *sync.Map) {
 		t.Fatal(err)
 	}
 	addrs = &sync.Map{}
+	if !local {
+		return serveAttach(t, api, launchers), addrs
+	}
+	// The pods' launchers run here as local processes, not in kwok's pods.
+	launchers.Simulated = func(context.Context, *corev1.Pod) (bool, error) { return false, nil }
 	launchers.Addr = func(p *corev1.Pod) string {
 		a, ok := addrs.Load(p.Name)
 		if !ok {
@@ -57,13 +70,18 @@ func attachSite(t *testing.T) (url string, addrs *sync.Map) {
 		}
 		return a.(string)
 	}
+	return serveAttach(t, api, launchers), addrs
+}
+
+// serveAttach serves api with its attach and steps endpoints, as `sluice server` does.
+func serveAttach(t *testing.T, api *slurmapi.Server, launchers *kube.Launchers) string {
 	r := mux.NewRouter()
 	r.Handle(slurmapi.JobAttachPath, api.JobAttachHandler(launchers)).Methods(http.MethodGet)
 	r.Handle(slurmapi.JobStepsPath, api.JobStepsHandler()).Methods(http.MethodGet)
 	r.PathPrefix("/slurm/").Handler(api)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
-	return ts.URL, addrs
+	return ts.URL
 }
 
 func userClient(t *testing.T, url, user string) *slurmclient.Client {
@@ -142,7 +160,7 @@ func TestInteractiveAllocationOnRig(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	slices.Sort(lines)
-	want := []string{fmt.Sprintf("0: 0 %s", pods[0].Name), fmt.Sprintf("1: 0 %s", pods[1].Name)}
+	want := []string{fmt.Sprintf("0: 0 %s", pods[0].Spec.NodeName), fmt.Sprintf("1: 0 %s", pods[1].Spec.NodeName)}
 	if !slices.Equal(lines, want) {
 		t.Errorf("step output %q, want %q", lines, want)
 	}
@@ -247,4 +265,42 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestStepOnSimulatedNodesSaysWhy: on kwok's nodes no container runs, so a
+// step (sluice srun --jobid=N, srun inside salloc) can never reach a
+// launcher; the attach says so at once, naming the node and what to use,
+// instead of retrying for minutes without a word.
+func TestStepOnSimulatedNodesSaysWhy(t *testing.T) {
+	url, _ := newAttachSite(t, false)
+	ctx := context.Background()
+	alice := userClient(t, url, "alice")
+	job := map[string]any{"partition": "h100", "nodes": "2", "tasks": 2, "name": "sim",
+		"environment": []string{"PATH=/usr/bin:/bin"}, "current_working_directory": t.TempDir()}
+	a, err := launch.Allocate(ctx, alice, job, "salloc", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	rc, err := launch.AttachWhenUp(ctx, alice, a.ID, launch.AttachRequest{Srun: true, Argv: []string{"hostname"}},
+		launch.Terminal{Out: io.Discard, Err: &errOut})
+	var apiErr *slurmclient.APIError
+	if rc == 0 || !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Fatalf("srun --jobid=%d hostname on simulated nodes: rc %d, %v; want a 409 refusal", a.ID, rc, err)
+	}
+	for _, want := range []string{"simulated node (kwok)", "runs no containers", "--real-nodes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("srun retried although no launcher can ever answer: %q", errOut.String())
+	}
+	// salloc's release finds no launcher either; cancelling ends the job.
+	if err := launch.Release(ctx, alice, a.ID, 0); err == nil || !strings.Contains(err.Error(), "simulated node") {
+		t.Errorf("release on simulated nodes: %v, want the same refusal", err)
+	}
+	if err := alice.Cancel(ctx, a.ID, ""); err != nil {
+		t.Fatal(err)
+	}
 }

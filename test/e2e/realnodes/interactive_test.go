@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -11,10 +12,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/sluicehq/sluice/test/e2e"
 )
 
 // TestSallocThenSrunAcrossTwoNodes: salloc makes an allocation on two real nodes and
@@ -92,4 +96,60 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestSallocEndedOrGoneReleasesItsJob: a salloc ended by SIGTERM or SIGHUP (its
+// terminal closed) hangs up its command and relinquishes the allocation at once; one
+// killed with SIGKILL, as when its machine goes, stops holding the allocation, and the
+// batch host's launcher releases it after the inactive limit. None leaves its job
+// RUNNING until the time limit.
+func TestSallocEndedOrGoneReleasesItsJob(t *testing.T) {
+	s := startSite(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, s.bin, "salloc", "-p", "real", "-J", "held", "sleep", "600")
+			cmd.Env = append(os.Environ(), "SLUICE_URL="+s.url, "SLURM_JWT="+s.token)
+			cmd.Dir = s.shared
+			// Its own process group, as a terminal's session: SIGKILL goes to salloc and
+			// its command alike, as when the machine goes, and nothing outlives the test.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.WaitDelay = 5 * time.Second
+			var out lockedBuffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+			granted := regexp.MustCompile(`Granted job allocation (\d+)`)
+			var id string
+			e2e.WaitFor(t, "salloc's allocation", 3*time.Minute, func(context.Context) (bool, error) {
+				if m := granted.FindStringSubmatch(out.String()); m != nil {
+					id = m[1]
+					return true, nil
+				}
+				return false, fmt.Errorf("salloc printed %q", out.String())
+			})
+			e2e.WaitFor(t, "salloc's nodes", 3*time.Minute, func(context.Context) (bool, error) {
+				return strings.Contains(out.String(), "are ready for job"), fmt.Errorf("salloc printed %q", out.String())
+			})
+			target := cmd.Process.Pid
+			if sig == syscall.SIGKILL {
+				target = -target
+			}
+			if err := syscall.Kill(target, sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if sig != syscall.SIGKILL {
+				if err == nil || !strings.Contains(out.String(), "Relinquishing job allocation "+id) {
+					t.Errorf("salloc after %s: %v, printed %q; want the command hung up and the allocation relinquished", sig, err, out.String())
+				}
+			}
+			if st := s.waitEnd(t, id, 3*time.Minute); st == "RUNNING" {
+				t.Errorf("job %s stayed RUNNING after salloc got %s", id, sig)
+			}
+		})
+	}
 }

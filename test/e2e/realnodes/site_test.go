@@ -93,6 +93,7 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 		"rest": map[string]any{"jwtKeyFile": keyFile},
 		"slurm": map[string]any{
 			"launcherImage": cluster.SluiceImage,
+			"inactiveLimit": "10s", // a salloc gone is released in seconds, not a minute
 			"users":         map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}},
 		},
 		"scheduler": map[string]any{"gpuReservationImage": cluster.SluiceImage,
