@@ -1,6 +1,7 @@
 package slurmapi
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,6 +26,28 @@ func RepeatedCounts(counts []int) string {
 		i = j
 	}
 	return b.String()
+}
+
+// ExpandCounts reads what RepeatedCounts writes ("4(x2),2" is 4,4,2); nil
+// for anything else.
+func ExpandCounts(s string) []int {
+	if s == "" {
+		return nil
+	}
+	var out []int
+	for _, item := range strings.Split(s, ",") {
+		n, times := item, "1"
+		if a, b, ok := strings.Cut(item, "(x"); ok {
+			n, times = a, strings.TrimSuffix(b, ")")
+		}
+		c, err1 := strconv.Atoi(n)
+		k, err2 := strconv.Atoi(times)
+		if err1 != nil || err2 != nil || c < 0 || k < 1 || k > 1<<16 {
+			return nil
+		}
+		out = append(out, slices.Repeat([]int{c}, k)...)
+	}
+	return out
 }
 
 // BlockCounts spreads tasks over nodes as Sluice lays a job's tasks out:

@@ -76,6 +76,13 @@ func runScontrol(args []string) error {
 			return err // a host list needs no server
 		}
 		show := showOptions{oneLine: *oneLine, json: *asJSON, now: time.Now()}
+		tok := *token
+		if tok == "" {
+			tok = os.Getenv("SLURM_JWT")
+		}
+		if ok, err := inJobShowJob(os.Stdout, what, name, tok, show, os.Getenv); ok {
+			return err // the job's own record, from its environment
+		}
 		act = func(ctx context.Context, c *client.Client) error {
 			return scontrolShow(ctx, c, os.Stdout, what, name, show)
 		}

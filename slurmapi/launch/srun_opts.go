@@ -635,7 +635,7 @@ type allocation struct {
 func allocationFromEnv(job *Job, getenv func(string) string, environ []string) allocation {
 	var a allocation
 	nodes := len(job.Hosts)
-	if per := cpusPerNode(getenv("SLURM_JOB_CPUS_PER_NODE")); len(per) == nodes {
+	if per := slurmapi.ExpandCounts(getenv("SLURM_JOB_CPUS_PER_NODE")); len(per) == nodes {
 		a.cpus = per
 	} else {
 		n, _ := strconv.Atoi(getenv("SLURM_CPUS_ON_NODE"))
@@ -664,24 +664,6 @@ func allocationFromEnv(job *Job, getenv func(string) string, environ []string) a
 		a.memMiB = m * int64(slices.Min(a.cpus))
 	}
 	return a
-}
-
-// cpusPerNode expands SLURM_JOB_CPUS_PER_NODE ("4(x2),2") by node.
-func cpusPerNode(s string) []int {
-	var out []int
-	for _, item := range split(s) {
-		n, times := item, "1"
-		if a, b, ok := strings.Cut(item, "(x"); ok {
-			n, times = a, strings.TrimSuffix(b, ")")
-		}
-		c, err1 := strconv.Atoi(n)
-		k, err2 := strconv.Atoi(times)
-		if err1 != nil || err2 != nil || c < 0 || k < 1 || k > 1<<16 {
-			return nil
-		}
-		out = append(out, slices.Repeat([]int{c}, k)...)
-	}
-	return out
 }
 
 // stepPlan is where a step's tasks run: the step's nodes (indices into

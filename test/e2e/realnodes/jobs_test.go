@@ -89,6 +89,7 @@ srun -l hostname
 MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
 echo "master=$MASTER_ADDR nodelist=$SLURM_JOB_NODELIST batch=$(hostname)"
 srun -l getent hosts "$MASTER_ADDR"
+scontrol show job "$SLURM_JOB_ID" | grep -o 'BatchHost=[^ ]*'
 `)
 	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
 		t.Fatalf("job %s ended %s:\n%s", id, st, s.tryRead("two-"+id+".txt"))
@@ -120,6 +121,9 @@ srun -l getent hosts "$MASTER_ADDR"
 	want := fmt.Sprintf("master=%s nodelist=%s batch=%s", batch.Spec.NodeName, nodeList, batch.Spec.NodeName)
 	if !strings.Contains(out, want) {
 		t.Errorf("the batch script printed\n%s\nwant %q: MASTER_ADDR the batch host's node, the node list as sacct shows it", out, want)
+	}
+	if want := "BatchHost=" + batch.Spec.NodeName; !strings.Contains(out, want) {
+		t.Errorf("scontrol show job inside the job printed no %q:\n%s", want, out)
 	}
 	resolved := regexp.MustCompile(`(?m)^(\d+): (\S+)[ \t]+[^\n]*\b`+regexp.QuoteMeta(batch.Spec.NodeName)+`\b`).FindAllStringSubmatch(out, -1)
 	if len(resolved) != 2 || resolved[0][2] != batch.Status.PodIP || resolved[1][2] != batch.Status.PodIP {
