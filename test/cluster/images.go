@@ -553,6 +553,12 @@ var jobPackages = []string{
 var jobPythonPackages = []string{"python3.11-minimal", "libpython3.11-minimal", "libexpat1", "zlib1g", "libssl3",
 	"libpython3.11-stdlib", "libffi8", "libbz2-1.0", "libsqlite3-0", "libreadline8", "libuuid1"}
 
+// jobMPIPackages add MPICH's runtime to the job image, so a program built with
+// MPICH on this machine (mpicc.mpich) runs in job pods under srun --mpi=pmi2:
+// libmpich12 and what ldd shows it loads (libhwloc15, UCX's libucx0 with its
+// transport modules, libudev1, libnuma1).
+var jobMPIPackages = []string{"libmpich12", "libhwloc15", "libucx0", "libudev1", "libnuma1"}
+
 // rigUsers are the users the rig maps jobs to, besides root and nobody.
 var rigUsers = []struct {
 	name     string
@@ -562,9 +568,9 @@ var rigUsers = []struct {
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // jobImage is a small Debian userland for job containers: bash, coreutils, grep,
-// sed, hostname, procps, and python3 where this machine has Debian's
-// python3.11-minimal installed (left out, not an error, where it does not: a job
-// that needs python then fails visibly).
+// sed, hostname, procps, and python3 and MPICH's libraries where this machine has
+// Debian's python3.11-minimal and libmpich12 installed (left out, not an error,
+// where it does not: a job that needs them then fails visibly).
 func jobImage() ([]imageFile, imageConfig, error) {
 	packages := append([]string(nil), jobPackages...)
 	installed, err := debianInstalled(jobPythonPackages)
@@ -574,6 +580,13 @@ func jobImage() ([]imageFile, imageConfig, error) {
 	python := installed["python3.11-minimal"]
 	if python {
 		packages = append(packages, jobPythonPackages...)
+	}
+	mpi, err := debianInstalled(jobMPIPackages)
+	if err != nil {
+		return nil, imageConfig{}, err
+	}
+	if allInstalled(mpi, jobMPIPackages) {
+		packages = append(packages, jobMPIPackages...)
 	}
 	files, err := debianFiles(packages)
 	if err != nil {
@@ -601,6 +614,16 @@ func jobImage() ([]imageFile, imageConfig, error) {
 		imageFile{Path: "/root", Dir: true, Mode: 0o700},
 	)
 	return files, imageConfig{Env: []string{imagePath}, Cmd: []string{"/bin/bash"}}, nil
+}
+
+// allInstalled reports whether every package of packages is in installed.
+func allInstalled(installed map[string]bool, packages []string) bool {
+	for _, p := range packages {
+		if !installed[p] {
+			return false
+		}
+	}
+	return true
 }
 
 // sluiceUID is the non-root user the sluice image runs as (distroless's nonroot).

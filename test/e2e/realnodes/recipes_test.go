@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
 )
 
 // The recipes of this file are scripts as the tools that write them for Slurm write
@@ -176,4 +177,33 @@ echo farm done
 // writeShared writes a file of the shared directory, as a user puts one on a login node.
 func writeShared(s *site, name, content string) error {
 	return os.WriteFile(filepath.Join(s.shared, name), []byte(content), 0o644)
+}
+
+// TestMPIUnderSrunPMI2: an MPI program built with Debian's MPICH, started by srun
+// --mpi=pmi2 without mpirun on two real nodes of two tasks each, wires up through the
+// launchers' PMI: every rank sees size 4, two ranks on its node, and the allreduce's sum.
+func TestMPIUnderSrunPMI2(t *testing.T) {
+	s := startSite(t)
+	bin := launchtest.BuildMPI(t, s.shared, launchtest.MPIProgram)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := s.sbatch(t, `#!/bin/bash
+#SBATCH -J mpi -N 2 --ntasks-per-node=2 -o mpi-%j.txt
+srun --mpi=pmi2 `+bin+`
+`)
+	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
+		t.Fatalf("job %s ended %s:\n%s", id, st, s.tryRead("mpi-"+id+".txt"))
+	}
+	out := s.readShared(t, "mpi-"+id+".txt")
+	var got []string
+	for _, m := range regexp.MustCompile(`(?m)^(rank \d size \d node \d local \d sum \d+) name`).FindAllStringSubmatch(out, -1) {
+		got = append(got, m[1])
+	}
+	slices.Sort(got)
+	want := []string{"rank 0 size 4 node 0 local 2 sum 10", "rank 1 size 4 node 0 local 2 sum 10",
+		"rank 2 size 4 node 1 local 2 sum 10", "rank 3 size 4 node 1 local 2 sum 10"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the MPI job printed\n%s\nwant the ranks\n%s", out, strings.Join(want, "\n"))
+	}
 }
