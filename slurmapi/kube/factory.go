@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -155,14 +156,39 @@ func (f *PodFactory) strictGroups(ctx context.Context, binds []bridge.Bind) (boo
 	return true, nil
 }
 
-// ensureJobService creates the job's headless Service (jobService); one left by an
-// earlier run of the job is the same.
+// ensureJobService creates the job's headless Service (jobService). One left by an
+// earlier run of the job is the same; one of that name the job does not own (made by
+// someone with rights in the namespace, to catch the job's node names and srun's
+// launches) is refused: the job's pods are not made.
 func (f *PodFactory) ensureJobService(ctx context.Context, pg *v1alpha1.PodGroup) error {
 	svc := jobService(pg)
-	if err := f.c.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := f.c.Create(ctx, svc)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the headless Service %s/%s: %w", pg.Namespace, svc.Name, err)
 	}
+	var have corev1.Service
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(svc), &have); err != nil {
+		return fmt.Errorf("read the headless Service %s/%s: %w", pg.Namespace, svc.Name, err)
+	}
+	if !ownedBy(&have, pg) || !maps.Equal(have.Spec.Selector, svc.Spec.Selector) || have.Spec.ClusterIP != corev1.ClusterIPNone {
+		return fmt.Errorf("a Service %s/%s exists that is not job %s's headless Service (not owned by its PodGroup, or another selector): "+
+			"the job's node names would resolve through it; delete it", pg.Namespace, svc.Name, pg.Labels[v1alpha1.JobIDLabel])
+	}
 	return nil
+}
+
+// ownedBy reports whether obj is owned by the PodGroup pg (by UID; pg without a UID,
+// made in a test, owns what names it).
+func ownedBy(obj metav1.Object, pg *v1alpha1.PodGroup) bool {
+	for _, o := range obj.GetOwnerReferences() {
+		if o.Kind == "PodGroup" && o.Name == pg.Name && (pg.UID == "" || o.UID == pg.UID) {
+			return true
+		}
+	}
+	return pg.UID == ""
 }
 
 // jobObjectMeta names an object made for the job pg: labelled as Sluice's and the

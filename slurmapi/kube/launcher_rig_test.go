@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,5 +132,38 @@ func TestFactoryGivesMultiNodeJobsALaunchKey(t *testing.T) {
 	}
 	if sec.Immutable == nil || !*sec.Immutable {
 		t.Errorf("the launch key Secret is not immutable")
+	}
+}
+
+// TestFactoryRefusesAPlantedJobService: someone with rights in the account's namespace
+// creates a Service named as a coming job's, selecting their own pods, so the job's
+// node names (srun's peers, MASTER_ADDR) would resolve to them. The factory makes no
+// pods for the job and says why.
+func TestFactoryRefusesAPlantedJobService(t *testing.T) {
+	_, b := rigServer(t)
+	ctx := context.Background()
+	f, err := NewPodFactory(e2e.Rig(t).RESTConfig(), PodOptions{LauncherImage: testLauncherImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Submit(ctx, &slurmapi.JobDesc{User: "alice", Account: "nlp", Partition: "h100", Script: "#!/bin/bash\nsrun hostname\n",
+		Nodes: 2, Tasks: 2, CPUsPerTask: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pg v1alpha1.PodGroup
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "slurm-nlp", Name: PodGroupName(res.JobID)}, &pg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.c.Delete(ctx, &pg) })
+	planted := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: JobServiceName(&pg), Namespace: pg.Namespace},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "eavesdropper"}}}
+	if err := b.c.Create(ctx, planted); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.c.Delete(ctx, planted) })
+	pods, err := f.Pods(&pg, []bridge.Bind{{Node: "h100-0", Group: memberName}, {Node: "h100-1", Group: memberName}})
+	if err == nil || !strings.Contains(err.Error(), "not job") {
+		t.Fatalf("with a planted Service the factory made %d pods (%v); want a refusal naming the Service", len(pods), err)
 	}
 }
