@@ -88,7 +88,16 @@ func (c *component) stop(grace time.Duration) {
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-c.done
+	// SIGKILL is delivered when each member next runs: on a loaded machine a child
+	// can still show as sleeping for a moment after its leader was reaped. Stop
+	// returns once the group is gone, so nothing outlives the rig's Stop.
+	for deadline := time.Now().Add(killWait); groupAlive(pgid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
+
+// killWait bounds how long stop waits for a SIGKILLed group's members to die.
+const killWait = 5 * time.Second
 
 // failure wraps err with the tail of the component's log, the first place
 // anyone looks when a component does not come up.

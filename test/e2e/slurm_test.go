@@ -231,6 +231,12 @@ func TestSlurmJobLifecycle(t *testing.T) {
 		pods = jobPods(t, ctx, big)
 		return len(pods) == 2, fmt.Errorf("%d pods", len(pods))
 	})
+	// The RUNNING status and the pods are written side by side: the node list squeue
+	// shows comes from the pods, once the server has seen them.
+	WaitFor(t, fmt.Sprintf("job %d's node list", big), 30*time.Second, func(context.Context) (bool, error) {
+		running = showJob(t, ts, big)
+		return running.nodes != "" && running.nodes != "<nil>", fmt.Errorf("nodes %q", running.nodes)
+	})
 	nodes := map[string]bool{}
 	for _, p := range pods {
 		nodes[p.Spec.NodeName] = true
