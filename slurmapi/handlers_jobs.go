@@ -31,6 +31,9 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 	if e := s.limiter.allow(c.id.User, c.now); e != nil {
 		return nil, e
 	}
+	if e := checkSubmitter(c.ctx, c.id.User, s.cfg.Submit); e != nil {
+		return nil, e
+	}
 	body, e := readBody(c)
 	if e != nil {
 		return nil, e

@@ -44,6 +44,8 @@ func TestSubmitBoundsRefuse(t *testing.T) {
 		want   string
 	}{
 		{"300-character name", map[string]any{"name": long(300)}, sh, ErrRestInvalidJobs, "job.name", "at most 256"},
+		{"begin time in the year 10000", map[string]any{"begin_time": map[string]any{"set": true, "number": 253402300800}}, sh, ErrInvalidTimeValue, "job.begin_time", "after the year 9999"},
+		{"begin time that wraps", map[string]any{}, sh + "#SBATCH --begin=now+2147483647weeks\n", ErrInvalidTimeValue, "script", "too far ahead"},
 		{"name with an escape sequence", map[string]any{"name": "a\x1b[2Jb"}, sh, ErrRestInvalidJobs, "job.name", "control character"},
 		{"comment over the limit", map[string]any{"comment": long(1025)}, sh, ErrRestInvalidJobs, "job.comment", "at most 1024"},
 		{"stdout path too long", map[string]any{"standard_output": "/" + long(4096)}, sh, ErrPathnameTooLong, "job.standard_output", "at most 4096"},

@@ -1,6 +1,7 @@
 package slurmapi
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,9 +22,11 @@ type SubmitPolicy struct {
 	// MaxArraySize is Slurm's MaxArraySize: array task indices must be
 	// below it. 0 means Slurm's default, 1001.
 	MaxArraySize int
-	// MayRun, when set, says whether user's jobs may run at this site (one
-	// that refuses users it maps to no uid); nil lets every user submit.
-	MayRun func(user string) bool
+	// CheckUser, when set, refuses a submission by user whose jobs may not
+	// run at this site (kube.UserMap.CheckSubmitter: a user it maps to no
+	// uid, or an identity source that could not answer); nil lets every
+	// user submit.
+	CheckUser func(ctx context.Context, user string) *Error
 	// ClusterName is the jobs' SLURM_CLUSTER_NAME; NewServer sets the
 	// server's cluster name.
 	ClusterName string
@@ -352,5 +355,13 @@ func setTimes(d *JobDesc, in *jobDescIn, opts *sbatch.Options, now time.Time) *E
 		}
 		d.BeginTime = t
 	}
+	if d.BeginTime.After(latestBegin) {
+		// Past it, the time has no RFC 3339 form to be stored in: it would be lost,
+		// and the job start at once.
+		return BadRequest(ErrInvalidTimeValue, "job.begin_time", "begin time %d is after the year 9999", d.BeginTime.Unix())
+	}
 	return nil
 }
+
+// latestBegin is the last begin time a job may ask for.
+var latestBegin = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)

@@ -29,8 +29,12 @@ func setPlacement(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 	if d.Exclude, e = nodeList(in.ExcludedNodes, opts.Exclude, "job.excluded_nodes"); e != nil {
 		return e
 	}
+	excluded := make(map[string]bool, len(d.Exclude)) // lists of thousands: no n*m scan
+	for _, n := range d.Exclude {
+		excluded[n] = true
+	}
 	for _, n := range d.NodeList {
-		if slices.Contains(d.Exclude, n) {
+		if excluded[n] {
 			return BadRequest(ErrInvalidNodeName, "job.excluded_nodes", "node %s is both required and excluded", n)
 		}
 	}

@@ -132,7 +132,10 @@ func (s *Server) authConfig() (*slurmapi.AuthConfig, error) {
 // its slurmdb views reading the ledger, and Sluice's job log endpoint.
 func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	r := s.cfg.REST
-	backend, err := kube.New(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace, SubmitWindow: time.Duration(r.SubmitWindow)})
+	// The token key also seals submitted environments, which the pod factory
+	// (given the same key as its launch seed) opens when a job starts.
+	backend, err := kube.New(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace, SubmitWindow: time.Duration(r.SubmitWindow),
+		TokenKey: auth.Key})
 	if err != nil {
 		return err
 	}
@@ -144,13 +147,16 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	if err != nil {
 		return fmt.Errorf("job launchers: %w", err)
 	}
+	if s.users, err = s.cfg.Slurm.userMap(); err != nil {
+		return err
+	}
 	ledger := accounting.Ledger{Store: s.ledger, Usage: accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}}
 	api, err := slurmapi.NewServer(slurmapi.Config{
 		Auth:         *auth,
 		ClusterName:  r.ClusterName,
 		MaxBodyBytes: r.MaxBodyBytes,
 		Submit: slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU, MaxArraySize: r.MaxArraySize,
-			MayRun: s.cfg.Slurm.UserMap().MayRun},
+			CheckUser: s.users.CheckSubmitter},
 		SubmitLimits:   r.submitLimits(),
 		SchedulerStats: schedulerStats(s.registry),
 		Steps:          launchers,

@@ -25,7 +25,11 @@ import (
 // leader. Slurm jobs get their pods from the Slurm API's pod factory.
 func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
-	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Users: s.cfg.Slurm.UserMap(),
+	filesystems, err := s.cfg.Slurm.filesystems() // valid: LoadConfig checked
+	if err != nil {
+		return err
+	}
+	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Filesystems: filesystems, Users: s.users,
 		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage(), LaunchKeySeed: s.launchSeed,
 		ClusterDomain: s.cfg.Slurm.ClusterDomain, InactiveLimit: time.Duration(s.cfg.Slurm.InactiveLimit)})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,31 +100,52 @@ type SlurmConfig struct {
 	// InactiveLimit is how long an allocation (salloc's) stays once no salloc
 	// holds it (killed, cut off), as slurm.conf's InactiveLimit; 0: 60 s.
 	InactiveLimit Duration `yaml:"inactiveLimit"`
-	// Users maps Slurm users to the uid/gid their pods run as (as sites map
-	// LDAP users). Only a user mapped to uid 0 runs as root.
+	// Users maps Slurm users to the identity their pods run as; it comes
+	// before Identity's sources. Only a user mapped to uid 0 runs as root.
 	Users map[string]SlurmUser `yaml:"users"`
-	// UnmappedUsers is what becomes of users not in Users: "run" (as
-	// DefaultUser) or "refuse" (their submissions are refused).
+	// Identity is where the site's other users' identities are: passwd and
+	// group files, then an LDAP directory (config_identity.go).
+	Identity IdentityConfig `yaml:"identity"`
+	// UnmappedUsers is what becomes of users no one maps: "refuse" (their
+	// submissions are refused; the default) or "run" (as DefaultUser).
 	UnmappedUsers string `yaml:"unmappedUsers"`
 	// DefaultUser is the identity unmapped users' jobs run as; never root.
 	DefaultUser SlurmUser `yaml:"defaultUser"`
+	// Filesystems are the site's shared filesystems every Slurm job pod mounts
+	// (kube.Filesystem: name, mountPath, readOnly, partitions and one volume
+	// source, in the Kubernetes API's field names).
+	Filesystems []map[string]any `yaml:"filesystems"`
 }
 
-// UserMap is the Slurm section's users as the pod factory and the REST API
-// apply them.
-func (s SlurmConfig) UserMap() kube.UserMap {
-	users := map[string]kube.UserIDs{}
-	for name, u := range s.Users {
-		users[name] = kube.UserIDs{UID: u.UID, GID: u.GID}
+// filesystems reads the site's filesystems as the pod factory takes them: in the
+// Kubernetes API's own field names, none unknown, each valid.
+func (s SlurmConfig) filesystems() (kube.Filesystems, error) {
+	out := make(kube.Filesystems, len(s.Filesystems))
+	for i, raw := range s.Filesystems {
+		data, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("slurm.filesystems[%d]: %w", i, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&out[i]); err != nil {
+			return nil, fmt.Errorf("slurm.filesystems[%d]: %w", i, err)
+		}
 	}
-	return kube.UserMap{Users: users, Unmapped: kube.Unmapped(s.UnmappedUsers),
-		Default: &kube.UserIDs{UID: s.DefaultUser.UID, GID: s.DefaultUser.GID}}
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("slurm.filesystems: %w", err)
+	}
+	return out, nil
 }
 
-// SlurmUser is one user's numeric identity.
+// SlurmUser is one user's identity: uid, primary gid, supplementary
+// groups (the primary is always among them) and home directory (the jobs'
+// HOME; without one, "/").
 type SlurmUser struct {
-	UID int64 `yaml:"uid"`
-	GID int64 `yaml:"gid"`
+	UID    int64   `yaml:"uid"`
+	GID    int64   `yaml:"gid"`
+	Groups []int64 `yaml:"groups,omitempty"`
+	Home   string  `yaml:"home,omitempty"`
 }
 
 // WebhookConfig is the mutating admission webhook for Sluice's pods (queue
@@ -285,7 +307,8 @@ func DefaultConfig() Config {
 			WriteTimeout:      Duration(2 * time.Minute),
 			IdleTimeout:       Duration(2 * time.Minute),
 		},
-		Slurm: SlurmConfig{UnmappedUsers: string(kube.UnmappedRun),
+		// A fresh install runs no one as anyone until the site says who is who.
+		Slurm: SlurmConfig{UnmappedUsers: string(kube.UnmappedRefuse),
 			DefaultUser: SlurmUser{UID: kube.NobodyIDs.UID, GID: kube.NobodyIDs.GID}},
 		Remediation: RemediationConfig{Enabled: true, IdleValidation: IdleValidationConfig{Enabled: true}},
 		Webhook:     WebhookConfig{Enabled: true, Addr: "127.0.0.1:9443"},
@@ -390,7 +413,10 @@ func (c Config) Validate() error {
 	if c.KAI.Enabled && !c.Webhook.Enabled {
 		return errors.New("kai.enabled needs webhook.enabled: the webhook gives kai-scheduler pods Sluice's schedulerName")
 	}
-	if err := c.Slurm.UserMap().Validate(); err != nil {
+	if _, err := c.Slurm.filesystems(); err != nil {
+		return err
+	}
+	if err := c.Slurm.validateIdentity(); err != nil {
 		return fmt.Errorf("slurm: %w", err)
 	}
 	le := c.LeaderElection

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -22,6 +27,21 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("defaults not applied: %+v", c)
 			}
 		}},
+		{name: "site filesystems", yaml: "slurm:\n  filesystems:\n" +
+			"  - {name: home, mountPath: /home, nfs: {server: nfs.example, path: /export/home}}\n" +
+			"  - {name: scratch, mountPath: /scratch, partitions: [h100], persistentVolumeClaim: {claimName: scratch}, readOnly: true}\n",
+			check: func(t *testing.T, c Config) {
+				fss, err := c.Slurm.filesystems()
+				if err != nil || len(fss) != 2 || fss[0].NFS == nil || fss[0].NFS.Server != "nfs.example" ||
+					fss[1].PersistentVolumeClaim == nil || fss[1].PersistentVolumeClaim.ClaimName != "scratch" || !fss[1].ReadOnly ||
+					len(fss[1].Partitions) != 1 || fss[1].Partitions[0] != "h100" {
+					t.Errorf("filesystems %+v, %v", fss, err)
+				}
+			}},
+		{name: "site filesystem with an unknown field", yaml: "slurm:\n  filesystems:\n  - {name: home, mountPath: /home, nfs: {server: s, path: /p, sever: t}}\n",
+			wantErr: `slurm.filesystems[0]: json: unknown field "sever"`},
+		{name: "site filesystem without a source", yaml: "slurm:\n  filesystems:\n  - {name: home, mountPath: /home}\n",
+			wantErr: "slurm.filesystems: filesystem home: want exactly one source"},
 		{name: "fields override defaults", yaml: "listen: 127.0.0.1:7000\nlog:\n  format: json\nleaderElection:\n  leaseDuration: 30s\n",
 			check: func(t *testing.T, c Config) {
 				if c.Listen != "127.0.0.1:7000" || c.Log.Format != "json" || c.Log.Level != "info" {
@@ -62,16 +82,39 @@ func TestLoadConfig(t *testing.T) {
 			}
 		}},
 		{name: "lease ordering ignored when disabled", yaml: "leaderElection:\n  enabled: false\n  renewDeadline: 20s\n"},
-		{name: "unmapped Slurm users run as nobody by default", yaml: "", check: func(t *testing.T, c Config) {
-			m := c.Slurm.UserMap()
-			if ids, err := m.IDs("bob"); err != nil || ids.UID != 65534 || ids.GID != 65534 {
-				t.Errorf("an unmapped user runs as %+v, %v; want 65534:65534", ids, err)
-			}
-		}},
-		{name: "unmapped Slurm users refused", yaml: "slurm:\n  unmappedUsers: refuse\n  users: {alice: {uid: 1001, gid: 1001}}\n",
+		{name: "unmapped Slurm users refused by default", yaml: "slurm:\n  users: {alice: {uid: 1001, gid: 1001}}\n",
 			check: func(t *testing.T, c Config) {
-				if m := c.Slurm.UserMap(); m.MayRun("bob") || !m.MayRun("alice") {
-					t.Errorf("refuse: bob may run %v, alice %v; want false, true", m.MayRun("bob"), m.MayRun("alice"))
+				m := c.Slurm.inlineUserMap()
+				if _, err := m.Lookup(context.Background(), "bob"); !errors.Is(err, kube.ErrUnknownUser) {
+					t.Errorf("a fresh install runs an unmapped user: %v", err)
+				}
+				if ids, err := m.Lookup(context.Background(), "alice"); err != nil || ids.UID != 1001 {
+					t.Errorf("alice runs as %+v, %v; want 1001", ids, err)
+				}
+			}},
+		{name: "unmapped Slurm users run as nobody where the site says so", yaml: "slurm:\n  unmappedUsers: run\n",
+			check: func(t *testing.T, c Config) {
+				if ids, err := c.Slurm.inlineUserMap().Lookup(context.Background(), "bob"); err != nil || ids.UID != 65534 || ids.GID != 65534 {
+					t.Errorf("an unmapped user runs as %+v, %v; want 65534:65534", ids, err)
+				}
+			}},
+		{name: "a user's groups and home", yaml: "slurm:\n  users: {alice: {uid: 1001, gid: 1001, groups: [2000], home: /home/alice}}\n",
+			check: func(t *testing.T, c Config) {
+				ids, err := c.Slurm.inlineUserMap().Lookup(context.Background(), "alice")
+				if err != nil || !slices.Equal(ids.Groups, []int64{1001, 2000}) || ids.Home != "/home/alice" {
+					t.Errorf("alice runs as %+v, %v; want groups 1001, 2000 and home /home/alice", ids, err)
+				}
+			}},
+		{name: "relative home", yaml: "slurm:\n  users: {alice: {uid: 1001, gid: 1001, home: alice}}\n", wantErr: `home "alice": want an absolute path`},
+		{name: "relative passwd file", yaml: "slurm:\n  identity: {passwdFile: passwd}\n", wantErr: "slurm: identity.passwdFile"},
+		{name: "group file alone", yaml: "slurm:\n  identity: {groupFile: /etc/sluice/group}\n", wantErr: "identity.groupFile needs identity.passwdFile"},
+		{name: "LDAP url", yaml: "slurm:\n  identity:\n    ldap: {url: ldap.example.org, userBase: dc=example}\n", wantErr: "identity.ldap: url"},
+		{name: "LDAP unknown field names its line", yaml: "slurm:\n  identity:\n    ldap:\n      url: ldaps://ldap.example.org\n      baseDN: dc=x\n", wantErr: "line 5"},
+		{name: "LDAP", yaml: "slurm:\n  identity:\n    ldap: {url: ldaps://ldap.example.org, userBase: ou=people, cacheTTL: 1m, timeout: 2s}\n",
+			check: func(t *testing.T, c Config) {
+				o := c.Slurm.Identity.LDAP.options()
+				if o.URL != "ldaps://ldap.example.org" || o.UserBase != "ou=people" || o.CacheTTL != time.Minute || o.Timeout != 2*time.Second {
+					t.Errorf("LDAP options %+v", o)
 				}
 			}},
 		{name: "bad unmappedUsers", yaml: "slurm:\n  unmappedUsers: allow\n", wantErr: `slurm: unmapped users "allow"`},

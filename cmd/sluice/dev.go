@@ -87,7 +87,13 @@ func runDev(args []string) error {
 		}
 	}
 
+	// Every user the rig hands a token to runs as their own uid; the rest are refused.
+	users, accounts, err := queueUsers(ctx, rig.RESTConfig())
+	if err != nil {
+		fmt.Printf("users: none mapped (%v)\n", err)
+	}
 	cfg := DefaultConfig()
+	cfg.Slurm.Users = devUsers(users)
 	// The server has an identity of its own (what only Sluice may write is refused to the
 	// admin kubeconfig printed below), and only the API server's client certificate
 	// reaches its webhook.
@@ -101,6 +107,7 @@ func runDev(args []string) error {
 	if *realNodes > 0 {
 		// Nothing is pulled on the rig: the real nodes hold the images it built.
 		cfg.Slurm.LauncherImage = cluster.SluiceImage
+		cfg.Slurm.Filesystems = append(cfg.Slurm.Filesystems, realFilesystem(stateDir))
 		cfg.Scheduler.GPUReservationImage = cluster.SluiceImage
 		// As the chart installs them: reservation pods report their device on themselves.
 		cfg.Scheduler.GPUReservationServiceAccount = "sluice-gpu-reservation"
@@ -129,7 +136,7 @@ Sluice is running on a local rig (%d nodes). In another terminal:
 
   export SLUICE_URL=http://%s      # the slurmrestd-compatible REST API
 `, opts.Spec.NodeCount(), rig.Kubeconfig, addr)
-	user, token, err := printUserTokens(ctx, os.Stdout, rig.RESTConfig(), jwtKeyPath(cfg.StateDir))
+	user, token, err := printUserTokens(os.Stdout, users, accounts, cfg.Slurm.Users, jwtKeyPath(cfg.StateDir))
 	if err != nil {
 		fmt.Printf("  (no user tokens: %v)\n", err)
 	}

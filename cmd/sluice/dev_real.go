@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
@@ -32,8 +31,8 @@ func withRealNodes(spec cluster.Spec, n int) (cluster.Spec, error) {
 // machine), as a site mounts /home on login and compute nodes alike.
 func sharedDir(stateDir string) string { return filepath.Join(stateDir, "shared") }
 
-// createRealPartition applies partition real: the real nodes, the rig's job image for
-// jobs that name none, and the shared directory.
+// createRealPartition applies partition real: the real nodes and the rig's job image for
+// jobs that name none; it makes the shared directory realFilesystem mounts.
 func createRealPartition(ctx context.Context, cfg *rest.Config, stateDir string) error {
 	dir := sharedDir(stateDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -42,13 +41,9 @@ func createRealPartition(ctx context.Context, cfg *rest.Config, stateDir string)
 	if err := os.Chmod(dir, 0o1777); err != nil { // every user's jobs write here, as to /tmp
 		return err
 	}
-	volume, err := json.Marshal(map[string]any{"mountPath": dir, "hostPath": map[string]any{"path": dir, "type": "Directory"}})
-	if err != nil {
-		return err
-	}
 	doc := map[string]any{
 		"apiVersion": "scheduling.sluice.dev/v1alpha1", "kind": "Partition",
-		"metadata": map[string]any{"name": "real", "annotations": map[string]any{kube.SharedVolumeAnnotation: string(volume)}},
+		"metadata": map[string]any{"name": "real"},
 		"spec": map[string]any{
 			"nodeSelector": map[string]any{cluster.LabelPartition: "real"},
 			"defaultImage": cluster.JobImage, "defaultTime": "1h", "maxTime": "24h",
@@ -63,4 +58,12 @@ func createRealPartition(ctx context.Context, cfg *rest.Config, stateDir string)
 	}
 	fmt.Printf("real nodes: partition real, shared directory %s\n", dir)
 	return nil
+}
+
+// realFilesystem is the shared directory as a site filesystem of partition real (a
+// hostPath: every real node is this machine), as the site's config declares one.
+func realFilesystem(stateDir string) map[string]any {
+	dir := sharedDir(stateDir)
+	return map[string]any{"name": "shared", "mountPath": dir, "partitions": []any{"real"},
+		"hostPath": map[string]any{"path": dir, "type": "Directory"}}
 }

@@ -19,21 +19,28 @@ import (
 // devTokenLifespan is long enough for a working day on the rig.
 const devTokenLifespan = 24 * time.Hour
 
-// printUserTokens mints a token for every user named on a Queue, so a
-// newcomer can `export SLURM_JWT=...` and submit at once. It returns the
-// first user and token, for the dashboard link.
-func printUserTokens(ctx context.Context, w io.Writer, cfg *rest.Config, keyFile string) (firstUser, firstToken string, err error) {
+// Identities of the users sluice dev hands tokens to: each their own uid
+// from devFirstUID on, in name order, all in one group, so their jobs'
+// files on the real nodes' shared directory are each their own.
+const (
+	devFirstUID = 1001
+	devGroupID  = 1000
+)
+
+// queueUsers are the users named on the rig's Queues, by name, with the
+// accounts (queues) each is in.
+func queueUsers(ctx context.Context, cfg *rest.Config) ([]string, map[string][]string, error) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme})
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	var queues v1alpha1.QueueList
 	if err := c.List(ctx, &queues); err != nil {
-		return "", "", fmt.Errorf("listing queues: %w", err)
+		return nil, nil, fmt.Errorf("listing queues: %w", err)
 	}
 	accounts := map[string][]string{}
 	for _, q := range queues.Items {
@@ -46,6 +53,24 @@ func printUserTokens(ctx context.Context, w io.Writer, cfg *rest.Config, keyFile
 		users = append(users, u)
 	}
 	sort.Strings(users)
+	return users, accounts, nil
+}
+
+// devUsers maps users, in order, to uids devFirstUID, devFirstUID+1, ...
+// in group devGroupID: sluice dev refuses users it maps to no one, as a
+// fresh install does.
+func devUsers(users []string) map[string]SlurmUser {
+	m := make(map[string]SlurmUser, len(users))
+	for i, u := range users {
+		m[u] = SlurmUser{UID: int64(devFirstUID + i), GID: devGroupID}
+	}
+	return m
+}
+
+// printUserTokens mints a token for each of users (named on a Queue, with
+// accounts; mapped to ids), so a newcomer can `export SLURM_JWT=...` and
+// submit at once. It returns the first user and token, for the dashboard link.
+func printUserTokens(w io.Writer, users []string, accounts map[string][]string, ids map[string]SlurmUser, keyFile string) (firstUser, firstToken string, err error) {
 	key, err := slurmapi.LoadOrCreateKey(keyFile)
 	if err != nil {
 		return "", "", err
@@ -55,11 +80,12 @@ func printUserTokens(ctx context.Context, w io.Writer, cfg *rest.Config, keyFile
 		if err != nil {
 			return "", "", err
 		}
-		fmt.Fprintf(w, "  # %s (accounts: %s)\n  export SLURM_JWT=%s\n", u, strings.Join(accounts[u], ","), tok)
+		fmt.Fprintf(w, "  # %s (accounts: %s; uid %d)\n  export SLURM_JWT=%s\n", u, strings.Join(accounts[u], ","), ids[u].UID, tok)
 		if firstToken == "" {
 			firstUser, firstToken = u, tok
 		}
 	}
-	fmt.Fprintf(w, "  # anyone else: sluice token --state-dir %s --user NAME\n", strings.TrimSuffix(keyFile, "/jwt.key"))
+	// Anyone else's token authenticates, but sluice dev gives them no uid: their jobs are refused.
+	fmt.Fprintf(w, "  # anyone else (no uid here: reads only): sluice token --state-dir %s --user NAME\n", strings.TrimSuffix(keyFile, "/jwt.key"))
 	return firstUser, firstToken, nil
 }

@@ -24,6 +24,7 @@ type logsFlags struct {
 	follow *bool
 	stderr *bool
 	node   *int
+	podLog *bool
 }
 
 func newLogsFlags() logsFlags {
@@ -33,8 +34,12 @@ func newLogsFlags() logsFlags {
 	fs.BoolVar(f.follow, "follow", false, "keep printing as the job writes")
 	f.stderr = fs.Bool("error", false, "print only the job's standard error (default: both streams, as in slurm-%j.out)")
 	f.node = fs.Int("node", 0, "the task on this node of the job (SLURM_NODEID; 0 is the batch host)")
+	f.podLog = fs.Bool("pod-log", false, "read the pod log even when the job's output file is on this machine")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: sluice logs [flags] JOBID[_TASK]\n\nPrints a job's output, read by the server from the job's pod log.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: sluice logs [flags] JOBID[_TASK]\n\n"+
+			"Prints a job's output: its output file (--output, default slurm-%j.out) when this machine\n"+
+			"sees it, as a login node that mounts the cluster's filesystems does; else the pod log of\n"+
+			"the job's batch host, read by the server. A line on stderr says which.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	return f
@@ -82,6 +87,18 @@ func runLogs(args []string) error {
 	opts := client.LogOptions{Follow: *f.follow, Node: *f.node}
 	if *f.stderr {
 		opts.Stream = "stderr"
+	}
+	if *f.node == 0 && !*f.podLog { // only the batch host writes the output files
+		if recs, err := c.JobRecords(ctx, job); err == nil && len(recs) == 1 {
+			path, why := outputFileHere(recs[0], opts.Stream)
+			if path != "" {
+				fmt.Fprintf(os.Stderr, "sluice logs: job %s: %s\n", job, path)
+				return printOutputFile(ctx, c, job, path, *f.follow, os.Stdout)
+			}
+			if why != "" {
+				fmt.Fprintf(os.Stderr, "sluice logs: job %s: %s; its batch host's pod log follows\n", job, why)
+			}
+		}
 	}
 	body, err := c.JobLog(ctx, job, opts)
 	if err != nil {

@@ -57,6 +57,9 @@ type Server struct {
 	ledger     accounting.Store // set by addAccounting
 	jobIDs     *kube.JobIDs     // set by addREST; the pod grouper shares it
 	launchSeed []byte           // set by addREST (the token key): derives jobs' launch keys
+	// users maps Slurm users to identities (set by addREST): the REST API's submit check
+	// and the pod factory share it, and so its LDAP cache.
+	users kube.UserMap
 	// informers is the one informer cache per kind the components share (addInformers).
 	informers crcache.Cache
 	// podObserver sees each pod whole before the shared cache trims it (the pod grouper).

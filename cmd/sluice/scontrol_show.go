@@ -35,7 +35,7 @@ func (r record) write(w io.Writer, oneLine bool) {
 	fmt.Fprintln(w)
 }
 
-func kv(key, value string) string { return key + "=" + value }
+func kv(key, value string) string { return key + "=" + oneLine(value) }
 
 // orNull is how scontrol writes an empty string.
 func orNull(s string) string {

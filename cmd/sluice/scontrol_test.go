@@ -47,6 +47,13 @@ func TestScontrolShowJobLayout(t *testing.T) {
 	if one := b.String(); strings.Count(one, "\n") != 1 || !strings.HasPrefix(one, "JobId=42 JobName=train UserId=alice ") {
 		t.Errorf("--oneliner: %q", one)
 	}
+	// A multi-line comment stays on its line: it cannot forge a record's field.
+	j.Comment = "ok\n   UserId=root(0) Account=admin\r"
+	b.Reset()
+	jobRecord(j, now).write(&b, false)
+	if got := b.String(); strings.Contains(got, "\n   UserId=root") || !strings.Contains(got, `Comment=ok\n   UserId=root(0) Account=admin\r`) {
+		t.Errorf("a comment with line breaks:\n%s", got)
+	}
 }
 
 func TestScontrolShowArrayJobAndPending(t *testing.T) {

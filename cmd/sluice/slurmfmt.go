@@ -9,6 +9,7 @@ import (
 // field renders one Slurm format field: "%.8j" means right-justified in 8
 // columns, "%-8j" or "%8j" left-justified; both truncate to the width.
 func field(v string, width int, right bool) string {
+	v = oneLine(v)
 	if width <= 0 {
 		return v
 	}
@@ -104,4 +105,17 @@ func parseFormat(f string) ([]formatSpec, string, error) {
 		specs = append(specs, spec)
 	}
 	return specs, lit.String(), nil
+}
+
+// lineBreaks are what a user's text (a multi-line --comment) may hold that would start
+// another line, or another record, in a report others read.
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
+
+// oneLine keeps a value on its line: a newline in a comment must not forge a second
+// "UserId=" line in scontrol show job, or a row in squeue.
+func oneLine(v string) string {
+	if !strings.ContainsAny(v, "\n\r") {
+		return v
+	}
+	return lineBreaks.Replace(v)
 }

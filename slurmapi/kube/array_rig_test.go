@@ -27,7 +27,7 @@ import (
 func runSite(t *testing.T, b *Backend) {
 	t.Helper()
 	cfg := e2e.Rig(t).RESTConfig()
-	factory, err := NewPodFactory(cfg, PodOptions{})
+	factory, err := NewPodFactory(cfg, PodOptions{LaunchKeySeed: rigKey}) // opens what the backend sealed
 	if err != nil {
 		t.Fatal(err)
 	}

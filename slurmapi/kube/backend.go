@@ -44,6 +44,12 @@ type Options struct {
 	// MaterializeWorkers is how many PodGroup creates the SubmitQueue keeps
 	// in flight; default 8.
 	MaterializeWorkers int
+	// TokenKey is the server's token key: submitted environments are sealed
+	// under a key derived from it (sealenv.go), which the pod factory, given
+	// the same key as its LaunchKeySeed, opens, and the tokens it signed are
+	// dropped from them. Empty: a random seed for this backend's life (tests;
+	// a factory then cannot open the environments it seals).
+	TokenKey []byte
 }
 
 // Backend implements the Slurm API's job and cluster side on Kubernetes.
@@ -57,6 +63,8 @@ type Backend struct {
 	batch *batcher
 	// counts are each user's jobs against MaxSubmitJobs limits.
 	counts *submitCounts
+	// envSeed seals submitted environments (Options.TokenKey).
+	envSeed []byte
 
 	nsMu    sync.Mutex
 	nsReady map[string]bool
@@ -117,7 +125,11 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{}}
+	b := &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{},
+		envSeed: opts.TokenKey}
+	if len(b.envSeed) == 0 {
+		b.envSeed = randomSeed()
+	}
 	b.counts = &submitCounts{list: func(ctx context.Context) ([]v1alpha1.PodGroup, error) { return b.podGroups(ctx, 0) }}
 	if opts.SubmitWindow > 0 {
 		if b.batch, err = newBatcher(cfg, opts); err != nil {
@@ -175,6 +187,11 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 		}
 	}
 	pg := PodGroupFor(d, id)
+	// Before anything stores it (the PodGroup, or a batch ConfigMap): the
+	// user's variables sealed, tokens dropped.
+	if err := sealPodGroupEnvironment(pg, b.envSeed, b.isToken); err != nil {
+		return slurmapi.SubmitResult{}, err
+	}
 	// A claimed job whose first attempt may still be in a batch being written is created
 	// as its PodGroup, never batched: a batch named after its id may exist already, and
 	// the collision would fail every other job of the retry's batch.
@@ -200,6 +217,9 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 	}
 	return slurmapi.SubmitResult{JobID: id, StepID: "batch"}, nil
 }
+
+// isToken reports whether v is a token signed with the server's key.
+func (b *Backend) isToken(v string) bool { return slurmapi.IssuedToken(b.opts.TokenKey, v) }
 
 // newJobID takes a fresh job id for d (an array's tasks' ids with it) and,
 // when d has an Idempotency-Key, claims the key for it. replay is true when

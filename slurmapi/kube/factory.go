@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
@@ -19,8 +18,8 @@ import (
 
 // PodOptions configure the pod factory.
 type PodOptions struct {
-	// Users maps Slurm users to the uid/gid their pods run as, and says
-	// what becomes of users it does not map.
+	// Users maps Slurm users to the identity their pods run as, and says
+	// what becomes of users it does not map; the REST API shares it.
 	Users UserMap
 	// DefaultImage runs jobs that name no image in a partition that names
 	// none; empty refuses such jobs.
@@ -31,7 +30,8 @@ type PodOptions struct {
 	LauncherImage string
 	// Timeout bounds the reads and the Service create of one call; default 10s.
 	Timeout time.Duration
-	// LaunchKeySeed derives each job's launch key (LaunchKey); the server
+	// LaunchKeySeed derives each job's launch key (LaunchKey) and opens the
+	// environments the backend sealed (its Options.TokenKey); the server
 	// gives its token key, so every replica derives the same keys. Empty:
 	// a random seed for this factory's life.
 	LaunchKeySeed []byte
@@ -41,6 +41,9 @@ type PodOptions struct {
 	// InactiveLimit is how long an allocation stays once no salloc holds it;
 	// 0 is the launcher's default (launch.EnvInactiveLimit).
 	InactiveLimit time.Duration
+	// Filesystems are the site's shared filesystems (slurm.filesystems), mounted
+	// into the pods of the jobs of the partitions each names.
+	Filesystems Filesystems
 }
 
 // DefaultLauncherImage is the launcher image of a factory not given one.
@@ -84,7 +87,9 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if err := Eligible(ctx, f.c, pg); err != nil {
 		return nil, err
 	}
-	ids, err := f.opts.Users.IDs(s.User)
+	// A source that could not answer (the directory unreachable) fails this
+	// try only: the scheduler tries the start again, the job stays pending.
+	ids, err := f.opts.Users.Lookup(ctx, s.User)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
@@ -100,12 +105,6 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 		if err := f.c.Get(ctx, client.ObjectKey{Name: pg.Spec.Partition}, &p); err != nil {
 			return nil, fmt.Errorf("partition %s of job %s: %w", pg.Spec.Partition, pg.Labels[v1alpha1.JobIDLabel], err)
 		}
-		if v := p.Annotations[SharedVolumeAnnotation]; v != "" {
-			run.SharedVolume = &SharedVolume{}
-			if err := json.Unmarshal([]byte(v), run.SharedVolume); err != nil || run.SharedVolume.MountPath == "" {
-				return nil, fmt.Errorf("partition %s: annotation %s must be a volume source with a mountPath: %v", p.Name, SharedVolumeAnnotation, err)
-			}
-		}
 		if run.Image == "" {
 			run.Image = p.Spec.DefaultImage
 		}
@@ -116,12 +115,19 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	if run.Image == "" {
 		run.Image = f.opts.DefaultImage
 	}
+	run.Filesystems = f.opts.Filesystems.For(pg.Spec.Partition)
+	if err := checkClaims(ctx, f.c, pg.Namespace, run.Filesystems); err != nil {
+		return nil, fmt.Errorf("job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
+	}
 	serves := ServesLaunches(pg, len(binds))
 	if serves {
 		run.LaunchKey = LaunchKey(f.opts.LaunchKeySeed, pg)
 	}
 	pods, err := BuildPods(pg, binds, run)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.withEnvironment(ctx, pg, pods); err != nil {
 		return nil, err
 	}
 	if serves {

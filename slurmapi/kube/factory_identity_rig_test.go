@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -58,8 +59,8 @@ func TestFactoryRunsJobsAsTheirUser(t *testing.T) {
 		t.Cleanup(func() { _ = b.c.Delete(context.Background(), &pg) })
 		return &pg
 	}
-	alice := UserIDs{UID: 1001, GID: 1001}
-	users := map[string]UserIDs{"alice": alice}
+	users := map[string]UserIDs{"alice": {UID: 1001, GID: 1001, Groups: []int64{2000}}}
+	alice := UserIDs{UID: 1001, GID: 1001, Groups: []int64{1001, 2000}} // in their own group too
 	on := func(nodes ...string) []bridge.Bind {
 		binds := make([]bridge.Bind, len(nodes))
 		for i, n := range nodes {
@@ -111,11 +112,12 @@ func TestFactoryRunsJobsAsTheirUser(t *testing.T) {
 				if sc == nil || sc.RunAsUser == nil || sc.RunAsGroup == nil || sc.RunAsNonRoot == nil {
 					t.Fatalf("pod %s security context %+v: want runAsUser, runAsGroup, runAsNonRoot", pod.Name, sc)
 				}
-				if got := (UserIDs{UID: *sc.RunAsUser, GID: *sc.RunAsGroup}); got != tc.want || !*sc.RunAsNonRoot {
+				got := UserIDs{UID: *sc.RunAsUser, GID: *sc.RunAsGroup, Groups: sc.SupplementalGroups}
+				if !reflect.DeepEqual(got, tc.want) || !*sc.RunAsNonRoot {
 					t.Errorf("pod %s runs as %+v non-root %v, want %+v non-root", pod.Name, got, *sc.RunAsNonRoot, tc.want)
 				}
-				got := sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy == corev1.SupplementalGroupsPolicyStrict
-				if got != tc.strict {
+				strict := sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy == corev1.SupplementalGroupsPolicyStrict
+				if strict != tc.strict {
 					t.Errorf("pod %s on %s: supplementalGroupsPolicy %v, want Strict: %v", pod.Name, pod.Spec.NodeName, sc.SupplementalGroupsPolicy, tc.strict)
 				}
 			}

@@ -99,8 +99,11 @@ func nodeCPUs(pg *v1alpha1.PodGroup) int {
 
 // jobEnv is Slurm's batch environment for the task on node index (the
 // batch script's on node 0; sbatch(1), OUTPUT ENVIRONMENT VARIABLES),
-// then the job's own environment, which may not override the Slurm
-// variables. hosts are the job's node names by node index.
+// then what of the job's own environment spec.slurm.environment holds in
+// plain (plainEnvironment; all of it for a job stored before environments
+// were sealed), which may not override the Slurm variables. The rest of it
+// reaches the job from its environment Secret (jobenvsecret.go), never the
+// pod spec. hosts are the job's node names by node index.
 func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string, run RunAs) []corev1.EnvVar {
 	s := pg.Spec.Slurm
 	id := pg.Labels[v1alpha1.JobIDLabel]
@@ -129,6 +132,8 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string, ru
 		{"SLURM_JOB_ID", id}, {"SLURM_JOBID", id},
 		{"SLURM_JOB_NAME", s.Name}, {"SLURM_JOB_USER", s.User},
 		{"SLURM_JOB_UID", strconv.FormatInt(ids.UID, 10)}, {"SLURM_JOB_GID", strconv.FormatInt(ids.GID, 10)},
+		// Who runs the job, as slurmd sets them; never the submitting shell's.
+		{"USER", s.User}, {"LOGNAME", s.User},
 		{"SLURM_CLUSTER_NAME", cluster},
 		{"SLURM_JOB_NODELIST", nodeList}, {"SLURM_NODELIST", nodeList},
 		{"SLURM_JOB_NUM_NODES", strconv.Itoa(nodes)}, {"SLURM_NNODES", strconv.Itoa(nodes)},
@@ -143,6 +148,11 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string, ru
 		{"SLURM_SUBMIT_DIR", submitDir},
 		{"SLURM_JOB_PARTITION", pg.Spec.Partition}, {"SLURM_JOB_ACCOUNT", pg.Spec.Queue},
 		{"SLURM_JOB_QOS", pg.Spec.QOS},
+	}
+	if ids.Home != "" {
+		// The user's home from the site's identity source. Without one, HOME stays
+		// what sbatch exported, as under Slurm (a made-up "/" broke MPICH jobs).
+		slurm = append(slurm, [2]string{"HOME", ids.Home})
 	}
 	if _, ok := s.Environment["SLURM_PRIO_PROCESS"]; !ok {
 		// sbatch exports its own nice value; a submission over REST has none.
@@ -220,10 +230,11 @@ func openMode(v string) string {
 // launcherOwned are the variables the pod factory sets for the launcher;
 // a job's own environment cannot redirect it.
 var launcherOwned = map[string]bool{launch.EnvScript: true, launch.EnvStdout: true, launch.EnvStderr: true, launch.EnvStdin: true,
-	launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
+	launch.EnvWorkDir: true, launch.EnvDir: true, launch.EnvRunDir: true, launch.EnvHosts: true, launch.EnvPeers: true,
 	launch.EnvAddr: true, launch.EnvKeyFile: true, launch.EnvTerminationLog: true,
 	launch.EnvAllocation: true, launch.EnvKeySHA256: true, launch.EnvTimeLimit: true, launch.EnvJobStart: true,
-	launch.EnvSignal: true, launch.EnvOpenMode: true, launch.EnvInactiveLimit: true}
+	launch.EnvSignal: true, launch.EnvOpenMode: true, launch.EnvInactiveLimit: true,
+	launch.EnvUserEnvFile: true, launch.EnvUserEnvSHA256: true}
 
 // deviceOwned are the variables that choose and limit a job's GPUs: the
 // device plugin or Sluice sets them. From a job's own environment (sbatch

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
@@ -92,25 +90,4 @@ func lines(l *launchtest.Lines) string {
 		b.WriteString(line + "\n")
 	}
 	return b.String()
-}
-
-func TestSharedVolumeIsMounted(t *testing.T) {
-	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", Nodes: 1, Tasks: 1, CPUsPerTask: 1, Script: "#!/bin/sh\n"}, 5)
-	shared := &SharedVolume{MountPath: "/home", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/export/home"}}}
-	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{LauncherImage: testLauncherImage, Image: "img", SharedVolume: shared})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := pods[0].Spec
-	var mounted bool
-	for _, m := range spec.Containers[0].VolumeMounts {
-		mounted = mounted || (m.MountPath == "/home" && m.Name == "sluice-shared")
-	}
-	var nfs bool
-	for _, v := range spec.Volumes {
-		nfs = nfs || (v.Name == "sluice-shared" && v.NFS != nil && v.NFS.Server == "nfs")
-	}
-	if !mounted || !nfs {
-		t.Errorf("shared volume not mounted: volumes %+v mounts %+v", spec.Volumes, spec.Containers[0].VolumeMounts)
-	}
 }

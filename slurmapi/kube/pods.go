@@ -78,8 +78,8 @@ func PodName(pg *v1alpha1.PodGroup, index int) string { return jobstate.PodName(
 type RunAs struct {
 	// Image is the container image: the job's, else its partition's default.
 	Image string
-	// IDs are the uid/gid the job's user maps to; nil runs as NobodyIDs, so
-	// a pod is never root by omission.
+	// IDs are the identity the job's user maps to (uid, gid, groups,
+	// home); nil runs as NobodyIDs, so a pod is never root by omission.
 	IDs *UserIDs
 	// StrictGroups gives the pods supplementalGroupsPolicy Strict: the
 	// container gets only the groups above, none its image's /etc/group
@@ -91,8 +91,8 @@ type RunAs struct {
 	// Start is when the job's pods are made (the launchers' warning
 	// signal counts from it); zero: from each launcher's own start.
 	Start time.Time
-	// SharedVolume is the partition's shared filesystem, nil if none.
-	SharedVolume *SharedVolume
+	// Filesystems are the site's filesystems the job's pods mount.
+	Filesystems []Filesystem
 	// LauncherImage is the sluice image the init container copies the
 	// launcher (and srun) from.
 	LauncherImage string
@@ -120,20 +120,6 @@ func ServesLaunches(pg *v1alpha1.PodGroup, nodes int) bool {
 func IsAllocation(pg *v1alpha1.PodGroup) bool {
 	return pg.Spec.Slurm != nil && pg.Spec.Slurm.Script == ""
 }
-
-// SharedVolume is a filesystem all of a partition's nodes share, as /home
-// or /scratch on a Slurm cluster, mounted into every job pod at MountPath:
-// jobs find their working directory and write --output files there. It is
-// the shape proposed for the Partition's spec.sharedVolume; until the CRD
-// has that field a partition states it as JSON in SharedVolumeAnnotation.
-type SharedVolume struct {
-	MountPath           string `json:"mountPath"`
-	corev1.VolumeSource `json:",inline"`
-}
-
-// SharedVolumeAnnotation holds a Partition's SharedVolume as JSON, e.g.
-// {"mountPath":"/home","nfs":{"server":"nfs.example","path":"/home"}}.
-const SharedVolumeAnnotation = "sluice.dev/shared-volume"
 
 // BuildPods makes a Slurm job's pods, one per bind (one per node). The
 // scheduler then sets node, scheduler name and group annotations.
@@ -266,10 +252,9 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		Name: containerName, Image: run.Image,
 		// The launcher runs the batch script on node 0 and serves step
 		// launches on every node (slurmapi/launch).
-		Command:    append([]string{launcherDir + "/sluice", "launch"}, s.Argv...),
-		Env:        append(append(jobEnv(pg, b, index, hosts, run), launcherEnv(pg, hosts, run.LaunchKey)...), limitEnv(pg, run)...),
-		Resources:  corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
-		WorkingDir: s.WorkingDirectory,
+		Command:   append([]string{launcherDir + "/sluice", "launch"}, s.Argv...),
+		Env:       append(append(jobEnv(pg, b, index, hosts, run), launcherEnv(pg, hosts, run.LaunchKey)...), limitEnv(pg, run)...),
+		Resources: corev1.ResourceRequirements{Requests: m.Resources.DeepCopy(), Limits: limits(m.Resources)},
 		VolumeMounts: []corev1.VolumeMount{{Name: "sluice-script", MountPath: scriptDir},
 			{Name: "sluice-launcher", MountPath: launcherDir, ReadOnly: true}},
 		SecurityContext:          secure,
@@ -298,10 +283,6 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		volumes = append(volumes, corev1.Volume{Name: "sluice-launch-key", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: LaunchSecretName(pg, run.LaunchKey), DefaultMode: &mode}}})
 	}
-	if v := run.SharedVolume; v != nil {
-		volumes = append(volumes, corev1.Volume{Name: "sluice-shared", VolumeSource: *v.VolumeSource.DeepCopy()})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "sluice-shared", MountPath: v.MountPath})
-	}
 	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(pg, index), Namespace: pg.Namespace, Labels: labels, Annotations: ann},
@@ -315,6 +296,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 			EnableServiceLinks:           &no,
 		},
 	}
+	mountFilesystems(pod, run.Filesystems)
 	if ServesLaunches(pg, len(hosts)) {
 		pod.Spec.Subdomain, pod.Spec.DNSConfig = jobDNS(pg, run)
 	}
@@ -337,7 +319,10 @@ func podSecurity(run RunAs) *corev1.PodSecurityContext {
 	if run.IDs != nil {
 		ids = *run.IDs
 	}
-	sc := &corev1.PodSecurityContext{RunAsUser: &ids.UID, RunAsGroup: &ids.GID}
+	sc := &corev1.PodSecurityContext{RunAsUser: &ids.UID, RunAsGroup: &ids.GID,
+		// The user's groups, as on a Slurm node: group-shared files on the
+		// site's filesystems are theirs to read.
+		SupplementalGroups: append([]int64(nil), ids.Groups...)}
 	if ids.UID != 0 {
 		nonRoot := true
 		sc.RunAsNonRoot = &nonRoot
@@ -365,6 +350,9 @@ func limits(req corev1.ResourceList) corev1.ResourceList {
 func launcherEnv(pg *v1alpha1.PodGroup, hosts []string, key string) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: launch.EnvDir, Value: launcherDir}, {Name: launch.EnvRunDir, Value: scriptDir},
 		{Name: launch.EnvHosts, Value: strings.Join(hosts, ",")}}
+	if d := pg.Spec.Slurm.WorkingDirectory; d != "" {
+		env = append(env, corev1.EnvVar{Name: launch.EnvWorkDir, Value: d})
+	}
 	if IsAllocation(pg) {
 		env = append(env, corev1.EnvVar{Name: launch.EnvAllocation, Value: "1"})
 	}

@@ -83,8 +83,10 @@ func TestBuildPodsTwoNodeGPUJob(t *testing.T) {
 		}
 		c := pod.Spec.Containers[0]
 		checkLauncher(t, pod, "job-7-launch")
-		if c.Image != "pytorch:25" || c.WorkingDir != "/home/alice" {
-			t.Errorf("pod %d: image %q workdir %q", i, c.Image, c.WorkingDir)
+		// The launcher enters the working directory itself, as slurmstepd does: the
+		// container runtime would make a missing one, as root, on the user's filesystem.
+		if c.Image != "pytorch:25" || c.WorkingDir != "" || env["SLUICE_WORKDIR"] != "/home/alice" {
+			t.Errorf("pod %d: image %q, workdir %q, SLUICE_WORKDIR %q; want the launcher to enter /home/alice", i, c.Image, c.WorkingDir, env["SLUICE_WORKDIR"])
 		}
 		if g := c.Resources.Requests[v1alpha1.GPUResource]; g.Value() != 8 {
 			t.Errorf("pod %d requests %v GPUs, want 8", i, g.String())

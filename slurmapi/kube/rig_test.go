@@ -45,6 +45,9 @@ func rigServer(t testing.TB) (*httptest.Server, *Backend) {
 func rigServerWith(t testing.TB, cfg *rest.Config, opts Options) (*httptest.Server, *Backend) {
 	t.Helper()
 	rig := e2e.Rig(t)
+	if opts.TokenKey == nil {
+		opts.TokenKey = rigKey // as the server: its token key seals environments, the factories' seed opens them
+	}
 	b, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)

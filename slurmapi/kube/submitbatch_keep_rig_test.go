@@ -86,7 +86,7 @@ func runKeeping(t *testing.T, b *Backend, reg prometheus.Registerer, more func(*
 	t.Helper()
 	clearSlurmJobs(t, b)
 	cfg := e2e.Rig(t).RESTConfig()
-	factory, err := NewPodFactory(cfg, PodOptions{})
+	factory, err := NewPodFactory(cfg, PodOptions{LaunchKeySeed: rigKey}) // opens what the backend sealed
 	if err != nil {
 		t.Fatal(err)
 	}

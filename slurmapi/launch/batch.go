@@ -47,6 +47,14 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
 		return 1
 	}
+	// Every node reads its own mounted copy before anything runs: the batch
+	// script and attaches get the variables (batchEnv), srun's steps get
+	// them from the script's environment, as srun exports it.
+	if job.OwnEnv, err = readUserEnv(getenv); err != nil {
+		fmt.Fprintf(stderr, "sluice launch: %v\n", err)
+		return 1
+	}
+	enterWorkDir(getenv(EnvWorkDir), stderr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 4)
@@ -161,7 +169,9 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 		}
 		f, err := os.OpenFile(p, openFlags(getenv(EnvOpenMode)), 0o644)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice launch: open %s: %v\n", p, err)
+			// As slurmstepd: the job fails before its script runs (a missing
+			// directory is the usual cause: Slurm does not make it).
+			fmt.Fprintf(stderr, "slurmstepd: error: Could not open %s file %s: %s\n", strings.TrimPrefix(strings.ToLower(o.env), "sluice_"), p, strerror(err))
 			return 1, false
 		}
 		files = append(files, f)
@@ -178,7 +188,7 @@ func runBatch(job *Job, args []string, getenv func(string) string, stdout, stder
 	if p := getenv(EnvStdin); p != "" {
 		f, err := os.Open(p)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice launch: open the input file: %v\n", err)
+			fmt.Fprintf(stderr, "slurmstepd: error: Could not open stdin file %s: %s\n", p, strerror(err))
 			return 1, false
 		}
 		files = append(files, f)
@@ -256,9 +266,10 @@ func batchStep(job *Job, start time.Time) accounting.Step {
 		Start: start, Tasks: 1, NodeList: job.Hosts[0], TRES: accounting.TRES{CPUs: int64(max(job.CPUs, 1)), Nodes: 1}}
 }
 
-// batchEnv is the pod's environment for the script, less the script
-// itself, with srun on PATH.
+// batchEnv is the pod's environment for the script, with the job's own
+// variables and less the script itself, with srun on PATH.
 func batchEnv(job *Job, environ []string) []string {
+	environ = withUserEnv(environ, job.OwnEnv)
 	out := make([]string, 0, len(environ))
 	path := ""
 	for _, kv := range environ {

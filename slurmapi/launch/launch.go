@@ -46,6 +46,12 @@ const (
 	EnvStderr = "SLUICE_STDERR"
 	// EnvStdin is the script's --input; without it, /dev/null.
 	EnvStdin = "SLUICE_STDIN"
+	// EnvWorkDir is the job's working directory (--chdir, else the submit
+	// directory). The launcher changes to it itself, as slurmstepd does: a
+	// directory that is not there (or not the user's to enter) sends the job
+	// to /tmp with Slurm's message, where the container runtime would have
+	// made it, as root, on the user's filesystem.
+	EnvWorkDir = "SLUICE_WORKDIR"
 	// EnvAllocation, "1", marks a job without a script (job/allocate):
 	// its batch host serves attaches until the allocation is released.
 	EnvAllocation = "SLUICE_ALLOCATION"
@@ -84,6 +90,9 @@ type Job struct {
 	// Allocation: the job has no script (EnvAllocation).
 	Allocation bool
 	KeySHA256  string
+	// OwnEnv are the job's own variables (NAME=value) from its mounted
+	// environment file (readUserEnv); the launcher reads them, srun does not.
+	OwnEnv []string
 }
 
 // JobFromEnv reads the allocation from the environment getenv gives.

@@ -2,6 +2,7 @@ package sbatch
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -25,21 +26,29 @@ type Array struct {
 	MaxRunning int
 }
 
-// Count is the number of tasks.
-func (a Array) Count() int {
+// Count is the number of tasks: of distinct indices, as Slurm's task bitmap counts
+// them ("5,5,5" is one task, "0-9,5-14" fifteen).
+func (a Array) Count() int { return len(a.Indices()) }
+
+// Indices lists the distinct task indices in increasing order, as Slurm numbers an
+// array's tasks.
+func (a Array) Indices() []int {
+	// A bitmap, as Slurm's: at most MaxArraySizeLimit bits (ParseArray bounds the
+	// indices and how many the ranges name).
+	seen := make([]uint64, a.MaxIndex()/64+1)
 	n := 0
 	for _, r := range a.Ranges {
-		n += (r.End-r.Start)/r.Step + 1
-	}
-	return n
-}
-
-// Indices lists the task indices in order.
-func (a Array) Indices() []int {
-	var out []int
-	for _, r := range a.Ranges {
 		for i := r.Start; i <= r.End; i += r.Step {
-			out = append(out, i)
+			if w, bit := i/64, uint64(1)<<(i%64); seen[w]&bit == 0 {
+				seen[w] |= bit
+				n++
+			}
+		}
+	}
+	out := make([]int, 0, n)
+	for w, word := range seen {
+		for ; word != 0; word &= word - 1 {
+			out = append(out, w*64+bits.TrailingZeros64(word))
 		}
 	}
 	return out
@@ -60,12 +69,18 @@ func ParseArray(s string) (Array, error) {
 	if spec == "" {
 		return a, fmt.Errorf("invalid array %q: no indices", s)
 	}
+	// written is how many indices the ranges name, repeats included: bounded, so
+	// listing the indices costs no more than the largest array a site may allow.
+	written := 0
 	for _, part := range strings.Split(spec, ",") {
 		r, err := parseIndexRange(part)
 		if err != nil {
-			return a, fmt.Errorf("invalid array %q: %w", s, err)
+			return a, fmt.Errorf("invalid array %s: %w", quoteShort(s), err)
 		}
 		a.Ranges = append(a.Ranges, r)
+		if written += (r.End-r.Start)/r.Step + 1; written > MaxArraySizeLimit {
+			return a, fmt.Errorf("invalid array %s: names more than %d indices", quoteShort(s), MaxArraySizeLimit)
+		}
 	}
 	return a, nil
 }

@@ -2,6 +2,7 @@ package sbatch
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +85,9 @@ func relative(rest string, now time.Time, orig string) (time.Time, error) {
 		unit = 7 * 24 * time.Hour
 	default:
 		return time.Time{}, fmt.Errorf("invalid begin time %q: unknown unit %q", orig, rest[i:])
+	}
+	if n > int64(math.MaxInt64/unit) { // a wrapped product would be a time in the past
+		return time.Time{}, fmt.Errorf("invalid begin time %q: too far ahead", orig)
 	}
 	return now.Add(time.Duration(n) * unit), nil
 }

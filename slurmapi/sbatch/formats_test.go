@@ -61,6 +61,7 @@ func TestParseBegin(t *testing.T) {
 		{"now+3fortnights", time.Time{}, true},
 		{"2026-13-01", time.Time{}, true},
 		{"later", time.Time{}, true},
+		{"now+2147483647weeks", time.Time{}, true}, // would wrap to a time in the past
 	}
 	for _, tc := range cases {
 		got, err := ParseBegin(tc.in, now)
@@ -121,9 +122,27 @@ func TestParseArray(t *testing.T) {
 	if !reflect.DeepEqual(a.Indices(), []int{0, 2, 4, 6, 9}) || a.MaxRunning != 3 || a.Count() != 5 || a.MaxIndex() != 9 {
 		t.Errorf("got %v max %d", a.Indices(), a.MaxRunning)
 	}
-	for _, bad := range []string{"", "%2", "1-", "a", "0-5%0", "0-5:0", "0-4000001", "3-1"} {
+	for _, bad := range []string{"", "%2", "1-", "a", "0-5%0", "0-5:0", "0-4000001", "3-1", "0-4000000,0-1"} {
 		if _, err := ParseArray(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// Repeated and overlapping indices are one task each, as in Slurm's task bitmap.
+func TestArrayIndicesAreDistinct(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"5,5,5", []int{5}},
+		{"0-3,2-5", []int{0, 1, 2, 3, 4, 5}},
+		{"9,1,4", []int{1, 4, 9}},
+		{"0-10:5,5", []int{0, 5, 10}},
+	} {
+		a, err := ParseArray(tc.in)
+		if err != nil || !reflect.DeepEqual(a.Indices(), tc.want) || a.Count() != len(tc.want) {
+			t.Errorf("%q: indices %v count %d (%v), want %v", tc.in, a.Indices(), a.Count(), err, tc.want)
 		}
 	}
 }

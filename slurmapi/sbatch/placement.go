@@ -50,8 +50,12 @@ func validFeature(f string) bool {
 	return true
 }
 
-// maxNodeList bounds a node list's expansion.
-const maxNodeList = 4096
+// maxNodeList bounds a node list's expansion, and maxNodeName each name in it (a
+// Kubernetes node name's limit): a list costs at most about a MiB, whatever its text.
+const (
+	maxNodeList = 4096
+	maxNodeName = 253
+)
 
 // ParseNodeList expands a Slurm node list (--nodelist, --exclude): names separated by
 // commas, each with optional bracketed ranges, e.g. "gpu-[01-04,07],login1".
@@ -62,13 +66,9 @@ func ParseNodeList(s string) ([]string, error) {
 		if item == "" {
 			continue
 		}
-		names, err := expandHost(item)
-		if err != nil {
-			return nil, fmt.Errorf("node list %q: %w", s, err)
-		}
-		out = append(out, names...)
-		if len(out) > maxNodeList {
-			return nil, fmt.Errorf("node list %q names more than %d nodes", s, maxNodeList)
+		var err error
+		if out, err = expandHost(out, item); err != nil {
+			return nil, fmt.Errorf("node list %s: %w", quoteShort(s), err)
 		}
 	}
 	if len(out) == 0 {
@@ -96,21 +96,22 @@ func splitOutsideBrackets(s string) []string {
 	return append(parts, s[start:])
 }
 
-// expandHost expands one name with at most one bracketed range list.
-func expandHost(item string) ([]string, error) {
+// expandHost appends to out the names of one item (a name with at most one bracketed
+// range list). Each name is checked before it is made, and the list's cap before each
+// is added: a short text with many wide ranges costs no more than its refusal.
+func expandHost(out []string, item string) ([]string, error) {
 	open := strings.IndexByte(item, '[')
 	if open < 0 {
 		if strings.ContainsAny(item, "]/ ") {
-			return nil, fmt.Errorf("%q is not a node name", item)
+			return nil, fmt.Errorf("%s is not a node name", quoteShort(item))
 		}
-		return []string{item}, nil
+		return appendName(out, item)
 	}
 	end := strings.IndexByte(item, ']')
 	if end < open || strings.ContainsAny(item[end+1:], "[]") {
-		return nil, fmt.Errorf("%q: unbalanced or nested brackets", item)
+		return nil, fmt.Errorf("%s: unbalanced or nested brackets", quoteShort(item))
 	}
 	prefix, suffix := item[:open], item[end+1:]
-	var out []string
 	for _, r := range strings.Split(item[open+1:end], ",") {
 		lo, hi, isRange := strings.Cut(r, "-")
 		a, err1 := strconv.Atoi(lo)
@@ -118,18 +119,55 @@ func expandHost(item string) ([]string, error) {
 		if isRange {
 			b, err2 = strconv.Atoi(hi)
 		}
-		if err1 != nil || err2 != nil || a < 0 || b < a || b-a > maxNodeList {
-			return nil, fmt.Errorf("%q: bad range %q", item, r)
+		if err1 != nil || err2 != nil || a < 0 || b < a || len(lo) > maxNodeName {
+			return nil, fmt.Errorf("%s: bad range %s", quoteShort(item), quoteShort(r))
+		}
+		if b-a >= maxNodeList-len(out) {
+			return nil, fmt.Errorf("names more than %d nodes", maxNodeList)
 		}
 		for n := a; n <= b; n++ {
-			num := strconv.Itoa(n)
-			if len(num) < len(lo) { // keep zero padding: gpu-[01-04]
-				num = strings.Repeat("0", len(lo)-len(num)) + num
+			var buf [20]byte
+			num := strconv.AppendInt(buf[:0], int64(n), 10)
+			pad := max(len(lo)-len(num), 0) // keep zero padding: gpu-[01-04]
+			if size := len(prefix) + pad + len(num) + len(suffix); size > maxNodeName {
+				return nil, fmt.Errorf("node name %s... is longer than %d characters", quoteShort(prefix), maxNodeName)
 			}
-			out = append(out, prefix+num+suffix)
+			var name strings.Builder // one allocation a name
+			name.Grow(len(prefix) + pad + len(num) + len(suffix))
+			name.WriteString(prefix)
+			for range pad {
+				name.WriteByte('0')
+			}
+			name.Write(num)
+			name.WriteString(suffix)
+			var err error
+			if out, err = appendName(out, name.String()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
+}
+
+// appendName adds one expanded name, within the list's bounds.
+func appendName(out []string, name string) ([]string, error) {
+	switch {
+	case len(name) > maxNodeName:
+		return nil, fmt.Errorf("node name %s is longer than %d characters", quoteShort(name), maxNodeName)
+	case len(out) >= maxNodeList:
+		return nil, fmt.Errorf("names more than %d nodes", maxNodeList)
+	}
+	return append(out, name), nil
+}
+
+// quoteShort quotes s for an error, cut to its start: an error never echoes a whole
+// megabyte of input.
+func quoteShort(s string) string {
+	const keep = 64
+	if len(s) <= keep {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:keep]) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // ParseSwitches reads --switches=COUNT[@MAX_TIME]: the most leaf switches (domains of the

@@ -1,6 +1,7 @@
 package sbatch
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,6 +80,18 @@ func TestParseNodeList(t *testing.T) {
 		{in: "gpu-[1-2", wantErr: true},
 		{in: "/etc/hosts", wantErr: true},
 		{in: ",", wantErr: true},
+		{in: "n[0-4095]", want: func() []string {
+			l := make([]string, 4096)
+			for i := range l {
+				l[i] = fmt.Sprintf("n%d", i)
+			}
+			return l
+		}()},
+		{in: "n[0-4096]", wantErr: true},                             // one past the cap
+		{in: "n[0-4000],m[0-100]", wantErr: true},                    // over the cap across items
+		{in: "n[0-99999999999]", wantErr: true},                      // refused before a name is made
+		{in: strings.Repeat("x", 254), wantErr: true},                // longer than a node name
+		{in: "n[" + strings.Repeat("0", 300) + "-1]", wantErr: true}, // padding past a name's length
 	} {
 		got, err := ParseNodeList(tc.in)
 		if (err != nil) != tc.wantErr || (!tc.wantErr && !reflect.DeepEqual(got, tc.want)) {

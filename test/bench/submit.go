@@ -238,14 +238,16 @@ func submitToSluice(ctx context.Context, opts SubmitOptions, n int, kind string)
 		return r, err
 	}
 	server := h.sched.(*serverProcess)
-	// The one setting changed from the defaults: the per-user submission rate limit (100/s,
+	// The setting changed from the defaults: the per-user submission rate limit (100/s,
 	// bursts of 500) is lifted for the benchmark's user, as a site does for a workflow
 	// engine's account; slurmctld limits no rate unless configured to.
 	rest := map[string]any{"submitRateLimit": map[string]any{"users": map[string]any{benchUser: map[string]any{"perSecond": 0}}}}
 	if opts.PodGroupPerJob {
 		rest["pendingInBatches"] = false
 	}
-	server.extra = map[string]any{"rest": rest}
+	// Its user has a uid, as every user must where unmapped users are refused (the default).
+	slurm := map[string]any{"users": map[string]any{benchUser: map[string]any{"uid": 1001, "gid": 1001}}}
+	server.extra = map[string]any{"rest": rest, "slurm": slurm}
 	usage, err := server.start(ctx)
 	if err != nil {
 		return r, err

@@ -87,6 +87,8 @@ func startSite(t *testing.T, n int, ledger string) *site {
 			"rest":        map[string]any{"jwtKeyFile": keyFile},
 			"accounting":  map[string]any{"dsn": ledger},
 			"remediation": map[string]any{"enabled": true, "idleValidation": map[string]any{"enabled": false}},
+			// alice submits the load; a fresh install refuses users it maps to no uid.
+			"slurm": map[string]any{"users": map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}}},
 		}
 		r.proc = sluiceproc.Launch(t, name, r.cfg)
 		s.replicas = append(s.replicas, r)

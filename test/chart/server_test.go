@@ -74,6 +74,17 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	cfg["accounting"].(map[string]any)["dsnFile"] = dsnFile
 	cfg["rest"].(map[string]any)["jwtKeyFile"] = keyFile
 	hook["certDir"] = webhookDir
+	// The site's identity files and LDAP bind password the Deployment mounts
+	// (identity.configMap, identity.ldapBindSecret), here at this machine's paths;
+	// the server reads the files as it starts. alice is mapped in slurm.users, before them.
+	identity := cfg["slurm"].(map[string]any)["identity"].(map[string]any)
+	ldap := identity["ldap"].(map[string]any)
+	identity["passwdFile"], identity["groupFile"] = filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
+	ldap["caFile"], ldap["bindPasswordFile"] = filepath.Join(dir, "ldap-ca.crt"), filepath.Join(dir, "ldap-password")
+	writeFile(t, identity["passwdFile"].(string), []byte("bob:x:1002:1002::/home/bob:/bin/bash\n"))
+	writeFile(t, identity["groupFile"].(string), []byte("vision:x:2001:bob\n"))
+	writeFile(t, ldap["caFile"].(string), secretValue(t, tlsSecret, "ca.crt")) // any CA will do: no lookup reaches LDAP
+	writeFile(t, ldap["bindPasswordFile"].(string), []byte("secret\n"))
 	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"127.0.0.1"}, "", ""
 	t.Cleanup(func() {
 		// The registration outlives the process; leave no webhook pointing at nothing.

@@ -45,7 +45,7 @@ func newAttachSite(t *testing.T, local bool) (url string, addrs *sync.Map) {
 	t.Helper()
 	slurmSite(t) // the scheduler, the pod factory and the lifecycle
 	cfg := Rig(t).RESTConfig()
-	backend, err := kube.New(cfg, kube.Options{Namespace: "default", IDBlock: 10})
+	backend, err := kube.New(cfg, kube.Options{Namespace: "default", IDBlock: 10, TokenKey: slurmKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,16 @@ func TestInteractiveAllocationOnRig(t *testing.T) {
 	for i := range pods {
 		ptrs[i] = &pods[i]
 	}
-	nodes := launchtest.Start(t, ptrs, string(sec.Data[kube.LaunchKeyField]))
+	// The job's environment Secret too, as the kubelet would mount it.
+	secrets, err := c.CoreV1().Secrets(pg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.JobIDLabel + "=" + pg.Labels[v1alpha1.JobIDLabel]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mounted []*corev1.Secret
+	for i := range secrets.Items {
+		mounted = append(mounted, &secrets.Items[i])
+	}
+	nodes := launchtest.Start(t, ptrs, string(sec.Data[kube.LaunchKeyField]), mounted...)
 	for i, n := range nodes {
 		addrs.Store(pods[i].Name, n.Addr)
 	}

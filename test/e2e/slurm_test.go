@@ -53,7 +53,7 @@ func slurmSite(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := kube.New(cfg, kube.Options{Namespace: "default", IDBlock: 10})
+	backend, err := kube.New(cfg, kube.Options{Namespace: "default", IDBlock: 10, TokenKey: slurmKey}) // as the server: it seals environments the factory opens
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,10 +80,16 @@ func (n *Node) TerminationMessage() string {
 }
 
 // Start runs pods (a job's, in node order) as local processes; key is the
-// content of the job's launch key Secret. Processes still running when
-// the test ends are killed.
-func Start(t testing.TB, pods []*corev1.Pod, key string) []*Node {
+// content of the job's launch key Secret, and secrets are the other
+// Secrets the pods mount (the job's environment), each written as the
+// kubelet writes a Secret volume: a file per field. Processes still
+// running when the test ends are killed.
+func Start(t testing.TB, pods []*corev1.Pod, key string, secrets ...*corev1.Secret) []*Node {
 	t.Helper()
+	byName := map[string]*corev1.Secret{}
+	for _, s := range secrets {
+		byName[s.Name] = s
+	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +118,14 @@ func Start(t testing.TB, pods []*corev1.Pod, key string) []*Node {
 				t.Fatal(err)
 			}
 			if v.Secret != nil {
-				if err := os.WriteFile(filepath.Join(dir, "key"), []byte(key), 0o444); err != nil {
-					t.Fatal(err)
+				files := map[string][]byte{"key": []byte(key)}
+				if s := byName[v.Secret.SecretName]; s != nil {
+					files = s.Data
+				}
+				for name, b := range files {
+					if err := os.WriteFile(filepath.Join(dir, name), b, 0o444); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if v.EmptyDir != nil || v.Secret != nil {
@@ -141,7 +153,7 @@ func Start(t testing.TB, pods []*corev1.Pod, key string) []*Node {
 			switch e.Name {
 			case launch.EnvPeers:
 				v = strings.Join(peers, ",")
-			case launch.EnvDir, launch.EnvRunDir, launch.EnvKeyFile:
+			case launch.EnvDir, launch.EnvRunDir, launch.EnvKeyFile, launch.EnvUserEnvFile:
 				v = move([]string{v}, moves)[0]
 			}
 			env = append(env, e.Name+"="+v)

@@ -48,6 +48,8 @@ func replicaConfig(kubeconfig, stateDir, ledger, leaseNS, leaseName, jwtKey stri
 		"webhook":        map[string]any{"enabled": false},
 		"rest":           map[string]any{"jwtKeyFile": jwtKey},
 		"accounting":     map[string]any{"dsn": ledger},
+		// alice submits; a fresh install refuses users it maps to no uid.
+		"slurm": map[string]any{"users": map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}}},
 	}
 }
 

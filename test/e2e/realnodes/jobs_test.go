@@ -147,11 +147,12 @@ func (s *site) tryRead(name string) string {
 }
 
 // TestRequeueRunsTheScriptAgain: scontrol requeue of a running job ends its pods and
-// runs the script again in new ones; SLURM_RESTART_COUNT tells the second run.
+// runs the script again in new ones; SLURM_RESTART_COUNT tells the second run, and
+// --open-mode=append keeps both runs' lines in the output file.
 func TestRequeueRunsTheScriptAgain(t *testing.T) {
 	s := startSite(t)
 	id := s.sbatch(t, `#!/bin/bash
-#SBATCH -J requeue-me --requeue -o requeue-%j.txt
+#SBATCH -J requeue-me --requeue -o requeue-%j.txt --open-mode=append
 echo "run restart=${SLURM_RESTART_COUNT:-0}"
 if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 600; fi
 `)
@@ -160,7 +161,7 @@ if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 600; fi
 	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
 		t.Fatalf("job %s ended %s after its requeue:\n%s", id, st, s.tryRead("requeue-"+id+".txt"))
 	}
-	if out := s.readShared(t, "requeue-"+id+".txt"); !strings.Contains(out, "run restart=1") {
-		t.Errorf("the requeued job's second run did not write (or did not see SLURM_RESTART_COUNT=1):\n%s", out)
+	if out := s.readShared(t, "requeue-"+id+".txt"); !strings.Contains(out, "run restart=0\n") || !strings.Contains(out, "run restart=1\n") {
+		t.Errorf("the output file has not both runs' lines (--open-mode=append), or the second did not see SLURM_RESTART_COUNT=1:\n%s", out)
 	}
 }

@@ -2,7 +2,6 @@ package realnodes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
@@ -27,6 +27,7 @@ import (
 // the same directory for every node: a shared filesystem, as /home is on Slurm).
 type site struct {
 	url, token string
+	bobToken   string // bob's (account vision), for what two users' jobs share
 	shared     string
 	bin        string
 }
@@ -67,9 +68,10 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 	// Mounted at the same path as on the host, as a site mounts /home at one path on
 	// login and compute nodes alike: a job's working directory and output paths mean
 	// the same file everywhere.
-	volume, _ := json.Marshal(map[string]any{"mountPath": shared, "hostPath": map[string]any{"path": shared, "type": "Directory"}})
+	filesystem := map[string]any{"name": "shared", "mountPath": shared, "partitions": []any{"real"},
+		"hostPath": map[string]any{"path": shared, "type": "Directory"}}
 	part := &v1alpha1.Partition{
-		ObjectMeta: metav1.ObjectMeta{Name: "real", Annotations: map[string]string{kube.SharedVolumeAnnotation: string(volume)}},
+		ObjectMeta: metav1.ObjectMeta{Name: "real"},
 		Spec: v1alpha1.PartitionSpec{
 			NodeSelector: map[string]string{cluster.LabelPartition: "real"},
 			DefaultImage: cluster.JobImage,
@@ -94,7 +96,9 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 		"slurm": map[string]any{
 			"launcherImage": cluster.SluiceImage,
 			"inactiveLimit": "10s", // a salloc gone is released in seconds, not a minute
-			"users":         map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001}},
+			"filesystems":   []any{filesystem},
+			"users": map[string]any{"alice": map[string]any{"uid": 1001, "gid": 1001},
+				"bob": map[string]any{"uid": 1002, "gid": 1002}},
 		},
 		"scheduler": map[string]any{"gpuReservationImage": cluster.SluiceImage,
 			"gpuReservationNamespace": reservationNamespace, "gpuReservationServiceAccount": reservationAccount},
@@ -105,7 +109,15 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 		}
 		server.Stop()
 	})
-	return &site{url: "http://" + server.Addr(), token: token, shared: shared, bin: bin}, nil
+	key, err := slurmapi.LoadOrCreateKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	bobToken, err := slurmapi.MintToken(key, "bob", time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return &site{url: "http://" + server.Addr(), token: token, bobToken: bobToken, shared: shared, bin: bin}, nil
 }
 
 // Where GPU reservation pods run and as whom: as the chart installs them, a
@@ -127,11 +139,15 @@ func (s *site) sluice(t *testing.T, args ...string) string {
 	return out
 }
 
-func (s *site) try(args ...string) (string, error) {
+func (s *site) try(args ...string) (string, error) { return s.tryAs(s.token, args...) }
+
+// tryAs runs the CLI with token's user from the shared directory; its output is stdout
+// then stderr, combined.
+func (s *site) tryAs(token string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.bin, args...)
-	cmd.Env = append(os.Environ(), "SLUICE_URL="+s.url, "SLURM_JWT="+s.token)
+	cmd.Env = append(os.Environ(), "SLUICE_URL="+s.url, "SLURM_JWT="+token)
 	cmd.Dir = s.shared
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -141,11 +157,21 @@ func (s *site) try(args ...string) (string, error) {
 // and returns its id.
 func (s *site) sbatch(t *testing.T, script string, args ...string) string {
 	t.Helper()
+	return s.sbatchAs(t, s.token, script, args...)
+}
+
+// sbatchAs submits as token's user.
+func (s *site) sbatchAs(t *testing.T, token, script string, args ...string) string {
+	t.Helper()
 	path := filepath.Join(s.shared, fmt.Sprintf("job-%d.sh", time.Now().UnixNano()))
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := s.sluice(t, append(append([]string{"sbatch", "-p", "real"}, args...), path)...)
+	args = append(append([]string{"sbatch", "-p", "real"}, args...), path)
+	out, err := s.tryAs(token, args...)
+	if err != nil {
+		t.Fatalf("sluice %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 	for _, line := range strings.Split(out, "\n") { // after any warnings
 		if id, ok := strings.CutPrefix(line, "Submitted batch job "); ok {
 			return strings.TrimSpace(id)
@@ -156,22 +182,34 @@ func (s *site) sbatch(t *testing.T, script string, args ...string) string {
 }
 
 // state is the job's state as squeue, then sacct (once it has left the queue), show it.
-func (s *site) state(t *testing.T, id string) string {
+func (s *site) state(t *testing.T, id string) string { t.Helper(); return s.stateAs(t, s.token, id) }
+
+// stateAs is the state token's user sees.
+func (s *site) stateAs(t *testing.T, token, id string) string {
 	t.Helper()
-	out, err := s.try("squeue", "-h", "-j", id, "-o", "%T")
+	out, err := s.tryAs(token, "squeue", "-h", "-j", id, "-o", "%T")
 	if st := strings.TrimSpace(out); err == nil && st != "" {
 		return st
 	}
-	out = s.sluice(t, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State")
+	out, err = s.tryAs(token, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State")
+	if err != nil {
+		t.Fatalf("sacct -j %s: %v\n%s", id, err, out)
+	}
 	return strings.Fields(strings.TrimSpace(out) + " ?")[0]
 }
 
 // waitEnd waits for the job to end and returns its final state.
 func (s *site) waitEnd(t *testing.T, id string, timeout time.Duration) string {
 	t.Helper()
+	return s.waitEndAs(t, s.token, id, timeout)
+}
+
+// waitEndAs is waitEnd for token's user's job.
+func (s *site) waitEndAs(t *testing.T, token, id string, timeout time.Duration) string {
+	t.Helper()
 	var st string
 	e2e.WaitFor(t, "job "+id+" to end", timeout, func(context.Context) (bool, error) {
-		st = s.state(t, id)
+		st = s.stateAs(t, token, id)
 		switch st {
 		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED":
 			return true, nil

@@ -100,7 +100,9 @@ func startSite(t *testing.T) *site {
 }
 
 // serverConfig is `sluice dev`'s configuration plus the site's roles and
-// the uid mapping of its users.
+// the uid mapping of its users. The site's other users (the operator, the
+// admin, the flood user, carol) run as nobody: TestJobPodsNeverRunAsRoot
+// checks that is what an unmapped user gets where the site allows them.
 func serverConfig(kubeconfig, dir, keyFile string) map[string]any {
 	return map[string]any{
 		"kubeconfig":     kubeconfig,
@@ -116,7 +118,7 @@ func serverConfig(kubeconfig, dir, keyFile string) map[string]any {
 				floodUser: map[string]any{"perSecond": 0.001, "burst": 2},
 			}},
 		},
-		"slurm": map[string]any{"users": map[string]any{
+		"slurm": map[string]any{"unmappedUsers": "run", "users": map[string]any{
 			alice: map[string]any{"uid": 1001, "gid": 1001},
 			bob:   map[string]any{"uid": 1002, "gid": 1002},
 		}},

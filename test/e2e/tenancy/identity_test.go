@@ -44,7 +44,7 @@ func TestJobPodsNeverRunAsRoot(t *testing.T) {
 		if sc == nil || sc.RunAsUser == nil || sc.RunAsGroup == nil || sc.RunAsNonRoot == nil {
 			t.Fatalf("job %s pod %s security context %+v: want runAsUser, runAsGroup and runAsNonRoot", id, pod.Name, sc)
 		}
-		if got := (kube.UserIDs{UID: *sc.RunAsUser, GID: *sc.RunAsGroup}); got != want || !*sc.RunAsNonRoot {
+		if got := (kube.UserIDs{UID: *sc.RunAsUser, GID: *sc.RunAsGroup}); got.UID != want.UID || got.GID != want.GID || !*sc.RunAsNonRoot {
 			t.Errorf("job %s pod %s runs as %+v, non-root %v; want %+v, non-root", id, pod.Name, got, *sc.RunAsNonRoot, want)
 		}
 		// The rig's nodes report support, as kubelets over containerd 2.0 or CRI-O 1.31 do.

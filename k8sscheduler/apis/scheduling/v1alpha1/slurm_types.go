@@ -24,9 +24,20 @@ type SlurmJob struct {
 	// Argv are the script's arguments.
 	// +optional
 	Argv []string `json:"argv,omitempty"`
-	// Environment is exported to every task.
+	// Environment is the part of the submitted environment Sluice itself
+	// reads (the simulation knobs, SLURM_PRIO_PROCESS); it is exported to
+	// every task. Everything else the submission exported is in
+	// SealedEnvironment.
 	// +optional
 	Environment map[string]string `json:"environment,omitempty"`
+	// SealedEnvironment is the rest of the submitted environment, sealed by
+	// the server (AES-256-GCM under a key derived from its token key, bound
+	// to the namespace and the user), base64: readers of the PodGroup see
+	// none of it. The pod factory opens it into a Secret only the job's
+	// pods mount.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
+	SealedEnvironment string `json:"sealedEnvironment,omitempty"`
 	// TimeLimit is the wall time after which the job is ended (TimedOut);
 	// unset means the partition's default time.
 	// +optional
