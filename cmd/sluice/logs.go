@@ -89,7 +89,9 @@ func runLogs(args []string) error {
 		opts.Stream = "stderr"
 	}
 	if *f.node == 0 && !*f.podLog { // only the batch host writes the output files
-		if recs, err := c.JobRecords(ctx, job); err == nil && len(recs) == 1 {
+		// Only one's own job's file: a path another user chose is not read from an
+		// operator's machine (their output path could name the operator's files).
+		if recs, err := c.JobRecords(ctx, job); err == nil && len(recs) == 1 && recs[0].UserName == c.TokenUser() {
 			path, why := outputFileHere(recs[0], opts.Stream)
 			if path != "" {
 				fmt.Fprintf(os.Stderr, "sluice logs: job %s: %s\n", job, path)

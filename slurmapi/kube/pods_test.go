@@ -12,7 +12,6 @@ import (
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
-	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
@@ -280,15 +279,7 @@ func TestRunScriptUsesShebang(t *testing.T) {
 // what it wrote, stdout then stderr.
 func runPodCommand(t *testing.T, pod *corev1.Pod) string {
 	t.Helper()
-	node := launchtest.Start(t, []*corev1.Pod{pod}, "")[0]
-	if rc := node.Wait(); rc != 0 {
-		t.Fatalf("exit %d: %q", rc, node.Stderr().All())
-	}
-	var b strings.Builder
-	for _, l := range append(node.Stdout().All(), node.Stderr().All()...) {
-		b.WriteString(l + "\n")
-	}
-	return b.String()
+	return runPodWith(t, pod)
 }
 
 // TestRunScriptReadsInput: --input is the script's standard input, its
