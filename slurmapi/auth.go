@@ -62,6 +62,9 @@ func (c *AuthConfig) Authenticate(r *http.Request, now time.Time) (Identity, *Er
 	}
 	id := c.identity(claims.User)
 	if userName != "" && userName != claims.User {
+		if err := ValidUserName(userName); err != nil {
+			return Identity{}, unauthorized("X-SLURM-USER-NAME: %v", err)
+		}
 		if id.Role < RoleAdmin {
 			return Identity{}, unauthorized("X-SLURM-USER-NAME %q does not match the token's user %q; only administrators may act as another user", userName, claims.User)
 		}

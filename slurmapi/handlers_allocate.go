@@ -63,6 +63,9 @@ func handleAllocate(s *Server, c *call) (map[string]any, error) {
 	if e := authorizeSubmission(desc, c.id); e != nil {
 		return nil, e
 	}
+	if err := s.dependenciesExist(c.ctx, "job.dependency", desc.Dependency); err != nil {
+		return nil, err
+	}
 	c.warnings = append(c.warnings, warnings...)
 	StampSubmitHost(desc, c.r)
 	res, err := s.backend.Submit(c.ctx, desc)

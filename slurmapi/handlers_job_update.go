@@ -145,12 +145,10 @@ func (s *Server) pendingChanges(c *call, j Job, in jobUpdateIn, u *JobUpdate) *E
 		return BadRequest(ErrInvalidAccount, "account", "job %d's account cannot change from %s to %s: the account decides the namespace the job's objects live in; cancel the job and submit it again with --account=%s", j.ID, j.Desc.Account, *in.Account, *in.Account)
 	}
 	if changed(in.Dependency, j.Desc.Dependency) {
-		if *in.Dependency != "" {
-			if _, err := sbatch.ParseDependency(*in.Dependency); err != nil {
-				return BadRequest(ErrDependency, "dependency", "%v", err)
-			}
-		}
 		if e := checkText("dependency", *in.Dependency, MaxDependencyChars, false); e != nil {
+			return e
+		}
+		if e := s.asErrorOrNil(s.dependenciesExist(c.ctx, "dependency", *in.Dependency)); e != nil {
 			return e
 		}
 		u.Dependency = in.Dependency

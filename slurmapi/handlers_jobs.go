@@ -53,6 +53,9 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 	if e := authorizeSubmission(desc, c.id); e != nil {
 		return nil, e
 	}
+	if err := s.dependenciesExist(c.ctx, "job.dependency", desc.Dependency); err != nil {
+		return nil, err
+	}
 	c.warnings = append(c.warnings, warnings...)
 	desc.IdempotencyKey, desc.BodyHash = key, bodyHash
 	StampSubmitHost(desc, c.r)

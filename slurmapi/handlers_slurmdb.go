@@ -446,8 +446,8 @@ func handlePostUsers(s *Server, c *call) (map[string]any, error) {
 	}
 	out := make([]User, len(in.Users))
 	for i, u := range in.Users {
-		if u.Name == "" {
-			return nil, BadRequest(ErrRestInvalidQuery, "users", "user %d has no name", i)
+		if err := ValidUserName(u.Name); err != nil {
+			return nil, BadRequest(ErrRestInvalidQuery, "users", "user %d: %v", i, err)
 		}
 		out[i] = User{Name: u.Name, DefaultAccount: u.Default.Account, AdminLevel: "None"}
 		if len(u.AdministratorLevel) > 0 {

@@ -41,6 +41,9 @@ func mintAt(key []byte, user string, now time.Time, lifespan time.Duration) (str
 	if user == "" || lifespan <= 0 {
 		return "", errors.New("token needs a user and a positive lifespan")
 	}
+	if err := ValidUserName(user); err != nil {
+		return "", err
+	}
 	claims, err := json.Marshal(Claims{User: user, IssuedAt: now.Unix(), Expires: now.Add(lifespan).Unix()})
 	if err != nil {
 		return "", err
@@ -92,6 +95,9 @@ func VerifyToken(key []byte, token string, now time.Time) (Claims, error) {
 		return c, errors.New("token has no exp claim")
 	case now.Unix() >= c.Expires:
 		return c, fmt.Errorf("token expired at %s", time.Unix(c.Expires, 0).UTC().Format(time.RFC3339))
+	}
+	if err := ValidUserName(c.User); err != nil {
+		return c, fmt.Errorf("token's sun claim: %w", err)
 	}
 	return c, nil
 }

@@ -40,7 +40,7 @@ func JobID(pg *v1alpha1.PodGroup) int64 {
 func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now time.Time) (accounting.Job, []accounting.Transition) {
 	id := JobID(pg)
 	j := accounting.Job{
-		JobID: id, ArrayTaskID: -1, Name: jobName(pg), User: pg.Namespace,
+		JobID: id, ArrayTaskID: -1, Name: jobName(pg), User: v1alpha1.ManifestUser(pg.Namespace),
 		Account: pg.Spec.Queue, Partition: pg.Spec.Partition, QOS: pg.Spec.QOS,
 		Origin: accounting.OriginKubernetes, Namespace: pg.Namespace, PodGroup: pg.Name,
 		Submit: pg.SubmitTime().UTC(), Eligible: pg.SubmitTime().UTC(), State: accounting.StatePending,

@@ -242,7 +242,7 @@ func TestDeriveRequestedFromPodAnnotations(t *testing.T) {
 	for _, tt := range tests {
 		p := pod("infer-0", "n1", 5, corev1.PodRunning, -1, 0, tt.ann)
 		j, _ := derive(pg, []*corev1.Pod{p}, nil, at(100))
-		if j.Requested.GPUs != tt.gpus || j.Requested.GPUMemMB != tt.gpuMemB || j.Name != "infer" || j.User != "team" || j.Origin != "kubernetes" {
+		if j.Requested.GPUs != tt.gpus || j.Requested.GPUMemMB != tt.gpuMemB || j.Name != "infer" || j.User != "ns:team" || j.Origin != "kubernetes" {
 			t.Errorf("annotations %v: requested %+v, job %s by %s from %s; want %v GPUs, %d MB", tt.ann, j.Requested, j.Name, j.User, j.Origin, tt.gpus, tt.gpuMemB)
 		}
 	}

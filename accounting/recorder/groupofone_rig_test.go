@@ -95,7 +95,7 @@ func TestRecordsGroupsOfOne(t *testing.T) {
 		id := int64(v1alpha1.JobIDOf(p.Labels))
 		j := jobs[id]
 		start, end := e.podRun(t, p.Name)
-		if j.State != accounting.StateCompleted || j.Name != p.Name || j.PodGroup != p.Name+"-pg" || j.User != e.ns || j.Account != "nlp" ||
+		if j.State != accounting.StateCompleted || j.Name != p.Name || j.PodGroup != p.Name+"-pg" || j.User != v1alpha1.ManifestUser(e.ns) || j.Account != "nlp" ||
 			j.Allocated.GPUs != 1 || !j.Submit.Equal(p.CreationTimestamp.UTC()) || !j.Start.Equal(start) || !j.End.Equal(end) {
 			t.Errorf("job %d %+v: want %s COMPLETED in nlp by %s on 1 GPU, submitted %s, from %s to %s", id, j, p.Name, e.ns, p.CreationTimestamp.UTC(), start, end)
 		}
@@ -106,7 +106,7 @@ func TestRecordsGroupsOfOne(t *testing.T) {
 	if j := jobs[9203]; j.State != accounting.StateCancelled || j.End.Before(before) || j.End.After(after) {
 		t.Errorf("job 9203 %+v: want CANCELLED at its deletion, between %s and %s", j, before, after)
 	}
-	if all, err := e.db.Jobs(ctx, accounting.JobFilter{Users: []string{e.ns}}); err != nil || len(all) != 3 {
+	if all, err := e.db.Jobs(ctx, accounting.JobFilter{Users: []string{v1alpha1.ManifestUser(e.ns)}}); err != nil || len(all) != 3 {
 		t.Errorf("ledger holds %d jobs of %s (%v), want the 3 groups of one and no other row", len(all), e.ns, err)
 	}
 

@@ -190,7 +190,7 @@ func TestFlushRecordsGroupsOfOne(t *testing.T) {
 			if tt.want[1].State != accounting.StateCancelled { // it ran
 				gpus = 2
 			}
-			if j.JobID != loneID || j.Name != "infer" || j.User != "team" || j.Account != "vision" || j.PodGroup != "infer-pg" ||
+			if j.JobID != loneID || j.Name != "infer" || j.User != "ns:team" || j.Account != "vision" || j.PodGroup != "infer-pg" ||
 				j.Namespace != "team" || !j.Submit.Equal(at(0)) || j.Origin != accounting.OriginKubernetes || j.Allocated.GPUs != gpus {
 				t.Errorf("job %+v: want %d, infer by team in vision, PodGroup infer-pg, submitted %s, on %v GPUs", j, loneID, at(0), gpus)
 			}

@@ -61,6 +61,9 @@ func (s *Scheduler) apply(ctx context.Context, d *bridge.Decisions, blocked []br
 		if job := s.strayPodsLocked(g); job != nil {
 			jobs = append(jobs, job)
 		}
+		if job := s.restoreLocked(g, now); job != nil {
+			jobs = append(jobs, job)
+		}
 		p, waits := pending[g.key]
 		if job := s.groupStatusLocked(g, p, waits, now); job != nil {
 			jobs = append(jobs, job)

@@ -526,7 +526,7 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 	if g.retry != nil && g.pg != nil && (g.pg.Generation != pg.Generation || eligibility(g.pg) != eligibility(pg)) {
 		g.retry.at = time.Time{} // an edited or newly eligible job is tried at once
 	}
-	g.pg, g.dirty, g.stored = pg, true, true
+	g.pg, g.dirty, g.stored, g.lost = pg, true, true, nil
 	c.poke()
 }
 
@@ -550,6 +550,7 @@ func (c *cache) deletePodGroup(key string) {
 	if g == nil {
 		return
 	}
+	g.keepLost()
 	g.pg, g.dirty, g.created, g.assumed = nil, true, false, nil
 	// A job a batch still holds keeps its entry, marked stored, so the batch's copy does
 	// not bring it back (batches.go).

@@ -37,6 +37,9 @@ type groupEntry struct {
 	// retry holds the job back after a failed create of its pods (createbackoff.go); nil
 	// until one fails, so most groups pay a pointer for it.
 	retry *createRetry
+	// lost is the group's PodGroup, deleted while its pods still run, to be written again
+	// (restoregroup.go); nil otherwise.
+	lost *lostGroup
 
 	// The flags and counts are kept together, so that they share words (a group of one's
 	// entry is 128 bytes smaller for it).
@@ -116,6 +119,9 @@ func (g *groupEntry) podGroup() *v1alpha1.PodGroup {
 			g.impliedPG, g.impliedOf = v1alpha1.ImpliedPodGroup(one.oneOf), one.oneOf
 		}
 		return g.impliedPG
+	}
+	if g.lost != nil {
+		return g.lost.pg // charged as before until it is written again
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func TestBarePodsListAsJobs(t *testing.T) {
 		if j.Desc.Name != w.name || j.State[0] != w.state || j.NodeList != w.nodes {
 			t.Errorf("job %d: %s %v on %q, want %s %s on %q", j.ID, j.Desc.Name, j.State, j.NodeList, w.name, w.state, w.nodes)
 		}
-		if !j.Manifest || j.Desc.Account != "vision" || j.Desc.User != "ml" || j.Desc.Nodes != 1 || !j.SubmitTime.Equal(pods[0].CreationTimestamp.Time) {
+		if !j.Manifest || j.Desc.Account != "vision" || j.Desc.User != "ns:ml" || j.Desc.Nodes != 1 || !j.SubmitTime.Equal(pods[0].CreationTimestamp.Time) {
 			t.Errorf("job %d: manifest %v account %q user %q nodes %d submitted %v", j.ID, j.Manifest, j.Desc.Account, j.Desc.User, j.Desc.Nodes, j.SubmitTime)
 		}
 		if w.state != "PENDING" && !j.StartTime.Equal(started.Time) {

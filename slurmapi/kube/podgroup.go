@@ -227,7 +227,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 	readPlacement(pg.Annotations, &d)
 	s := pg.Spec.Slurm
 	if s == nil {
-		d.User = pg.Namespace // who created a manifest is not recorded; the ledger names its namespace too
+		d.User = v1alpha1.ManifestUser(pg.Namespace) // never a Slurm user's name
 		return d
 	}
 	d.Name, d.User, d.Script, d.Argv = s.Name, s.User, s.Script, s.Argv

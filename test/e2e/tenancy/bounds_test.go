@@ -38,6 +38,7 @@ func TestSubmitBoundsRefusedWithNothingStored(t *testing.T) {
 		{"output path past PATH_MAX", jobBody(map[string]any{"standard_output": "/" + strings.Repeat("p", 4096)}), slurmapi.ErrPathnameTooLong},
 		{"comment past the schema", jobBody(map[string]any{"comment": strings.Repeat("c", 1025)}), slurmapi.ErrRestInvalidJobs},
 		{"image past the schema", jobBody(map[string]any{"container_image": strings.Repeat("i", 513)}), slurmapi.ErrRestInvalidJobs},
+		{"dependency on a job that does not exist", jobBody(map[string]any{"dependency": "afterok:4000000000"}), slurmapi.ErrDependency},
 	}
 	before := jobID(t, s.submitOK(t, alice, nil))
 	stored := len(s.jobsAs(t, operatorUser))
