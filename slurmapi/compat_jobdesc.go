@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 )
 
 // Support says what Sluice does with a job_desc_msg field or an sbatch
@@ -60,7 +61,7 @@ var JobDescFields = []FieldRule{
 	honour("array", "job array, tasks split off as they start; see Job arrays"),
 	warn("batch_features", placement),
 	honour("begin_time", "the job stays pending (BeginTime) until then"),
-	warn("flags", "ignored: job flags (spread, kill invalid dependency, ...) have no effect"),
+	honour("flags", "SPREAD_JOB spreads the job over as many nodes as it can (--spread-job); any other flag is accepted with a warning and has no effect"),
 	refuseField("burst_buffer", ErrInvalidBurstBuffer, "burst buffers are not configured"),
 	warn("clusters", "ignored: Sluice is one cluster; the job runs here"),
 	warn("cluster_constraint", "ignored: Sluice is one cluster"),
@@ -213,6 +214,8 @@ func checkJobDescFields(job json.RawMessage) ([]string, *Error) {
 			warnings = append(warnings, fmt.Sprintf("job.%s: unknown field, ignored (it is not part of job_desc_msg)", name))
 		case rule.Support == Warned:
 			warnings = append(warnings, fmt.Sprintf("job.%s: %s", name, rule.Note))
+		case name == "flags":
+			warnings = append(warnings, flagWarnings(fields[name])...)
 		case rule.Support == Refused:
 			return nil, Errorf(http.StatusBadRequest, rule.Errno, "job."+name, "%s", rule.Note)
 		}
@@ -238,4 +241,22 @@ func emptyJSON(raw json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// flagWarnings names the job flags Sluice gives no effect: all but SPREAD_JOB.
+func flagWarnings(raw json.RawMessage) []string {
+	var flags []string
+	if json.Unmarshal(raw, &flags) != nil {
+		return nil // the typed decode reports the problem
+	}
+	var out []string
+	for _, f := range flags {
+		if len(f) > 64 {
+			f = f[:64] + "..."
+		}
+		if !strings.EqualFold(f, spreadJobFlag) {
+			out = append(out, fmt.Sprintf("job.flags: %q ignored: only SPREAD_JOB has an effect", f))
+		}
+	}
+	return out
 }

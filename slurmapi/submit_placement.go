@@ -8,6 +8,9 @@ import (
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
 
+// spreadJobFlag is job_desc_msg's flag for --spread-job.
+const spreadJobFlag = "SPREAD_JOB"
+
 // setPlacement reads what the job asks of its nodes: features (constraints,
 // --constraint), the nodes it must use (required_nodes, --nodelist) or avoid
 // (excluded_nodes, --exclude), whole nodes (shared ["none"], --exclusive) and at most
@@ -69,6 +72,11 @@ func setPlacement(d *JobDesc, in *jobDescIn, opts *sbatch.Options) *Error {
 	}
 	d.SwitchWait = opts.SwitchesWait
 	d.SpreadJob = opts.SpreadJob
+	for _, f := range in.Flags {
+		if strings.EqualFold(f, spreadJobFlag) {
+			d.SpreadJob = true // job_desc's form of --spread-job
+		}
+	}
 	if s, ok := in.WaitForSwitch.Value(); ok {
 		if s < 0 || s > maxWaitForSwitch {
 			return BadRequest(ErrRestInvalidJobs, "job.wait_for_switch", "wait_for_switch must be between 0 and %d seconds, got %d", maxWaitForSwitch, s)

@@ -66,6 +66,7 @@ type jobDescIn struct {
 	RequiredSwitches NoVal     `json:"required_switches"`
 	WaitForSwitch    NoVal     `json:"wait_for_switch"` // seconds
 	Shared           []string  `json:"shared"`
+	Flags            []string  `json:"flags"`
 	// The warning signal (--signal): name or number, seconds before the
 	// time limit, BATCH_JOB / RESERVATION_JOB.
 	KillWarningSignal *string  `json:"kill_warning_signal"`

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,49 +136,81 @@ func readScript(positional []string) (string, error) {
 // sbatchJob turns command-line options into REST job fields. Only options
 // given on the command line become fields: the server applies the script's
 // #SBATCH directives to the rest, so command-line values win, as in sbatch.
+// jobFields holds one entry per option that has an effect; a test checks that
+// none of sbatch's honoured options is missing from it, so none is dropped.
 func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time) (map[string]any, error) {
 	job := map[string]any{"script": script}
-	set := func(opt, key string, v any) {
-		if o.Set[opt] {
-			job[key] = v
+	if cwd, err := os.Getwd(); err == nil {
+		job["current_working_directory"] = cwd
+	}
+	for _, name := range slices.Sorted(maps.Keys(jobFields)) {
+		if !o.Set[name] {
+			continue
+		}
+		if err := jobFields[name](o, job, now); err != nil {
+			return nil, err
 		}
 	}
-	set("partition", "partition", o.Partition)
-	set("account", "account", o.Account)
-	set("qos", "qos", o.QOS)
-	set("job-name", "name", o.JobName)
-	set("output", "standard_output", o.Output)
-	set("error", "standard_error", o.Error)
-	set("input", "standard_input", o.Input)
-	set("dependency", "dependency", o.Dependency)
-	set("array", "array", o.Array)
-	set("comment", "comment", o.Comment)
-	set("ntasks", "tasks", o.NTasks)
-	set("ntasks-per-node", "tasks_per_node", o.NTasksPerNode)
-	set("cpus-per-task", "cpus_per_task", o.CPUsPerTask)
-	set("mem", "memory_per_node", client.Set(o.Mem))
-	set("mem-per-cpu", "memory_per_cpu", client.Set(o.MemPerCPU))
-	set("mem-per-gpu", "memory_per_tres", fmt.Sprintf("gres/gpu=%d", o.MemPerGPU))
-	set("priority", "priority", client.Set(o.Priority))
-	set("time", "time_limit", client.Set(int64(o.Time/time.Minute)))
-	set("requeue", "requeue", o.Requeue)
-	set("no-requeue", "requeue", o.Requeue)
-	set("hold", "hold", o.Hold)
-	set("nice", "nice", o.Nice)
-	set("gpus", "tres_per_job", "gres/gpu:"+o.GPUs)
-	set("gpus-per-node", "tres_per_node", "gres/gpu:"+o.GPUsPerNode)
-	set("gpus-per-task", "tres_per_task", "gres/gpu:"+o.GPUsPerTask)
-	set("container-image", "container_image", o.ContainerImage)
-	set("open-mode", "open_mode", []string{strings.ToUpper(o.OpenMode)})
-	if o.Set["nodes"] {
-		nodes := fmt.Sprint(o.Nodes)
+	job["environment"] = withSubmitHost(exportedEnv(o.Export, environ))
+	return job, nil
+}
+
+// jobField writes one command-line option into the job's REST fields.
+type jobField func(o *sbatch.Options, job map[string]any, now time.Time) error
+
+// optField is a jobField that sets key to what value reads from the options.
+func optField(key string, value func(o *sbatch.Options) any) jobField {
+	return func(o *sbatch.Options, job map[string]any, _ time.Time) error {
+		job[key] = value(o)
+		return nil
+	}
+}
+
+// jobFields maps each option (by its long name) that has an effect to the REST
+// fields it sets. Options read elsewhere: wrap (the script), export (the
+// environment, always sent), parsable and token (the command's own).
+var jobFields = map[string]jobField{
+	"partition":       optField("partition", func(o *sbatch.Options) any { return o.Partition }),
+	"account":         optField("account", func(o *sbatch.Options) any { return o.Account }),
+	"qos":             optField("qos", func(o *sbatch.Options) any { return o.QOS }),
+	"job-name":        optField("name", func(o *sbatch.Options) any { return o.JobName }),
+	"output":          optField("standard_output", func(o *sbatch.Options) any { return o.Output }),
+	"error":           optField("standard_error", func(o *sbatch.Options) any { return o.Error }),
+	"input":           optField("standard_input", func(o *sbatch.Options) any { return o.Input }),
+	"chdir":           optField("current_working_directory", func(o *sbatch.Options) any { return o.Chdir }),
+	"dependency":      optField("dependency", func(o *sbatch.Options) any { return o.Dependency }),
+	"array":           optField("array", func(o *sbatch.Options) any { return o.Array }),
+	"comment":         optField("comment", func(o *sbatch.Options) any { return o.Comment }),
+	"ntasks":          optField("tasks", func(o *sbatch.Options) any { return o.NTasks }),
+	"ntasks-per-node": optField("tasks_per_node", func(o *sbatch.Options) any { return o.NTasksPerNode }),
+	"cpus-per-task":   optField("cpus_per_task", func(o *sbatch.Options) any { return o.CPUsPerTask }),
+	"mem":             optField("memory_per_node", func(o *sbatch.Options) any { return client.Set(o.Mem) }),
+	"mem-per-cpu":     optField("memory_per_cpu", func(o *sbatch.Options) any { return client.Set(o.MemPerCPU) }),
+	"mem-per-gpu":     optField("memory_per_tres", func(o *sbatch.Options) any { return fmt.Sprintf("gres/gpu=%d", o.MemPerGPU) }),
+	"priority":        optField("priority", func(o *sbatch.Options) any { return client.Set(o.Priority) }),
+	"time":            optField("time_limit", func(o *sbatch.Options) any { return client.Set(int64(o.Time / time.Minute)) }),
+	"requeue":         optField("requeue", func(o *sbatch.Options) any { return o.Requeue }),
+	"no-requeue":      optField("requeue", func(o *sbatch.Options) any { return o.Requeue }),
+	"hold":            optField("hold", func(o *sbatch.Options) any { return o.Hold }),
+	"nice":            optField("nice", func(o *sbatch.Options) any { return o.Nice }),
+	"gpus":            optField("tres_per_job", func(o *sbatch.Options) any { return "gres/gpu:" + o.GPUs }),
+	"gpus-per-node":   optField("tres_per_node", func(o *sbatch.Options) any { return "gres/gpu:" + o.GPUsPerNode }),
+	"gpus-per-task":   optField("tres_per_task", func(o *sbatch.Options) any { return "gres/gpu:" + o.GPUsPerTask }),
+	"container-image": optField("container_image", func(o *sbatch.Options) any { return o.ContainerImage }),
+	"open-mode":       optField("open_mode", func(o *sbatch.Options) any { return []string{strings.ToUpper(o.OpenMode)} }),
+	"exclusive":       optField("shared", func(o *sbatch.Options) any { return []string{"none"} }),
+	"constraint":      optField("constraints", func(o *sbatch.Options) any { return o.Constraint }),
+	"nodelist":        optField("required_nodes", func(o *sbatch.Options) any { return o.NodeList }),
+	"exclude":         optField("excluded_nodes", func(o *sbatch.Options) any { return o.Exclude }),
+	"spread-job":      optField("flags", func(o *sbatch.Options) any { return []string{"SPREAD_JOB"} }),
+	"nodes": optField("nodes", func(o *sbatch.Options) any {
 		if o.MaxNodes > o.Nodes {
-			nodes = fmt.Sprintf("%d-%d", o.Nodes, o.MaxNodes)
+			return fmt.Sprintf("%d-%d", o.Nodes, o.MaxNodes)
 		}
-		job["nodes"] = nodes
-	}
-	if o.Set["gres"] {
-		var parts []string
+		return fmt.Sprint(o.Nodes)
+	}),
+	"gres": optField("tres_per_node", func(o *sbatch.Options) any {
+		parts := make([]string, 0, len(o.GRES))
 		for _, g := range o.GRES {
 			s := "gres/" + g.Name
 			if g.Type != "" {
@@ -184,24 +218,39 @@ func sbatchJob(o *sbatch.Options, script string, environ []string, now time.Time
 			}
 			parts = append(parts, fmt.Sprintf("%s:%d", s, g.Count))
 		}
-		job["tres_per_node"] = strings.Join(parts, ",")
-	}
-	if o.Set["begin"] {
+		return strings.Join(parts, ",")
+	}),
+	"switches": func(o *sbatch.Options, job map[string]any, _ time.Time) error {
+		job["required_switches"] = client.Set(int64(o.Switches))
+		if o.SwitchesWait > 0 {
+			job["wait_for_switch"] = client.Set(int64(o.SwitchesWait / time.Second))
+		}
+		return nil
+	},
+	"signal": func(o *sbatch.Options, job map[string]any, _ time.Time) error {
+		s := o.Signal
+		job["kill_warning_signal"] = strconv.Itoa(s.Num)
+		job["kill_warning_delay"] = client.Set(int64(s.Before))
+		var flags []string
+		if s.Batch {
+			flags = append(flags, "BATCH_JOB")
+		}
+		if s.Reservation {
+			flags = append(flags, "RESERVATION_JOB")
+		}
+		if flags != nil {
+			job["kill_warning_flags"] = flags
+		}
+		return nil
+	},
+	"begin": func(o *sbatch.Options, job map[string]any, now time.Time) error {
 		t, err := sbatch.ParseBegin(o.Begin, now)
 		if err != nil {
-			return nil, fmt.Errorf("--begin: %w", err)
+			return fmt.Errorf("--begin: %w", err)
 		}
 		job["begin_time"] = client.Set(t.Unix())
-	}
-	cwd, err := os.Getwd()
-	if err == nil {
-		job["current_working_directory"] = cwd
-	}
-	if o.Set["chdir"] {
-		job["current_working_directory"] = o.Chdir
-	}
-	job["environment"] = withSubmitHost(exportedEnv(o.Export, environ))
-	return job, nil
+		return nil
+	},
 }
 
 // exportedEnv is the environment sent with the job: the command line's
