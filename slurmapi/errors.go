@@ -10,6 +10,7 @@ import (
 // Slurm error numbers (slurm/slurm_errno.h) used in errors[] entries, so
 // that clients which switch on error_number behave as with slurmrestd.
 const (
+	ErrAgain                 = 11   // EAGAIN: slurmctld's answer when no job id is left
 	ErrControllerDown        = 1001 // SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR
 	ErrRateLimited           = 1804 // SLURMCTLD_COMMUNICATIONS_BACKOFF: over the rate limit, retry
 	ErrInvalidPartition      = 2000 // ESLURM_INVALID_PARTITION_NAME
@@ -74,6 +75,7 @@ func (e *Error) Error() string {
 
 // short texts as slurm_strerror() gives them.
 var shortText = map[int]string{
+	ErrAgain:                 "Resource temporarily unavailable",
 	ErrControllerDown:        "Unable to contact slurm controller (connect failure)",
 	ErrRateLimited:           "Rate limit exceeded, please retry momentarily",
 	ErrInvalidPartition:      "Invalid partition name specified",

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/k8sscheduler/gputaint"
 	"github.com/sluicehq/sluice/k8sscheduler/webhook"
 	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/slurmapi"
@@ -43,6 +44,11 @@ func (s *Server) addComponents() error {
 	}
 	if s.cfg.Remediation.Enabled {
 		s.addRemediation()
+	}
+	if g := s.cfg.Webhook.GovernGPUs; s.cfg.Webhook.Enabled && g.Enabled && g.TaintNodes {
+		s.addComponent(component{name: "gpu-taint", leaderOnly: true, run: func(ctx context.Context) error {
+			return gputaint.Run(ctx, s.informers, s.kube, s.log.With("component", "gpu-taint"))
+		}})
 	}
 	if s.cfg.KAI.Enabled {
 		return s.addKAI()
@@ -83,13 +89,14 @@ func (s *Server) addWebhook() error {
 		SchedulerNames: s.schedulerNames(),
 		ClientCAFile:   w.ClientCAFile,
 		ClientNames:    w.ClientNames,
+		GovernGPUs:     s.cfg.governGPUs(),
 		Client:         s.kube,
 		Log:            s.log.With("component", "webhook"),
 	})
 	if err != nil {
 		return err
 	}
-	reg := webhook.Registration{CABundle: hook.CABundle(), SchedulerNames: s.schedulerNames()}
+	reg := webhook.Registration{CABundle: hook.CABundle(), SchedulerNames: s.schedulerNames(), GovernGPUs: s.cfg.governGPUs()}
 	if w.ServiceName != "" {
 		reg.Service = &admissionregistrationv1.ServiceReference{Name: w.ServiceName, Namespace: w.ServiceNamespace}
 	} else {
@@ -105,6 +112,7 @@ func (s *Server) addWebhook() error {
 		if err := webhook.RegisterPolicy(ctx, s.kube, webhook.Policy{Users: []string{self}, SchedulerNames: s.schedulerNames()}); err != nil {
 			return err
 		}
+		reg.Users = []string{self} // the pods the server creates itself are never governed
 		if err := webhook.Register(ctx, s.restConfig, reg); err != nil {
 			return fmt.Errorf("registering the webhook: %w", err)
 		}
@@ -135,7 +143,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	// The token key also seals submitted environments, which the pod factory
 	// (given the same key as its launch seed) opens when a job starts.
 	backend, err := kube.New(s.restConfig, kube.Options{Namespace: s.cfg.LeaderElection.Namespace, SubmitWindow: time.Duration(r.SubmitWindow),
-		TokenKey: auth.Key})
+		TokenKey: auth.Key, MaxJobID: r.MaxJobID})
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,7 @@ func (s *Server) addScheduler() error {
 	if err != nil {
 		return fmt.Errorf("slurm job lifecycle: %w", err)
 	}
+	lifecycle.WithJobIDs(s.jobIDs) // array tasks take their ids as they are split off (addREST ran first)
 	// The submit queue makes batched jobs PodGroups; with rest.pendingInBatches it stores
 	// only those that must be objects while they wait (a dependency, an array) and removes
 	// the batches whose jobs are all stored, the scheduler storing the others when they

@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicehq/sluice/k8sscheduler/webhook"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
@@ -174,6 +176,44 @@ type WebhookConfig struct {
 	// the webhook. ClientNames limits the accepted CommonNames.
 	ClientCAFile string   `yaml:"clientCAFile"`
 	ClientNames  []string `yaml:"clientNames"`
+	// GovernGPUs makes every GPU pod Sluice's (webhook.GovernGPUs); off by default here,
+	// on in the chart.
+	GovernGPUs GovernGPUsConfig `yaml:"governGPUs"`
+}
+
+// GovernGPUsConfig is webhook.governGPUs: GPU pods of other schedulers are adopted or
+// refused, and GPU nodes carry a taint only Sluice's pods tolerate.
+type GovernGPUsConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Action for a pod of another scheduler that requests GPUs: adopt (the default: it
+	// gets Sluice's schedulerName and its namespace's queue) or refuse.
+	Action string `yaml:"action"`
+	// ExemptNamespaces are left alone (default kube-system, kube-public,
+	// kube-node-lease); the server's own namespace always is.
+	ExemptNamespaces []string `yaml:"exemptNamespaces"`
+	// TaintNodes has the server put sluice.dev/gpu:NoSchedule on every node that offers
+	// GPUs (it never removes it).
+	TaintNodes bool `yaml:"taintNodes"`
+}
+
+// governGPUs is the webhook's setting: the configured one, with the server's own
+// namespaces (GPU reservations, remediation's validations) exempt.
+func (c Config) governGPUs() webhook.GovernGPUs {
+	g := c.Webhook.GovernGPUs
+	if !g.Enabled {
+		return webhook.GovernGPUs{}
+	}
+	exempt := g.ExemptNamespaces
+	if exempt == nil {
+		exempt = webhook.DefaultExemptNamespaces
+	}
+	exempt = slices.Clone(exempt)
+	for _, own := range []string{c.LeaderElection.Namespace, c.gpuReservationNamespace(), c.Remediation.ValidationNamespace} {
+		if own != "" && !slices.Contains(exempt, own) {
+			exempt = append(exempt, own)
+		}
+	}
+	return webhook.GovernGPUs{Enabled: true, Action: g.Action, ExemptNamespaces: exempt}
 }
 
 // RESTConfig is the slurmrestd-compatible API: its auth/jwt key and who may
@@ -195,6 +235,12 @@ type RESTConfig struct {
 	// MaxArraySize is Slurm's MaxArraySize: array task indices must be
 	// below it (0: Slurm's default, 1001).
 	MaxArraySize int `yaml:"maxArraySize"`
+	// MaxJobID is Slurm's MaxJobId: the highest id a Slurm job (a
+	// submission, an array task) takes. The ids above it, to 2147483647
+	// (job_id is an int32 in Slurm's OpenAPI), are kept for Kubernetes
+	// workloads, so Slurm users who use up theirs (ids are never reused) do
+	// not stop manifest jobs being numbered. 0: 2130706431 (2^31 - 1 - 2^24).
+	MaxJobID uint32 `yaml:"maxJobId"`
 	// SubmitWindow commits submissions in groups: those validated within the
 	// window share one API write and are answered together (0 creates each
 	// job's PodGroup at once). See docs/rest-compatibility.md.
@@ -409,6 +455,19 @@ func (c Config) Validate() error {
 	}
 	if n := c.REST.MaxArraySize; n < 0 || n > sbatch.MaxArraySizeLimit {
 		return fmt.Errorf("rest.maxArraySize %d: want 0 (Slurm's default, %d) to %d", n, sbatch.DefaultMaxArraySize, sbatch.MaxArraySizeLimit)
+	}
+	if n := c.REST.MaxJobID; n > kube.LastJobID {
+		return fmt.Errorf("rest.maxJobId %d: want 0 (%d) to %d", n, kube.DefaultMaxSlurmJobID, kube.LastJobID)
+	}
+	if g := c.Webhook.GovernGPUs; g.Enabled {
+		if !c.Webhook.Enabled {
+			return errors.New("webhook.governGPUs.enabled needs webhook.enabled: the webhook adopts or refuses the GPU pods of other schedulers")
+		}
+		switch g.Action {
+		case "", webhook.ActionAdopt, webhook.ActionRefuse:
+		default:
+			return fmt.Errorf("webhook.governGPUs.action %q: want %s or %s", g.Action, webhook.ActionAdopt, webhook.ActionRefuse)
+		}
 	}
 	if c.KAI.Enabled && !c.Webhook.Enabled {
 		return errors.New("kai.enabled needs webhook.enabled: the webhook gives kai-scheduler pods Sluice's schedulerName")

@@ -70,12 +70,38 @@ func TestLoadConfig(t *testing.T) {
 			}},
 		{name: "negative rate", yaml: "rest:\n  submitRateLimit:\n    users:\n      x: {perSecond: -1}\n", wantErr: "rest.submitRateLimit.users.x"},
 		{name: "negative timeout", yaml: "rest:\n  writeTimeout: -1s\n", wantErr: "rest.writeTimeout"},
+		{name: "GPU pods governed: off by default", yaml: "", check: func(t *testing.T, c Config) {
+			if g := c.governGPUs(); g.Enabled || c.Webhook.GovernGPUs.TaintNodes {
+				t.Errorf("governGPUs %+v taintNodes %v, want off", g, c.Webhook.GovernGPUs.TaintNodes)
+			}
+		}},
+		{name: "GPU pods governed: the server's namespaces are exempt", yaml: "webhook:\n  governGPUs: {enabled: true, action: refuse, exemptNamespaces: [gpu-operator]}\n" +
+			"scheduler: {gpuReservationNamespace: gpu-reservations}\n",
+			check: func(t *testing.T, c Config) {
+				g := c.governGPUs()
+				if !g.Enabled || g.Action != "refuse" || strings.Join(g.ExemptNamespaces, ",") != "gpu-operator,sluice-system,gpu-reservations" {
+					t.Errorf("governGPUs %+v", g)
+				}
+			}},
+		{name: "GPU pods governed: default exemptions", yaml: "webhook:\n  governGPUs: {enabled: true}\n", check: func(t *testing.T, c Config) {
+			if g := c.governGPUs(); strings.Join(g.ExemptNamespaces, ",") != "kube-system,kube-public,kube-node-lease,sluice-system" {
+				t.Errorf("exempt %v", g.ExemptNamespaces)
+			}
+		}},
+		{name: "GPU pods governed: bad action", yaml: "webhook:\n  governGPUs: {enabled: true, action: ignore}\n", wantErr: "webhook.governGPUs.action"},
+		{name: "GPU pods governed without the webhook", yaml: "webhook:\n  enabled: false\n  governGPUs: {enabled: true}\n", wantErr: "needs webhook.enabled"},
 		{name: "unknown field names its line", yaml: "listen: :6820\nlisten_addr: x\n", wantErr: "line 2"},
 		{name: "nested unknown field", yaml: "log:\n  level: info\n  colour: true\n", wantErr: "line 3"},
 		{name: "bad duration names its line", yaml: "shutdownTimeout: soon\n", wantErr: "line 1"},
 		{name: "bad log level", yaml: "log:\n  level: loud\n", wantErr: "log.level"},
 		{name: "lease ordering", yaml: "leaderElection:\n  renewDeadline: 20s\n", wantErr: "leaseDuration"},
 		{name: "maxArraySize past Slurm's ceiling", yaml: "rest:\n  maxArraySize: 4000002\n", wantErr: "rest.maxArraySize"},
+		{name: "maxJobId past the int32 of Slurm's job_id", yaml: "rest:\n  maxJobId: 2147483648\n", wantErr: "rest.maxJobId"},
+		{name: "maxJobId", yaml: "rest:\n  maxJobId: 67043328\n", check: func(t *testing.T, c Config) {
+			if c.REST.MaxJobID != 67043328 {
+				t.Errorf("maxJobId = %d", c.REST.MaxJobID)
+			}
+		}},
 		{name: "maxArraySize", yaml: "rest:\n  maxArraySize: 5000\n", check: func(t *testing.T, c Config) {
 			if c.REST.MaxArraySize != 5000 {
 				t.Errorf("maxArraySize = %d", c.REST.MaxArraySize)

@@ -217,6 +217,9 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 	}
 	if err := g.group(ctx, pod); err != nil {
 		g.log.Warn("grouping pod", "pod", key.String(), "err", err)
+		if jobIDsUsedUp(err) {
+			g.warnNoJobID(ctx, pod, err)
+		}
 		g.queue.AddRateLimited(key)
 		return true
 	}

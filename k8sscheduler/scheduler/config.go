@@ -35,7 +35,9 @@ type Config struct {
 	// default 5s.
 	QueueStatusPeriod time.Duration
 	// ToleratedTaints are NoSchedule/NoExecute taint keys that Sluice's pods are assumed
-	// to tolerate; default nvidia.com/gpu. The quarantine taint is never tolerated.
+	// to tolerate; default nvidia.com/gpu and sluice.dev/gpu (the taint that keeps GPU
+	// nodes for Sluice's pods: one admitted before it was turned on lacks the toleration
+	// the webhook now gives). The quarantine taint is never tolerated.
 	ToleratedTaints []string
 	// ClientQPS and ClientBurst rate-limit the scheduler's API client; default 5000 and
 	// 10000. Binding a backlog at 1000 pods/s needs more than that many writes a second;
@@ -103,7 +105,7 @@ func (c Config) withDefaults() Config {
 		c.QueueStatusPeriod = 5 * time.Second
 	}
 	if c.ToleratedTaints == nil {
-		c.ToleratedTaints = []string{v1alpha1.GPUResource}
+		c.ToleratedTaints = []string{v1alpha1.GPUResource, v1alpha1.GPUTaint}
 	}
 	if c.UsageRefresh <= 0 {
 		c.UsageRefresh = 30 * time.Second

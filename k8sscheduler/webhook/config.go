@@ -8,7 +8,9 @@
 // directory and reused across restarts) and Register installs the matching
 // MutatingWebhookConfiguration with failurePolicy Fail, limited by a CEL
 // match condition to pods naming a Sluice scheduler, so other pods never
-// depend on the webhook.
+// depend on the webhook. With GovernGPUs a second webhook of the same
+// registration also takes the GPU pods of other schedulers, and pods that
+// tolerate Sluice's GPU taint, outside the exempt namespaces (governgpus.go).
 package webhook
 
 import (
@@ -83,12 +85,17 @@ type Config struct {
 	// ClientNames, when set, are the only CommonNames accepted from ClientCAFile's
 	// certificates (for a CA that also signs other clients).
 	ClientNames []string
+	// GovernGPUs, when enabled, makes every GPU pod Sluice's: those of other schedulers
+	// are adopted or refused, and the GPU taint is tolerated by Sluice's pods only
+	// (governgpus.go). Keep Registration.GovernGPUs equal to it.
+	GovernGPUs GovernGPUs
 	// Log receives certificate rotations and request errors; nil discards.
 	Log *slog.Logger
 }
 
 // withDefaults fills the zero fields with their defaults and checks the rest.
 func (c Config) withDefaults() (Config, error) {
+	var err error
 	if c.StateDir == "" {
 		return c, errors.New("webhook: Config.StateDir is required (it keeps the CA and serving certificate)")
 	}
@@ -108,6 +115,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.SchedulerNames = []string{v1alpha1.DefaultSchedulerName}
 	}
 	if err := validSchedulerNames(c.SchedulerNames); err != nil {
+		return c, err
+	}
+	if c.GovernGPUs, err = c.GovernGPUs.withDefaults(); err != nil {
 		return c, err
 	}
 	if c.DefaultQueue == "" {

@@ -39,6 +39,7 @@ type admitter struct {
 	// webhook starts): pods Sluice creates (a Slurm job's, already bound, with their job
 	// id and GPU assignment) keep what Sluice wrote on them.
 	self   []string
+	gpus   GovernGPUs // every GPU pod is Sluice's (governgpus.go); zero: off
 	jobIDs func(context.Context) (uint32, error)
 	log    *slog.Logger
 }
@@ -86,9 +87,12 @@ func (a *admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // admit decides one request: pods for a Sluice scheduler are validated and
-// mutated on creation; everything else passes untouched.
+// mutated on creation; with GovernGPUs, GPU pods of other schedulers are adopted
+// or refused, and so are tolerations of the GPU taint; everything else passes
+// untouched.
 func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	if req.Operation != admissionv1.Create || req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" {
+	op := req.Operation
+	if (op != admissionv1.Create && op != admissionv1.Update) || req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
 	if len(req.Object.Raw) == 0 {
@@ -98,8 +102,39 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		return deny(http.StatusBadRequest, "cannot decode the pod: "+err.Error())
 	}
-	if !slices.Contains(a.schedulerNames, pod.Spec.SchedulerName) {
+	namespace := req.Namespace
+	if namespace == "" {
+		namespace = pod.Namespace
+	}
+	governed := a.governs(namespace, req.UserInfo.Username)
+	if op == admissionv1.Update { // only the governed mode registers updates (governgpus.go)
+		if !governed {
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		}
+		var old corev1.Pod
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return deny(http.StatusBadRequest, "cannot decode the pod as it was: "+err.Error())
+		}
+		if why := a.governedUpdate(&pod, &old); why != "" {
+			return deny(http.StatusForbidden, why)
+		}
 		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	switch sluicePod := slices.Contains(a.schedulerNames, pod.Spec.SchedulerName); {
+	case sluicePod && governed:
+		if why := a.governedSluicePod(&pod); why != "" {
+			return deny(http.StatusForbidden, why)
+		}
+	case !sluicePod && !governed:
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	case !sluicePod: // governed: adopted pods go on as Sluice's (schedulerNamePatch names them)
+		adopt, why := a.governedCreate(&pod)
+		if why != "" {
+			return deny(http.StatusForbidden, why)
+		}
+		if !adopt {
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		}
 	}
 	// The first name is Sluice's own; the others (kai-scheduler) become it.
 	nameOps := schedulerNamePatch(&pod, a.schedulerNames[0])
@@ -115,10 +150,6 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return deny(http.StatusUnprocessableEntity, problem)
 	}
 	kaiOps := kaiGroupPatch(&pod) // before the group is derived: a KAI group is named explicitly
-	namespace := req.Namespace
-	if namespace == "" {
-		namespace = pod.Namespace
-	}
 	var nsLabels map[string]string
 	ns, err := a.namespace(ctx, namespace)
 	switch {
@@ -148,6 +179,9 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	ops = append(ops, a.groupPatch(ctx, &named, pg, keepJobID, req.DryRun != nil && *req.DryRun)...)
 	if shared {
 		ops = append(ops, envPatch(&pod, shareTo)...)
+	}
+	if a.gpus.Enabled { // GPU nodes carry the taint; Sluice's pods tolerate it
+		ops = append(ops, tolerationPatch(&pod)...)
 	}
 	if len(ops) == 0 {
 		return &admissionv1.AdmissionResponse{Allowed: true}

@@ -43,6 +43,12 @@ type Registration struct {
 	SchedulerNames []string
 	// TimeoutSeconds bounds one call, 1 to 30; default 10.
 	TimeoutSeconds int32
+	// GovernGPUs, when enabled, adds GPUPodsWebhookName for the pods of other schedulers
+	// the mode governs (register_governgpus.go). Keep it equal to Config.GovernGPUs.
+	GovernGPUs GovernGPUs
+	// Users are Sluice's own identities (SelfUser): the pods they create are never
+	// governed, so GPU reservation and validation pods do not depend on the webhook.
+	Users []string
 }
 
 // Register creates the MutatingWebhookConfiguration described by reg, or
@@ -130,32 +136,40 @@ func (reg Registration) configuration() (*admissionregistrationv1.MutatingWebhoo
 	noneOnDryRun := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	namespaced := admissionregistrationv1.NamespacedScope
+	webhooks := []admissionregistrationv1.MutatingWebhook{{
+		Name:         WebhookName,
+		ClientConfig: client,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &namespaced,
+			},
+		}},
+		MatchConditions: []admissionregistrationv1.MatchCondition{{
+			Name:       "sluice-scheduler-name",
+			Expression: fmt.Sprintf("has(object.spec.schedulerName) && object.spec.schedulerName in [%s]", strings.Join(quoted, ", ")),
+		}},
+		FailurePolicy:           &fail,
+		MatchPolicy:             &equivalent,
+		SideEffects:             &noneOnDryRun,
+		TimeoutSeconds:          &reg.TimeoutSeconds,
+		AdmissionReviewVersions: []string{"v1"},
+		// The patch is idempotent and fills in containers a later
+		// webhook may add, so running again is safe.
+		ReinvocationPolicy: &ifNeeded,
+	}}
+	if reg.GovernGPUs.Enabled {
+		governed, err := reg.gpuPodsWebhook(webhooks[0])
+		if err != nil {
+			return nil, err
+		}
+		webhooks = append(webhooks, governed)
+	}
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   reg.Name,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice"},
 		},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         WebhookName,
-			ClientConfig: client,
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &namespaced,
-				},
-			}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "sluice-scheduler-name",
-				Expression: fmt.Sprintf("has(object.spec.schedulerName) && object.spec.schedulerName in [%s]", strings.Join(quoted, ", ")),
-			}},
-			FailurePolicy:           &fail,
-			MatchPolicy:             &equivalent,
-			SideEffects:             &noneOnDryRun,
-			TimeoutSeconds:          &reg.TimeoutSeconds,
-			AdmissionReviewVersions: []string{"v1"},
-			// The patch is idempotent and fills in containers a later
-			// webhook may add, so running again is safe.
-			ReinvocationPolicy: &ifNeeded,
-		}},
+		Webhooks: webhooks,
 	}, nil
 }

@@ -72,6 +72,7 @@ func New(cfg Config) (*Server, error) {
 		priorityClass: func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
 			return cfg.Client.SchedulingV1().PriorityClasses().Get(ctx, name, metav1.GetOptions{})
 		},
+		gpus:   cfg.GovernGPUs,
 		log:    cfg.Log,
 		jobIDs: cfg.JobIDs,
 	}
@@ -168,7 +169,7 @@ func (s *Server) CABundle() []byte { return s.certs.caBundle() }
 // Registration describes this server reached at URL(), for Register under
 // `sluice dev`. The chart sets Service instead of URL.
 func (s *Server) Registration() Registration {
-	return Registration{URL: s.URL(), CABundle: s.CABundle(), SchedulerNames: s.cfg.SchedulerNames}
+	return Registration{URL: s.URL(), CABundle: s.CABundle(), SchedulerNames: s.cfg.SchedulerNames, GovernGPUs: s.cfg.GovernGPUs}
 }
 
 // Run syncs the namespace cache, then serves HTTPS until ctx is done,

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -28,9 +27,11 @@ import (
 // than max tasks are running or waiting: so %max caps what runs at once
 // and a pending array costs at most a few objects beyond its record.
 //
-// Ids are reserved at submit time in one run: the record has id A, the
-// task at position k of the index list (all but the last) has A+1+k, so a
-// split can be retried without handing out new ids.
+// Ids are given as Slurm gives them: the submission takes one, the array
+// job id A, which the record keeps and the last task inherits; a task gets
+// its own id when it is split off (array_split.go), so an array costs the
+// ids of the tasks that were split, not of the indices it names, and an
+// array cancelled while pending costs one.
 const (
 	// ArrayJobLabel carries the array job id on the record and every task.
 	ArrayJobLabel = "sluice.dev/array-job-id"
@@ -39,6 +40,11 @@ const (
 	// ArrayPendingAnnotation lists, on the record, the indices not split
 	// off yet, as Slurm shows them ("4-15").
 	ArrayPendingAnnotation = "sluice.dev/array-pending"
+	// ArraySplitAnnotation lists, on the record, the tasks of a split under
+	// way and the ids they were given ("4=1207,5=1208"): written before the
+	// tasks are created and dropped once they are, so a split retried after
+	// a crash creates the same tasks under the same ids.
+	ArraySplitAnnotation = "sluice.dev/array-split"
 	// arraySplitAhead is how many split tasks may wait to start at once.
 	arraySplitAhead = 4
 )
@@ -65,26 +71,14 @@ func pendingIndices(pg *v1alpha1.PodGroup) ([]int, error) {
 	return a.Indices(), nil
 }
 
-// taskID is the job id of the task with index of the array whose record
-// is pg: A+1+k for position k, the record's own id for the last index.
-func taskID(pg *v1alpha1.PodGroup, index int) (uint32, error) {
-	a, err := sbatch.ParseArray(pg.Spec.Slurm.Array)
-	if err != nil {
-		return 0, err
-	}
-	arrayID, err := strconv.ParseUint(pg.Labels[ArrayJobLabel], 10, 32)
+// recordJobID is the array job id of the array whose record (or task) is
+// pg: the id the last task inherits.
+func recordJobID(pg *v1alpha1.PodGroup) (uint32, error) {
+	id, err := strconv.ParseUint(pg.Labels[ArrayJobLabel], 10, 32)
 	if err != nil {
 		return 0, fmt.Errorf("PodGroup %s/%s has no valid %s label", pg.Namespace, pg.Name, ArrayJobLabel)
 	}
-	all := a.Indices()
-	k := slices.Index(all, index)
-	switch {
-	case k < 0:
-		return 0, fmt.Errorf("index %d is not in array %s", index, pg.Spec.Slurm.Array)
-	case k == len(all)-1:
-		return uint32(arrayID), nil
-	}
-	return uint32(arrayID) + 1 + uint32(k), nil
+	return uint32(id), nil
 }
 
 // asTask makes pg (a copy of the record) the task with index and id.
@@ -96,6 +90,7 @@ func asTask(pg *v1alpha1.PodGroup, index int, id uint32) {
 	s.ArrayJobID, s.ArrayTaskID = &arrayID, &task
 	s.Dependency = "" // the record's dependency was met before any split
 	delete(pg.Annotations, ArrayPendingAnnotation)
+	delete(pg.Annotations, ArraySplitAnnotation)
 	pg.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
 	pg.Labels[ArrayTaskLabel] = strconv.Itoa(index)
 }
@@ -159,61 +154,6 @@ func (l *Lifecycle) splitArray(ctx context.Context, pg *v1alpha1.PodGroup) (time
 		return wait, nil // --begin: looked at again then
 	}
 	return 0, l.splitReady(ctx, pg)
-}
-
-func (l *Lifecycle) splitReady(ctx context.Context, pg *v1alpha1.PodGroup) error {
-	if pg.Spec.Slurm.Hold || finished(pg.Status.Phase) {
-		return nil
-	}
-	if pg.Spec.Slurm.Dependency != "" {
-		if err := l.markEligibility(ctx, pg); err != nil {
-			return err
-		}
-		if err := Eligible(ctx, l.deps, pg); err != nil {
-			return nil // judged again when a job it depends on ends
-		}
-	}
-	pending, err := pendingIndices(pg)
-	if err != nil {
-		return err
-	}
-	tasks, err := arrayTasks(ctx, l.cache, pg)
-	if err != nil {
-		return err
-	}
-	n := min(splitBudget(pg, tasks), len(pending))
-	if n <= 0 {
-		return nil
-	}
-	last := n == len(pending)
-	if last {
-		n-- // the last index becomes the record itself, below
-	}
-	for _, index := range pending[:n] {
-		id, err := taskID(pg, index)
-		if err != nil {
-			return err
-		}
-		// A split retried after a crash finds its task already there.
-		if err := l.client.Create(ctx, newTask(pg, index, id)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("split task %d off array %s: %w", index, pg.Labels[ArrayJobLabel], err)
-		}
-	}
-	next := pg.DeepCopy()
-	if last {
-		id, err := taskID(pg, pending[n])
-		if err != nil {
-			return err
-		}
-		asTask(next, pending[n], id)
-	} else {
-		next.Annotations[ArrayPendingAnnotation] = sbatch.FormatIndices(pending[n:])
-	}
-	// Guarded by the version read: a concurrent scancel or hold wins.
-	if err := l.client.Update(ctx, next); err != nil {
-		return fmt.Errorf("record the split of array %s: %w", pg.Labels[ArrayJobLabel], err)
-	}
-	return nil
 }
 
 // arrayRecordOf is the key of the record of the array task pg belongs to,

@@ -39,6 +39,7 @@ func runSite(t *testing.T, b *Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	life.WithJobIDs(b.JobIDs()) // as the server: tasks take ids from the submissions' counter
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run} {
@@ -104,7 +105,6 @@ func TestArrayHonoursMaxOnRig(t *testing.T) {
 	}
 
 	runSite(t, b)
-	taskIDs := map[string]bool{fmt.Sprint(id): true, fmt.Sprint(id + 1): true, fmt.Sprint(id + 2): true, fmt.Sprint(id + 3): true}
 	envSeen := map[string]map[string]string{} // task id -> SLURM_ARRAY_* of its pod
 	most := 0
 	e2e.WaitFor(t, "all 4 tasks COMPLETED", 120*time.Second, func(ctx context.Context) (bool, error) {
@@ -114,12 +114,12 @@ func TestArrayHonoursMaxOnRig(t *testing.T) {
 		}
 		running := 0
 		for _, p := range pods.Items {
-			if !taskIDs[p.Labels[v1alpha1.JobIDLabel]] {
-				continue
-			}
 			env := map[string]string{}
 			for _, e := range p.Spec.Containers[0].Env {
 				env[e.Name] = e.Value
+			}
+			if env["SLURM_ARRAY_JOB_ID"] != fmt.Sprint(id) {
+				continue // another test's job
 			}
 			envSeen[env["SLURM_ARRAY_TASK_ID"]] = env
 			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
@@ -143,17 +143,20 @@ func TestArrayHonoursMaxOnRig(t *testing.T) {
 		t.Error("no task was ever seen running")
 	}
 
+	// Tasks 0-2 took ids when they were split off, in index order, so after
+	// the array's; the last task is the array's own record, as in Slurm.
 	var tasks []int
+	taskIDs := map[int]int{}
 	for _, j := range arrayJobs(t, ts, id) {
 		task := number(j["array_task_id"])
 		tasks = append(tasks, task)
-		wantID := int(id) + 1 + task // tasks 0-2 take the ids after the array's
-		if task == 3 {
-			wantID = int(id) // the last task is the array's own record, as in Slurm
+		taskIDs[task] = int(j["job_id"].(float64))
+		if number(j["array_job_id"]) != int(id) || j["exit_code"] == nil {
+			t.Errorf("task %d: array_job_id %v exit_code %v, want %d and an exit code", task, j["array_job_id"], j["exit_code"], id)
 		}
-		if number(j["array_job_id"]) != int(id) || int(j["job_id"].(float64)) != wantID || j["exit_code"] == nil {
-			t.Errorf("task %d: job_id %v array_job_id %v, want %d and %d", task, j["job_id"], j["array_job_id"], wantID, id)
-		}
+	}
+	if taskIDs[3] != int(id) || taskIDs[0] <= int(id) || taskIDs[1] <= taskIDs[0] || taskIDs[2] <= taskIDs[1] {
+		t.Errorf("task ids %v: want task 3 under the array's id %d and tasks 0-2 under increasing ids above it", taskIDs, id)
 	}
 	slices.Sort(tasks)
 	if !slices.Equal(tasks, []int{0, 1, 2, 3}) {
@@ -238,6 +241,7 @@ func TestArrayWaitsForDependencyOnRig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	life.WithJobIDs(b.JobIDs())
 	done := make(chan error, 1)
 	go func() { done <- life.Run(ctx) }()
 	t.Cleanup(func() {

@@ -31,6 +31,10 @@ type Options struct {
 	Namespace string
 	// IDBlock is how many job ids one counter update reserves; default 100.
 	IDBlock uint32
+	// MaxJobID is the highest id a Slurm job takes (rest.maxJobId); the ids
+	// above it, up to LastJobID, are kept for Kubernetes workloads. 0 means
+	// DefaultMaxSlurmJobID.
+	MaxJobID uint32
 	// CatalogTTL is how long a catalogue snapshot serves submissions
 	// before the Partitions, Queues and QOS are listed again; default 1s.
 	CatalogTTL time.Duration
@@ -127,6 +131,7 @@ func New(cfg *rest.Config, opts Options) (*Backend, error) {
 	}
 	b := &Backend{c: c, opts: opts, ids: NewJobIDs(c, opts.Namespace, "sluice-job-ids", opts.IDBlock), nsReady: map[string]bool{},
 		envSeed: opts.TokenKey}
+	b.ids.LimitSlurm(opts.MaxJobID)
 	if len(b.envSeed) == 0 {
 		b.envSeed = randomSeed()
 	}
@@ -221,26 +226,45 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 // isToken reports whether v is a token signed with the server's key.
 func (b *Backend) isToken(v string) bool { return slurmapi.IssuedToken(b.opts.TokenKey, v) }
 
-// newJobID takes a fresh job id for d (an array's tasks' ids with it) and,
-// when d has an Idempotency-Key, claims the key for it. replay is true when
-// another attempt with the key claimed it first and stored its job: id is
-// that job's, and nothing is to be stored. claimed is true when id is another attempt's,
-// whose job is not stored yet.
+// newJobID takes a fresh job id for d and, when d has an Idempotency-Key,
+// claims the key for it. An array takes one id, as in Slurm: its tasks take
+// theirs when they are split off (array.go). replay is true when another
+// attempt with the key claimed it first and stored its job: id is that
+// job's, and nothing is to be stored. claimed is true when id is another
+// attempt's, whose job is not stored yet.
 func (b *Backend) newJobID(ctx context.Context, d *slurmapi.JobDesc) (id uint32, replay, claimed bool, err error) {
-	tasks := uint32(1)
-	if a, err := sbatch.ParseArray(d.Array); d.Array != "" && err == nil {
-		tasks = uint32(a.Count()) // the array's id and its tasks' ids
+	if id, err = b.ids.NextSlurm(ctx, 1); err != nil {
+		return 0, false, false, slurmIDsUsedUp(err)
 	}
-	if id, err = b.ids.NextN(ctx, tasks); err != nil || d.IdempotencyKey == "" {
-		return id, false, false, err
+	if d.IdempotencyKey == "" {
+		return id, false, false, nil
 	}
 	claim, created, err := b.claimKey(ctx, d, id)
 	if err != nil || created {
 		return id, false, false, err
 	}
-	// The ids taken above stay unused: a gap, as a failed submission leaves.
+	// The id taken above stays unused: a gap, as a failed submission leaves.
 	stored, err := b.replayed(ctx, d, claim)
 	return claim.job, stored, !stored, err
+}
+
+// slurmIDsUsedUp words the counter's ErrJobIDsUsedUp as the REST answer:
+// slurmctld's own (EAGAIN, "Resource temporarily unavailable", its answer
+// when get_next_job_id finds no id left) with 429, a 4xx because the
+// server is not at fault and nothing it can retry will help: the submit is
+// refused until an administrator acts. Other errors pass unchanged.
+func slurmIDsUsedUp(err error) error {
+	var used *IDsUsedUpError
+	if !errors.As(err, &used) {
+		return err
+	}
+	if !used.Slurm {
+		return slurmapi.Errorf(http.StatusTooManyRequests, slurmapi.ErrAgain, "job_id",
+			"the cluster has no job id left: ids are never reused, and every id up to %d is taken", used.Ceiling)
+	}
+	return slurmapi.Errorf(http.StatusTooManyRequests, slurmapi.ErrAgain, "job_id",
+		"the cluster has no job id left for Slurm jobs: ids are never reused, and every id up to %d (rest.maxJobId) is taken; "+
+			"the ids above are kept for Kubernetes workloads. An administrator can raise rest.maxJobId (at most %d)", used.Ceiling, LastJobID)
 }
 
 func (b *Backend) ensureNamespace(ctx context.Context, name string) error {
@@ -578,6 +602,9 @@ func (b *Backend) cancel(ctx context.Context, id uint32, task *int) error {
 func (b *Backend) cancelPendingTask(ctx context.Context, pg *v1alpha1.PodGroup, index int) error {
 	pending, err := pendingIndices(pg)
 	if err != nil {
+		return err
+	}
+	if err := splitUnderWay(pg, index, pending); err != nil {
 		return err
 	}
 	k := slices.Index(pending, index)

@@ -37,6 +37,9 @@ type Lifecycle struct {
 	queue  workqueue.TypedRateLimitingInterface[client.ObjectKey]
 	now    func() time.Time
 
+	// ids gives array tasks their job ids as they are split off (WithJobIDs).
+	ids *JobIDs
+
 	// deps is where the jobs a --dependency names are read: the shared cache, which
 	// holds every pod and PodGroup; without one, the API server (an own cache holds only
 	// Slurm jobs' pods, and a dependency may name a manifest job).

@@ -66,6 +66,7 @@ func slurmSite(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	grouper.WithJobIDs(backend.JobIDs().Next)
+	life.WithJobIDs(backend.JobIDs()) // array tasks take their ids as they are split off
 	var wg sync.WaitGroup
 	for name, run := range map[string]func(context.Context) error{"scheduler": sched.Run, "lifecycle": life.Run, "podgrouper": grouper.Run} {
 		wg.Go(func() {

@@ -49,6 +49,8 @@ webhook:
   serviceName: {{ include "sluice.webhookService" . }}
   serviceNamespace: {{ .Release.Namespace }}
   extraSchedulerNames: {{ toJson .Values.webhook.extraSchedulerNames }}
+  governGPUs:
+    {{- toYaml .Values.webhook.governGPUs | nindent 4 }}
   {{- if .Values.webhook.clientAuth.caBundle }}
   clientCAFile: {{ include "sluice.webhookClientCADir" . }}/ca.crt
   clientNames: {{ toJson .Values.webhook.clientAuth.commonNames }}

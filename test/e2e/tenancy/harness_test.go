@@ -109,7 +109,9 @@ func serverConfig(kubeconfig, dir, keyFile string) map[string]any {
 		"stateDir":       filepath.Join(dir, "state"),
 		"listen":         "127.0.0.1:0",
 		"leaderElection": map[string]any{"enabled": false},
-		"webhook":        map[string]any{"enabled": true, "addr": "127.0.0.1:0"},
+		// Every GPU governed, as the chart runs it (gpupods_test.go): every other probe holds with it on.
+		"webhook": map[string]any{"enabled": true, "addr": "127.0.0.1:0",
+			"governGPUs": map[string]any{"enabled": true, "action": "adopt", "taintNodes": true}},
 		"rest": map[string]any{
 			"jwtKeyFile": keyFile,
 			"operators":  []string{operatorUser},

@@ -145,6 +145,11 @@ const (
 	NodeGPUsAnnotation = "sluice.dev/gpus"
 	// QuarantineTaint keeps new work off a node whose GPUs are faulty.
 	QuarantineTaint = "sluice.dev/quarantine"
+	// GPUTaint (effect NoSchedule, no value) keeps GPU nodes for the pods Sluice schedules
+	// when the webhook governs GPU pods (webhook.governGPUs): the server puts it on every
+	// node with GPUs, the webhook gives Sluice's pods its toleration and refuses it to
+	// anyone else's.
+	GPUTaint = "sluice.dev/gpu"
 	// SimDurationAnnotation and SimExitCodeAnnotation on a pod are read by
 	// the rig's kwok stages (test/cluster) to end a simulated container after
 	// that long with that code; real kubelets ignore them. Slurm jobs set
