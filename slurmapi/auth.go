@@ -26,6 +26,13 @@ type AuthConfig struct {
 	Operators    []string            // may see and change every job
 	Admins       []string            // operators who may also change accounts and QOS
 	Coordinators map[string][]string // user -> accounts they coordinate
+	// SlurmUser is the site's SlurmUser ("slurm" in Debian's packages): an
+	// administrator, as root always is, so a fresh site has one.
+	SlurmUser string
+	// PrivateJobs is Slurm's PrivateData=jobs: users see only their own jobs
+	// (coordinators also their accounts'). Without it, as Slurm's default, every
+	// user sees every job; changing one still takes CanAccessJob.
+	PrivateJobs bool
 
 	verified *tokenCache // set by NewServer
 }
@@ -35,6 +42,7 @@ type Identity struct {
 	User     string
 	Role     Role
 	accounts []string // coordinated accounts
+	allJobs  bool     // may see every job (no PrivateData=jobs)
 }
 
 // Authenticate reads the token from X-SLURM-USER-TOKEN (with an optional
@@ -77,10 +85,13 @@ func unauthorized(format string, args ...any) *Error {
 	return Errorf(http.StatusUnauthorized, ErrRestAuthFail, "authentication", format, args...)
 }
 
+// rootUser is an administrator on every site, as in Slurm.
+const rootUser = "root"
+
 func (c *AuthConfig) identity(user string) Identity {
-	id := Identity{User: user, Role: RoleUser, accounts: c.Coordinators[user]}
+	id := Identity{User: user, Role: RoleUser, accounts: c.Coordinators[user], allJobs: !c.PrivateJobs}
 	switch {
-	case slices.Contains(c.Admins, user):
+	case user == rootUser || (c.SlurmUser != "" && user == c.SlurmUser) || slices.Contains(c.Admins, user):
 		id.Role = RoleAdmin
 	case slices.Contains(c.Operators, user):
 		id.Role = RoleOperator
@@ -101,6 +112,17 @@ func (id Identity) CanAccessJob(owner, account string) bool {
 	}
 	return false
 }
+
+// CanSeeJob reports whether the caller may read a job of owner charged to account:
+// any job, unless the site keeps jobs private (PrivateData=jobs); then only those
+// it may access.
+func (id Identity) CanSeeJob(owner, account string) bool {
+	return id.allJobs || id.CanAccessJob(owner, account)
+}
+
+// seesOnlyOwnJobs reports whether the caller's job listings are narrowed to its own
+// user before the backend is asked.
+func (id Identity) seesOnlyOwnJobs() bool { return id.Role == RoleUser && !id.allJobs }
 
 // CanAdminister reports whether the caller may change accounts, users,
 // associations and QOS (sacctmgr writes).

@@ -18,8 +18,9 @@ func testAuth() *AuthConfig {
 	return &AuthConfig{
 		Key:          testKey,
 		Operators:    []string{"slurm"},
-		Admins:       []string{"root"},
+		Admins:       []string{"boss"}, // root is one anyway
 		Coordinators: map[string][]string{"carol": {"nlp"}},
+		SlurmUser:    "slurmadm",
 	}
 }
 
@@ -61,6 +62,8 @@ func TestAuthenticate(t *testing.T) {
 		{"operator may not act as another user", map[string]string{"X-SLURM-USER-TOKEN": op, "X-SLURM-USER-NAME": "bob"}, "", 0, "only administrators"},
 		{"coordinator may not act as a user of its account", map[string]string{"X-SLURM-USER-TOKEN": coord, "X-SLURM-USER-NAME": "alice"}, "", 0, "only administrators"},
 		{"operator role", map[string]string{"X-SLURM-USER-TOKEN": op}, "slurm", RoleOperator, ""},
+		{"root is an administrator on every site", map[string]string{"X-SLURM-USER-TOKEN": mustMint(t, "root", time.Hour)}, "root", RoleAdmin, ""},
+		{"SlurmUser is an administrator", map[string]string{"X-SLURM-USER-TOKEN": mustMint(t, "slurmadm", time.Hour)}, "slurmadm", RoleAdmin, ""},
 		{"user impersonation refused", map[string]string{"X-SLURM-USER-TOKEN": alice, "X-SLURM-USER-NAME": "bob"}, "", 0, "does not match"},
 		{"both at once", map[string]string{"X-SLURM-USER-TOKEN": alice, "Authorization": "Bearer " + alice}, "", 0, "both"},
 		{"no token", nil, "", 0, "no token"},
@@ -170,5 +173,36 @@ func TestCachedTokenStillExpires(t *testing.T) {
 	r.Header.Set("X-SLURM-USER-TOKEN", forged)
 	if _, err := a.Authenticate(r, now); err == nil {
 		t.Error("a token differing from a cached one was accepted")
+	}
+}
+
+// Who may read a job: everyone, as in Slurm without PrivateData; with
+// PrivateData=jobs only those who may change it. Changing never widens.
+func TestJobVisibilityFollowsPrivateData(t *testing.T) {
+	cases := []struct {
+		caller, owner, account string
+		private, want          bool
+	}{
+		{"alice", "bob", "vision", false, true},
+		{"alice", "bob", "vision", true, false},
+		{"alice", "alice", "nlp", true, true},
+		{"carol", "bob", "nlp", true, true},
+		{"carol", "bob", "vision", true, false},
+		{"slurm", "bob", "vision", true, true},
+	}
+	for _, tc := range cases {
+		a := testAuth()
+		a.PrivateJobs = tc.private
+		id := a.identity(tc.caller)
+		if got := id.CanSeeJob(tc.owner, tc.account); got != tc.want {
+			t.Errorf("%s reading %s's job in %s (private %v): got %v, want %v", tc.caller, tc.owner, tc.account, tc.private, got, tc.want)
+		}
+		if id.CanAccessJob(tc.owner, tc.account) && !id.CanSeeJob(tc.owner, tc.account) {
+			t.Errorf("%s may change %s's job but not read it", tc.caller, tc.owner)
+		}
+	}
+	a := testAuth()
+	if !a.identity("alice").CanSeeJob("bob", "vision") || a.identity("alice").CanAccessJob("bob", "vision") {
+		t.Error("without PrivateData alice should read bob's job and still not change it")
 	}
 }

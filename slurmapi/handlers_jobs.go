@@ -73,12 +73,20 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 	}, nil
 }
 
-// visibleJobs lists jobs the caller may see. Plain users are filtered by
-// the backend; coordinators' accounts are filtered here. A filter never
-// widens or swaps: a plain user's filter naming other users matches
-// nothing of the user's own.
+// visibleJobs lists the jobs the caller may see (CanSeeJob), changeableJobs those it may
+// change (CanAccessJob). A plain user who may see only its own jobs is filtered by the
+// backend; the rest is filtered here. A filter never widens or swaps: a user's filter
+// naming other users matches nothing that user may not see or change.
 func visibleJobs(s *Server, c *call, f JobFilter) ([]Job, error) {
-	if c.id.Role == RoleUser {
+	return jobsFor(s, c, f, c.id.seesOnlyOwnJobs(), c.id.CanSeeJob)
+}
+
+func changeableJobs(s *Server, c *call, f JobFilter) ([]Job, error) {
+	return jobsFor(s, c, f, c.id.Role == RoleUser, c.id.CanAccessJob)
+}
+
+func jobsFor(s *Server, c *call, f JobFilter, ownOnly bool, keep func(owner, account string) bool) ([]Job, error) {
+	if ownOnly {
 		if len(f.Users) > 0 && !slices.Contains(f.Users, c.id.User) {
 			return nil, nil
 		}
@@ -90,7 +98,7 @@ func visibleJobs(s *Server, c *call, f JobFilter) ([]Job, error) {
 	}
 	out := jobs[:0]
 	for _, j := range jobs {
-		if c.id.CanAccessJob(j.Desc.User, j.Desc.Account) {
+		if keep(j.Desc.User, j.Desc.Account) {
 			out = append(out, j)
 		}
 	}
@@ -175,8 +183,17 @@ func parseJobRef(s, source string) (uint32, *int, *Error) {
 }
 
 // accessibleJob loads the job in the path (an array task resolved to its
-// job, task is its index) and checks the caller's right to it.
+// job, task is its index) and checks the caller's right to change it;
+// visibleJob checks only the right to read it (CanSeeJob).
 func accessibleJob(s *Server, c *call) (j Job, task *int, err error) {
+	return pathJob(s, c, c.id.CanAccessJob)
+}
+
+func visibleJob(s *Server, c *call) (j Job, task *int, err error) {
+	return pathJob(s, c, c.id.CanSeeJob)
+}
+
+func pathJob(s *Server, c *call, allowed func(owner, account string) bool) (j Job, task *int, err error) {
 	id, task, e := parseJobRef(c.vars["job_id"], "job_id")
 	if e != nil {
 		return Job{}, nil, e
@@ -189,7 +206,7 @@ func accessibleJob(s *Server, c *call) (j Job, task *int, err error) {
 	if err != nil {
 		return Job{}, nil, err
 	}
-	if !c.id.CanAccessJob(j.Desc.User, j.Desc.Account) {
+	if !allowed(j.Desc.User, j.Desc.Account) {
 		return Job{}, nil, Forbidden("job_id", "job %s belongs to %s in account %s; %s may not access it", c.vars["job_id"], j.Desc.User, j.Desc.Account, c.id.User)
 	}
 	return j, task, nil
@@ -198,7 +215,7 @@ func accessibleJob(s *Server, c *call) (j Job, task *int, err error) {
 // handleJob answers for one job; an array's id answers for the array's
 // record and all its tasks, as scontrol show job does.
 func handleJob(s *Server, c *call) (map[string]any, error) {
-	j, task, err := accessibleJob(s, c)
+	j, task, err := visibleJob(s, c)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +364,7 @@ func handleKillJobs(s *Server, c *call) (map[string]any, error) {
 	if !filtered {
 		return map[string]any{"status": status}, nil
 	}
-	jobs, err := visibleJobs(s, c, f)
+	jobs, err := changeableJobs(s, c, f)
 	if err != nil {
 		return nil, err
 	}

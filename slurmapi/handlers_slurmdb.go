@@ -57,7 +57,7 @@ func dbJobFilter(c *call) (accounting.JobFilter, *Error) {
 	if !f.Start.IsZero() && !f.End.IsZero() && !f.End.After(f.Start) {
 		return f, BadRequest(ErrRestInvalidQuery, "end_time", "end_time %s is not after start_time %s", f.End.Format(time.RFC3339), f.Start.Format(time.RFC3339))
 	}
-	if c.id.Role == RoleUser && len(f.Users) == 0 {
+	if c.id.seesOnlyOwnJobs() && len(f.Users) == 0 {
 		f.Users = []string{c.id.User}
 	}
 	return f, nil
@@ -116,7 +116,7 @@ func handleDBJobs(s *Server, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs = slices.DeleteFunc(jobs, func(j Job) bool { return !c.id.CanAccessJob(j.Desc.User, j.Desc.Account) })
+	jobs = slices.DeleteFunc(jobs, func(j Job) bool { return !c.id.CanSeeJob(j.Desc.User, j.Desc.Account) })
 	rendered := make([]map[string]any, len(jobs))
 	list := make([]any, len(jobs))
 	for i := range jobs {
@@ -141,7 +141,7 @@ func handleDBJob(s *Server, c *call) (map[string]any, error) {
 	if len(jobs) == 0 {
 		return nil, NotFound(ErrInvalidJobID, "job_id", "job %d has no accounting record", id)
 	}
-	if !c.id.CanAccessJob(jobs[0].Desc.User, jobs[0].Desc.Account) {
+	if !c.id.CanSeeJob(jobs[0].Desc.User, jobs[0].Desc.Account) {
 		return nil, Forbidden("job_id", "job %d belongs to %s; %s may not access it", id, jobs[0].Desc.User, c.id.User)
 	}
 	rendered := []map[string]any{renderDBJob(&jobs[0], s.cfg.ClusterName)}

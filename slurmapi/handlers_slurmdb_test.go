@@ -30,6 +30,12 @@ const manifestID = int64(1)<<32 + 77
 // (the job endpoints need none once the ledger answers).
 func newLedgerServer(t *testing.T) *httptest.Server {
 	t.Helper()
+	return newLedgerServerAuth(t, *testAuth())
+}
+
+// newLedgerServerAuth is newLedgerServer with auth's roles and privacy.
+func newLedgerServerAuth(t *testing.T, auth AuthConfig) *httptest.Server {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
@@ -62,7 +68,7 @@ func newLedgerServer(t *testing.T) *httptest.Server {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{Auth: *testAuth(), Hostname: "ctl"}, WithLedger(nil, accounting.Ledger{Store: st}))
+	srv, err := NewServer(Config{Auth: auth, Hostname: "ctl"}, WithLedger(nil, accounting.Ledger{Store: st}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +213,9 @@ func TestDBJobShowsSteps(t *testing.T) {
 // Users see their own jobs; a coordinator (carol, of nlp) her accounts';
 // operators everyone's.
 func TestDBJobsFollowRoles(t *testing.T) {
-	ts := newLedgerServer(t)
+	private := *testAuth()
+	private.PrivateJobs = true // Slurm's PrivateData=jobs
+	ts := newLedgerServerAuth(t, private)
 	tests := []struct {
 		user, query string
 		want        []int64
@@ -227,6 +235,14 @@ func TestDBJobsFollowRoles(t *testing.T) {
 	}
 	if r := dbGet(t, ts, "/slurmdb/v0.0.44/job/1", tokenFor(t, "bob")); r.status != http.StatusForbidden {
 		t.Errorf("bob reading alice's job 1: %d, want 403", r.status)
+	}
+	// Without PrivateData, as Slurm's default, everyone reads everyone's accounting.
+	public := newLedgerServer(t)
+	if r := dbGet(t, public, "/slurmdb/v0.0.44/jobs?users=alice", tokenFor(t, "bob")); r.status != http.StatusOK || !slices.Equal(jobIDs(r), []int64{1}) {
+		t.Errorf("bob, public jobs?users=alice: %d, %v, want [1]", r.status, jobIDs(r))
+	}
+	if r := dbGet(t, public, "/slurmdb/v0.0.44/job/1", tokenFor(t, "bob")); r.status != http.StatusOK {
+		t.Errorf("bob reading alice's job 1 without PrivateData: %d, want 200", r.status)
 	}
 }
 

@@ -43,7 +43,7 @@ func (s *Server) serveJobSteps(w http.ResponseWriter, r *http.Request, id Identi
 		return Errorf(http.StatusServiceUnavailable, ErrNotSupported, "sluice", "this server runs without a cluster backend")
 	}
 	c := &call{ctx: r.Context(), r: r, id: id, vars: mux.Vars(r)}
-	job, task, err := accessibleJob(s, c)
+	job, task, err := visibleJob(s, c)
 	if err != nil {
 		return s.asError(err)
 	}

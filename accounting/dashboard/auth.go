@@ -11,9 +11,10 @@ import (
 // Viewer is an authenticated caller, as the REST API's auth decides it:
 // slurmapi.Identity satisfies it, so the dashboard keeps no second token check.
 type Viewer interface {
-	// CanAccessJob reports whether the caller may see a job of owner charged
-	// to account (their own; a coordinator's accounts; everything for operators).
-	CanAccessJob(owner, account string) bool
+	// CanSeeJob reports whether the caller may see a job of owner charged to
+	// account (every job, unless the site keeps jobs private: then their own, a
+	// coordinator's accounts', everything for operators).
+	CanSeeJob(owner, account string) bool
 	// IsOperator reports whether the caller sees every job.
 	IsOperator() bool
 }
@@ -57,7 +58,7 @@ func visibleJobs(v Viewer, jobs []accounting.Job) []accounting.Job {
 	}
 	out := jobs[:0]
 	for _, j := range jobs {
-		if v.CanAccessJob(j.User, j.Account) {
+		if v.CanSeeJob(j.User, j.Account) {
 			out = append(out, j)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -133,8 +134,16 @@ func (s *Server) authConfig() (*slurmapi.AuthConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators}, nil
+	slurmUser := r.SlurmUser
+	if slurmUser == "" {
+		slurmUser = defaultSlurmUser
+	}
+	return &slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators, SlurmUser: slurmUser,
+		PrivateJobs: slices.Contains(r.PrivateData, privateJobs)}, nil
 }
+
+// defaultSlurmUser is rest.slurmUser's default, the SlurmUser of Debian's packages.
+const defaultSlurmUser = "slurm"
 
 // addREST mounts the slurmrestd-compatible API on the server's listener,
 // its slurmdb views reading the ledger, and Sluice's job log endpoint.

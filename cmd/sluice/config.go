@@ -216,6 +216,9 @@ func (c Config) governGPUs() webhook.GovernGPUs {
 	return webhook.GovernGPUs{Enabled: true, Action: g.Action, ExemptNamespaces: exempt}
 }
 
+// privateJobs is rest.privateData's one supported value, Slurm's PrivateData=jobs.
+const privateJobs = "jobs"
+
 // RESTConfig is the slurmrestd-compatible API: its auth/jwt key and who may
 // see and change what.
 type RESTConfig struct {
@@ -225,6 +228,13 @@ type RESTConfig struct {
 	// Operators see and change every job; Admins also change accounts and QOS.
 	Operators []string `yaml:"operators"`
 	Admins    []string `yaml:"admins"`
+	// SlurmUser is an administrator besides root, as Slurm's SlurmUser is;
+	// default "slurm".
+	SlurmUser string `yaml:"slurmUser"`
+	// PrivateData is Slurm's PrivateData: "jobs" shows users only their own
+	// jobs (coordinators also their accounts'). Empty, Slurm's default: every
+	// user sees every job, and changes only their own.
+	PrivateData []string `yaml:"privateData"`
 	// Coordinators maps a user to the accounts whose jobs they may manage.
 	Coordinators map[string][]string `yaml:"coordinators"`
 	ClusterName  string              `yaml:"clusterName"`
@@ -455,6 +465,11 @@ func (c Config) Validate() error {
 	}
 	if n := c.REST.MaxArraySize; n < 0 || n > sbatch.MaxArraySizeLimit {
 		return fmt.Errorf("rest.maxArraySize %d: want 0 (Slurm's default, %d) to %d", n, sbatch.DefaultMaxArraySize, sbatch.MaxArraySizeLimit)
+	}
+	for _, v := range c.REST.PrivateData {
+		if v != privateJobs {
+			return fmt.Errorf("rest.privateData %q: only %q is supported (Slurm's accounts, usage and users are shown to every user, as Slurm does without PrivateData)", v, privateJobs)
+		}
 	}
 	if n := c.REST.MaxJobID; n > kube.LastJobID {
 		return fmt.Errorf("rest.maxJobId %d: want 0 (%d) to %d", n, kube.DefaultMaxSlurmJobID, kube.LastJobID)

@@ -133,6 +133,8 @@ Sluice is running on a local rig (%d nodes). In another terminal:
 
   export KUBECONFIG=%s
   kubectl get nodes -L nvidia.com/gpu.product,sluice.dev/partition
+  kubectl get sluice -A             # Sluice's queues (sq), partitions, QOS and jobs (pg)
+                                    # (KAI mode: plain "queues"/"podgroups" are KAI's kinds)
 
   export SLUICE_URL=http://%s      # the slurmrestd-compatible REST API
 `, opts.Spec.NodeCount(), rig.Kubeconfig, addr)

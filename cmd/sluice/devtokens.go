@@ -85,6 +85,12 @@ func printUserTokens(w io.Writer, users []string, accounts map[string][]string, 
 			firstUser, firstToken = u, tok
 		}
 	}
+	// root administers every site, as in Slurm: drains and resumes nodes, sacctmgr, scontrol create.
+	admin, err := slurmapi.MintToken(key, "root", devTokenLifespan)
+	if err != nil {
+		return "", "", err
+	}
+	fmt.Fprintf(w, "  # root (administrator: scontrol update NodeName=h100-0 State=DRAIN Reason=fan, sacctmgr)\n  export SLURM_JWT=%s\n", admin)
 	// Anyone else's token authenticates, but sluice dev gives them no uid: their jobs are refused.
 	fmt.Fprintf(w, "  # anyone else (no uid here: reads only): sluice token --state-dir %s --user NAME\n", strings.TrimSuffix(keyFile, "/jwt.key"))
 	return firstUser, firstToken, nil

@@ -116,6 +116,8 @@ func serverConfig(kubeconfig, dir, keyFile string) map[string]any {
 			"jwtKeyFile": keyFile,
 			"operators":  []string{operatorUser},
 			"admins":     []string{adminUser},
+			// Users see only their own jobs (Slurm's PrivateData=jobs): the probes read others' jobs.
+			"privateData": []string{"jobs"},
 			"submitRateLimit": map[string]any{"users": map[string]any{
 				floodUser: map[string]any{"perSecond": 0.001, "burst": 2},
 			}},
