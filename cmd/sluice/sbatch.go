@@ -24,7 +24,7 @@ func runSbatch(args []string) error {
 	// sbatch's own flags first; the CLI-only ones are peeled off before
 	// the shared option table sees the rest.
 	var token string
-	parsable := false
+	parsable, wait := false, false
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
@@ -33,6 +33,8 @@ func runSbatch(args []string) error {
 			return nil
 		case a == "--parsable":
 			parsable = true
+		case a == "-W" || a == "--wait":
+			wait = true
 		case a == "--token" && i+1 < len(args):
 			token = args[i+1]
 			i++
@@ -74,6 +76,9 @@ func runSbatch(args []string) error {
 	} else {
 		fmt.Printf("Submitted batch job %d\n", id)
 	}
+	if wait {
+		return exitWith(waitForJob(c, id, os.Stderr))
+	}
 	return nil
 }
 
@@ -83,10 +88,32 @@ func runSbatch(args []string) error {
 func submitBatch(ctx context.Context, c *client.Client, job map[string]any, printed []string, stderr io.Writer) (uint32, error) {
 	id, warnings, err := c.Submit(ctx, job)
 	if err != nil {
-		return 0, fmt.Errorf("Batch job submission failed: %w", err)
+		return 0, submissionFailed("Batch job", err)
 	}
 	printWarnings(stderr, warnings, printed)
 	return id, nil
+}
+
+// submissionFailed is sbatch's and salloc's line for a refused job, with Slurm's own
+// short error ("Batch job submission failed: Invalid partition name specified", what
+// users search for), then the server's description of what exactly was wrong on a line
+// of its own.
+func submissionFailed(what string, err error) error {
+	return submissionFailedAs(what+" submission failed", err)
+}
+
+// submissionFailedAs is submissionFailed with the command's own lead ("Unable to
+// allocate resources" for srun).
+func submissionFailedAs(lead string, err error) error {
+	var e *client.APIError
+	if !errors.As(err, &e) || len(e.Errors) == 0 || e.Errors[0].Error == "" {
+		return fmt.Errorf("%s: %w", lead, err)
+	}
+	first := e.Errors[0]
+	if first.Description == "" || first.Description == first.Error {
+		return fmt.Errorf("%s: %s", lead, first.Error)
+	}
+	return fmt.Errorf("%s: %s\n%s", lead, first.Error, oneLine(first.Description))
 }
 
 // printWarnings writes each warning as sbatch does ("sbatch: warning: ...")
@@ -168,7 +195,7 @@ func optField(key string, value func(o *sbatch.Options) any) jobField {
 
 // jobFields maps each option (by its long name) that has an effect to the REST
 // fields it sets. Options read elsewhere: wrap (the script), export (the
-// environment, always sent), parsable and token (the command's own).
+// environment, always sent), parsable, wait and token (the command's own).
 var jobFields = map[string]jobField{
 	"partition":       optField("partition", func(o *sbatch.Options) any { return o.Partition }),
 	"account":         optField("account", func(o *sbatch.Options) any { return o.Account }),
@@ -284,6 +311,7 @@ func sbatchUsage(w io.Writer) {
 	fmt.Fprintln(w, "line does not set the option. Prints 'Submitted batch job N'.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "      --parsable              print only the job id")
+	fmt.Fprintln(w, "  -W, --wait                  wait for the job to end; exit with its exit code")
 	fmt.Fprintln(w, "      --token=TOKEN           auth/jwt token (default $SLURM_JWT)")
 	for _, o := range slices.Concat(sbatch.Table, sbatch.Ignored) {
 		short := "   "

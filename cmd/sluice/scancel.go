@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/client"
 )
 
 func init() {
@@ -18,15 +21,38 @@ func runScancel(args []string) error {
 	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
 	signal := fs.String("s", "", "signal to send instead of cancelling (e.g. SIGUSR1); also --signal")
 	fs.StringVar(signal, "signal", "", "signal to send instead of cancelling")
+	var f client.KillFilter
+	fs.StringVar(&f.UserName, "u", "", "only jobs of this user; also --user")
+	fs.StringVar(&f.UserName, "user", "", "only jobs of this user")
+	fs.StringVar(&f.JobName, "n", "", "only jobs of this name; also --name, --jobname")
+	fs.StringVar(&f.JobName, "name", "", "only jobs of this name")
+	fs.StringVar(&f.JobName, "jobname", "", "only jobs of this name")
+	fs.StringVar(&f.Partition, "p", "", "only jobs in this partition; also --partition")
+	fs.StringVar(&f.Partition, "partition", "", "only jobs in this partition")
+	fs.StringVar(&f.Account, "A", "", "only jobs of this account; also --account")
+	fs.StringVar(&f.Account, "account", "", "only jobs of this account")
+	fs.StringVar(&f.QOS, "q", "", "only jobs of this QOS; also --qos")
+	fs.StringVar(&f.QOS, "qos", "", "only jobs of this QOS")
+	state := fs.String("t", "", "only jobs in this state (PENDING/PD, RUNNING/R, SUSPENDED/S); also --state")
+	fs.StringVar(state, "state", "", "only jobs in this state")
+	me := fs.Bool("me", false, "only the token's user's jobs")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: sluice scancel [flags] JOBID[_TASK|.STEP] ...\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: sluice scancel [flags] [JOBID[_TASK|.STEP] ...]\n\nCancels the jobs named, or every job of yours the filters select (scancel -u alice -t PENDING).\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usageError{"no job id given"}
+	if *state != "" {
+		st, ok := scancelStates[strings.ToUpper(*state)]
+		if !ok {
+			return usageError{fmt.Sprintf("invalid job state specified: %s", *state)}
+		}
+		f.JobState = []string{st}
+	}
+	filtered := f.UserName != "" || f.JobName != "" || f.Partition != "" || f.Account != "" || f.QOS != "" || f.JobState != nil || *me
+	if fs.NArg() == 0 && !filtered {
+		return usageError{"No job identification provided"}
 	}
 	var ids []string
 	for _, a := range fs.Args() {
@@ -40,6 +66,13 @@ func runScancel(args []string) error {
 		return err
 	}
 	defer cancel()
+	if filtered {
+		if *me {
+			f.UserName = c.TokenUser()
+		}
+		f.Jobs, f.Signal = ids, *signal
+		return cancelMatching(ctx, c, f)
+	}
 	failed := 0
 	for _, id := range ids {
 		if err := c.CancelRef(ctx, id, *signal); err != nil {
@@ -71,4 +104,29 @@ func validJobRef(ref string) bool {
 		}
 	}
 	return true
+}
+
+// scancelStates are the states scancel -t takes, short or long, and their names.
+var scancelStates = map[string]string{
+	"PENDING": "PENDING", "PD": "PENDING", "RUNNING": "RUNNING", "R": "RUNNING", "SUSPENDED": "SUSPENDED", "S": "SUSPENDED",
+}
+
+// cancelMatching is scancel with filters: one DELETE jobs/, and a line for each job
+// the server could not signal, as scancel prints them.
+func cancelMatching(ctx context.Context, c *client.Client, f client.KillFilter) error {
+	statuses, err := c.CancelMatching(ctx, f)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, s := range statuses {
+		if why := s.Failed(); why != "" {
+			fmt.Fprintf(os.Stderr, "scancel: error: Kill job error on job id %d: %s\n", s.JobID.Number, why)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d jobs not cancelled", failed, len(statuses))
+	}
+	return nil
 }

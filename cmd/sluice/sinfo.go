@@ -46,29 +46,6 @@ var sinfoFields = map[string]byte{
 	"topology": 'Y', // Sluice's: the nodes' topology domains (Partition spec.topology)
 }
 
-// sinfoFormatFromFields turns sinfo -O "partition,nodes:.5,statelong" into
-// a %-format: each field 20 wide and left-justified unless given
-// ":[.]width", as sinfo's --Format.
-func sinfoFormatFromFields(fields string) (string, error) {
-	var b strings.Builder
-	for _, f := range strings.Split(fields, ",") {
-		name, width, sized := strings.Cut(strings.TrimSpace(f), ":")
-		letter, ok := sinfoFields[strings.ToLower(name)]
-		if !ok {
-			return "", usageError{fmt.Sprintf("sinfo -O: unknown field %q", name)}
-		}
-		if !sized {
-			width = "20"
-		}
-		digits := strings.TrimPrefix(width, ".")
-		if _, err := strconv.Atoi(digits); err != nil {
-			return "", usageError{fmt.Sprintf("sinfo -O: invalid width %q for %s", width, name)}
-		}
-		fmt.Fprintf(&b, "%%%s%c", width, letter)
-	}
-	return b.String(), nil
-}
-
 // sinfoRow is one line of sinfo: nodes of one partition in one state
 // (and, for sinfo -R, with one reason set by one user at one time).
 type sinfoRow struct {
@@ -113,6 +90,29 @@ var compactStates = map[string]string{
 
 // nodeStateName is a node's short state name (%t).
 func nodeStateName(states []string) string { return compactStates[nodeState(states)] }
+
+// sinfoStates reads sinfo -t: state names, long or short, in any case, separated by
+// commas; drain stands for draining and drained, as Slurm's DRAIN flag does. The
+// answer holds long names (nodeState's).
+func sinfoStates(list string) (map[string]bool, error) {
+	long := map[string]string{"alloc": "allocated", "mix": "mixed", "drng": "draining", "unk": "unknown"}
+	want := map[string]bool{}
+	for _, name := range strings.Split(strings.ToLower(list), ",") {
+		name = strings.TrimSpace(name)
+		if l, ok := long[name]; ok {
+			name = l
+		}
+		switch {
+		case name == "drain":
+			want["draining"], want["drained"] = true, true
+		case compactStates[name] != "":
+			want[name] = true
+		default:
+			return nil, fmt.Errorf("invalid node state specified: %s", name)
+		}
+	}
+	return want, nil
+}
 
 // unavailable reports whether sinfo -R lists the node: down or draining/drained.
 func unavailable(states []string) bool {
@@ -218,6 +218,8 @@ func runSinfo(args []string) error {
 	fs.BoolVar(long, "long", false, "long layout")
 	summarize := fs.Bool("s", false, "one line per partition with node counts allocated/idle/other/total; also --summarize")
 	fs.BoolVar(summarize, "summarize", false, "one line per partition")
+	states := fs.String("t", "", "only nodes in these states (idle,alloc,mix,drain,down,...); also --states")
+	fs.StringVar(states, "states", "", "only nodes in these states")
 	fields := fs.String("O", "", "output fields by name (partition,nodes:.5,statelong,...); also --Format")
 	fs.StringVar(fields, "Format", "", "output fields by name")
 	asJSON := fs.Bool("json", false, "print the lines as JSON")
@@ -227,6 +229,13 @@ func runSinfo(args []string) error {
 	}
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
+	}
+	var wantStates map[string]bool
+	if *states != "" {
+		var err error
+		if wantStates, err = sinfoStates(*states); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
@@ -248,11 +257,14 @@ func runSinfo(args []string) error {
 	if *reasons {
 		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !unavailable(n.State) })
 	}
+	if *states != "" {
+		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !wantStates[nodeState(n.State)] })
+	}
 	f := *format
 	switch {
 	case f != "":
 	case *fields != "":
-		if f, err = sinfoFormatFromFields(*fields); err != nil {
+		if f, err = formatFromFields("sinfo", *fields, sinfoFields); err != nil {
 			return err
 		}
 	case *reasons:

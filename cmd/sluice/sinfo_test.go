@@ -26,7 +26,7 @@ func sinfoSample() ([]client.Partition, []client.Node) {
 // layouts (the date line of -l is printed by runSinfo, not here).
 func TestSinfoLayouts(t *testing.T) {
 	parts, nodes := sinfoSample()
-	fromFields, err := sinfoFormatFromFields("partition:12,nodes:.5,statelong,nodelist")
+	fromFields, err := formatFromFields("sinfo", "partition:12,nodes:.5,statelong,nodelist", sinfoFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestSinfoLayouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, "sinfo-summarize.json.golden", b.String())
-	if _, err := sinfoFormatFromFields("partition,colour"); err == nil {
+	if _, err := formatFromFields("sinfo", "partition,colour", sinfoFields); err == nil {
 		t.Error("an unknown -O field was accepted")
 	}
 }
@@ -64,7 +64,7 @@ func TestSinfoFeaturesAndTopology(t *testing.T) {
 		{Name: "n2", State: []string{"IDLE"}, Partitions: []string{"p"}, Features: []string{"ib"}, Topology: "rack=r1"},
 		{Name: "n3", State: []string{"IDLE"}, Partitions: []string{"p"}, Topology: "rack=r2"},
 	}
-	format, err := sinfoFormatFromFields("nodelist:8,features:6,topology:10")
+	format, err := formatFromFields("sinfo", "nodelist:8,features:6,topology:10", sinfoFields)
 	if err != nil {
 		t.Fatal(err)
 	}

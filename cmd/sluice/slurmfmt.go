@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -118,4 +119,26 @@ func oneLine(v string) string {
 		return v
 	}
 	return lineBreaks.Replace(v)
+}
+
+// formatFromFields turns a --Format list (sinfo -O, squeue -O) such as
+// "partition,nodes:.5,statelong" into a %-format over the command's letters: each field
+// 20 wide and left-justified unless given ":[.]width", as Slurm's --Format.
+func formatFromFields(command, fields string, letters map[string]byte) (string, error) {
+	var b strings.Builder
+	for _, f := range strings.Split(fields, ",") {
+		name, width, sized := strings.Cut(strings.TrimSpace(f), ":")
+		letter, ok := letters[strings.ToLower(name)]
+		if !ok {
+			return "", usageError{fmt.Sprintf("%s -O: unknown field %q", command, name)}
+		}
+		if !sized {
+			width = "20"
+		}
+		if _, err := strconv.Atoi(strings.TrimPrefix(width, ".")); err != nil {
+			return "", usageError{fmt.Sprintf("%s -O: invalid width %q for %s", command, width, name)}
+		}
+		fmt.Fprintf(&b, "%%%s%c", width, letter)
+	}
+	return b.String(), nil
 }

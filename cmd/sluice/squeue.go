@@ -35,6 +35,14 @@ var squeueHeaders = map[byte]string{
 	'p': "PRIORITY", 'Y': "SCHEDNODES",
 }
 
+// squeueFields are squeue -O's field names and the format letters they stand for.
+var squeueFields = map[string]byte{
+	"jobid": 'i', "jobarrayid": 'i', "name": 'j', "username": 'u', "state": 'T', "statecompact": 't',
+	"partition": 'P', "timeused": 'M', "timelimit": 'l', "numnodes": 'D', "nodelist": 'N', "reason": 'r',
+	"reasonlist": 'R', "account": 'a', "qos": 'q', "submittime": 'V', "starttime": 'S', "priority": 'Q',
+	"prioritylong": 'Q', "schednodes": 'Y',
+}
+
 // squeueValue is one job's value for one format letter at time now.
 func squeueValue(j client.Job, letter byte, now time.Time) string {
 	switch letter {
@@ -246,6 +254,8 @@ func runSqueue(args []string) error {
 	fs.StringVar(jobs, "jobs", "", "only these job ids")
 	format := fs.String("o", squeueDefaultFormat, "output format, Slurm's %-letters; also --format")
 	fs.StringVar(format, "format", squeueDefaultFormat, "output format")
+	fields := fs.String("O", "", "output fields by name (jobid,name:30,username,state,...); also --Format")
+	fs.StringVar(fields, "Format", "", "output fields by name")
 	noHeader := fs.Bool("h", false, "no header; also --noheader")
 	fs.BoolVar(noHeader, "noheader", false, "no header")
 	asJSON := fs.Bool("json", false, "print the jobs as JSON (the REST API's v0.0.44 shape)")
@@ -296,6 +306,10 @@ func runSqueue(args []string) error {
 	layout := *format
 	switch {
 	case *format != squeueDefaultFormat:
+	case *fields != "":
+		if layout, err = formatFromFields("squeue", *fields, squeueFields); err != nil {
+			return err
+		}
 	case *start:
 		layout = squeueStartFormat
 	case *long:

@@ -42,7 +42,7 @@ Reports:
                                      between faults, validations passed/failed/preempted
 The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
   sluice sreport -t hours -T gres/gpu cluster Utilization start=2026-11-01 end=2026-12-01`
-	if help, err := parseCommand(fs, usage, interleaved(fs, args), true); help || err != nil {
+	if help, err := parseCommand(fs, usage, args, true); help || err != nil {
 		return err
 	}
 	var words []string
@@ -90,33 +90,4 @@ The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
 		return err
 	}
 	return layout.write(stdout, res.Table, json.RawMessage(res.Value))
-}
-
-// interleaved moves flags that follow the report words in front of them, since
-// sreport accepts "cluster Utilization -t hours" as well as "-t hours cluster
-// Utilization" and Go's flag package stops at the first word.
-func interleaved(fs *flag.FlagSet, args []string) []string {
-	var flags, rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			rest = append(rest, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if f := fs.Lookup(name); f != nil && !isBool(f) && i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
-	}
-	return append(flags, rest...)
-}
-
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -266,7 +267,16 @@ func allocateInterruptibly(ctx context.Context, c *client.Client, job map[string
 func allocateWith(ctx context.Context, c *client.Client, job map[string]any, prog string, log io.Writer) (*launch.Allocation, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	return launch.Allocate(ctx, c, job, prog, log)
+	a, err := launch.Allocate(ctx, c, job, prog, log)
+	var refused *client.APIError
+	if errors.As(err, &refused) {
+		// Slurm's words: srun "Unable to allocate resources: ...", salloc "Job submit/allocate failed: ...".
+		if prog == "salloc" {
+			return nil, submissionFailedAs("Job submit/allocate failed", err)
+		}
+		return nil, submissionFailedAs("Unable to allocate resources", err)
+	}
+	return a, err
 }
 
 func interactiveUsage(w io.Writer, prog string) {

@@ -62,6 +62,13 @@ func TestUpdatePendingJobOnRig(t *testing.T) {
 	}
 	path := fmt.Sprintf("/slurm/v0.0.44/job/%d", int(doc["job_id"].(float64)))
 	t.Cleanup(func() { call(t, ts, "alice", "DELETE", path, "") })
+	// A job to depend on: a dependency must name a job that exists.
+	status, doc = call(t, ts, "alice", "POST", "/slurm/v0.0.45/job/submit", `{"script":"#!/bin/sh\n#SBATCH -H\nhostname\n","job":{"environment":["PATH=/bin"]}}`)
+	if status != http.StatusOK {
+		t.Fatalf("submit the job to depend on: %d %v", status, doc)
+	}
+	dep := fmt.Sprintf("afterok:%d", int(doc["job_id"].(float64)))
+	t.Cleanup(func() { call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d", int(doc["job_id"].(float64))), "") })
 	cases := []struct {
 		name, body string
 		status     int
@@ -76,8 +83,9 @@ func TestUpdatePendingJobOnRig(t *testing.T) {
 		{"a QOS of the association", `{"qos":"normal"}`, http.StatusOK, 0, "qos", "normal"},
 		{"a QOS outside the association", `{"qos":"high"}`, http.StatusBadRequest, slurmapi.ErrInvalidQOS, "qos", "normal"},
 		{"an unknown partition", `{"partition":"v100"}`, http.StatusBadRequest, slurmapi.ErrInvalidPartition, "partition", "a100"},
-		{"a dependency", `{"dependency":"afterok:1"}`, http.StatusOK, 0, "dependency", "afterok:1"},
-		{"a malformed dependency", `{"dependency":"sometimes:1"}`, http.StatusBadRequest, slurmapi.ErrDependency, "dependency", "afterok:1"},
+		{"a dependency", `{"dependency":"` + dep + `"}`, http.StatusOK, 0, "dependency", dep},
+		{"a malformed dependency", `{"dependency":"sometimes:1"}`, http.StatusBadRequest, slurmapi.ErrDependency, "dependency", dep},
+		{"a dependency on a job that does not exist", `{"dependency":"afterok:4000000000"}`, http.StatusBadRequest, slurmapi.ErrDependency, "dependency", dep},
 		{"the dependency cleared", `{"dependency":""}`, http.StatusOK, 0, "dependency", ""},
 		{"another account", `{"account":"vision"}`, http.StatusBadRequest, slurmapi.ErrInvalidAccount, "account", "nlp"},
 		{"a field no update acts on", `{"mail_type":["END"]}`, http.StatusBadRequest, slurmapi.ErrNotSupported, "", nil},

@@ -78,7 +78,7 @@ var Refused = []RefusedOption{
 	{"reservation", 0, "Requested reservation is invalid: there are no reservations"},
 	{"test-only", 0, "start times are not estimated; submit the job and look at squeue --start"},
 	{"uid", 0, "jobs run as the authenticated user"},
-	{"wait", 'W', "sbatch does not wait here; follow the job with squeue or sluice logs -f"},
+	{"wait", 'W', "give -W/--wait on the sbatch command line: a script's directive cannot make the command wait"},
 }
 
 // Honoured reports whether opt takes effect (as opposed to being

@@ -151,7 +151,9 @@ func barePodPlaced(t *testing.T, c *cluster.Cluster, base string, jwtKey []byte)
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the bare pod was placed at once, yet its PodGroup was written (err %v)", err)
 	}
-	token, err := slurmapi.MintToken(jwtKey, ns, time.Hour)
+	// Any user reads it (the chart keeps Slurm's default, no PrivateData); its user is the
+	// namespace's principal, which no token can name.
+	token, err := slurmapi.MintToken(jwtKey, "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,8 @@ func barePodPlaced(t *testing.T, c *cluster.Cluster, base string, jwtKey []byte)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`"job_id":%d`, id)) || !strings.Contains(string(body), "RUNNING") {
-		t.Errorf("GET job/%d: %d %s; want the bare pod's job, RUNNING", id, resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`"job_id":%d`, id)) || !strings.Contains(string(body), "RUNNING") ||
+		!strings.Contains(string(body), fmt.Sprintf(`"user_name":"ns:%s"`, ns)) {
+		t.Errorf("GET job/%d: %d %s; want the bare pod's job, RUNNING, of user ns:%s", id, resp.StatusCode, body, ns)
 	}
 }

@@ -53,8 +53,8 @@ func TestManifestJobInSqueue(t *testing.T) {
 		return j["job_state"].([]any)[0] == "RUNNING", fmt.Errorf("state %v", j["job_state"])
 	})
 	id := int(running["job_id"].(float64))
-	if id <= 0 || running["account"] != "nlp" || running["user_name"] != ns || strings.Count(fmt.Sprint(running["nodes"]), ",")+strings.Count(fmt.Sprint(running["nodes"]), "-") < 1 {
-		t.Errorf("running manifest job: id %d, account %v, nodes %v; user %v; want an id, account nlp, two nodes, user %s (the namespace, as the ledger records it)", id, running["account"], running["nodes"], running["user_name"], ns)
+	if id <= 0 || running["account"] != "nlp" || running["user_name"] != "ns:"+ns || strings.Count(fmt.Sprint(running["nodes"]), ",")+strings.Count(fmt.Sprint(running["nodes"]), "-") < 1 {
+		t.Errorf("running manifest job: id %d, account %v, nodes %v; user %v; want an id, account nlp, two nodes, user ns:%s (the namespace's principal, as the ledger records it)", id, running["account"], running["nodes"], running["user_name"], ns)
 	}
 	// The same id answers job/{id}, as for a Slurm job.
 	WaitFor(t, fmt.Sprintf("manifest job %d COMPLETED", id), time.Minute, func(context.Context) (bool, error) {
