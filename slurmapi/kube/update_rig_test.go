@@ -68,7 +68,9 @@ func TestUpdatePendingJobOnRig(t *testing.T) {
 		t.Fatalf("submit the job to depend on: %d %v", status, doc)
 	}
 	dep := fmt.Sprintf("afterok:%d", int(doc["job_id"].(float64)))
-	t.Cleanup(func() { call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d", int(doc["job_id"].(float64))), "") })
+	t.Cleanup(func() {
+		call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d", int(doc["job_id"].(float64))), "")
+	})
 	cases := []struct {
 		name, body string
 		status     int
