@@ -67,10 +67,9 @@ func TestUpdatePendingJobOnRig(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("submit the job to depend on: %d %v", status, doc)
 	}
-	dep := fmt.Sprintf("afterok:%d", int(doc["job_id"].(float64)))
-	t.Cleanup(func() {
-		call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d", int(doc["job_id"].(float64))), "")
-	})
+	depID := int(doc["job_id"].(float64))
+	dep := fmt.Sprintf("afterok:%d", depID)
+	t.Cleanup(func() { call(t, ts, "alice", "DELETE", fmt.Sprintf("/slurm/v0.0.44/job/%d", depID), "") })
 	cases := []struct {
 		name, body string
 		status     int
