@@ -23,6 +23,9 @@ type JobDesc struct {
 	// Argv are the script's arguments ($1...), as `sbatch job.sh a b`
 	// passes them; REST argv[0] (the script's path) is not among them.
 	Argv []string `json:"argv,omitempty"`
+	// Command is the batch script's path as sbatch named it (REST argv[0]):
+	// scontrol's Command; "" for --wrap, stdin and manifest workloads.
+	Command string `json:"-"`
 
 	Nodes        int `json:"nodes"`               // minimum node count, >= 1
 	MaxNodes     int `json:"max_nodes,omitempty"` // 0: same as Nodes

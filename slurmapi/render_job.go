@@ -107,7 +107,7 @@ func renderJob(j *Job, cluster string) map[string]any {
 		"tres_per_node": tresPerNode(d.GPUs), "tres_per_task": gpuCount(d.GPUs, d.GPUs.PerTask),
 		"tres_per_job": gpuCount(d.GPUs, d.GPUs.PerJob),
 		"exit_code":    exitCode(j), "derived_exit_code": exitCode(j),
-		"batch_flag": !j.Manifest, "hold": d.Hold, "requeue": d.Requeue,
+		"batch_flag": !j.Manifest, "hold": d.Hold, "requeue": d.Requeue, "command": d.Command,
 		"dependency": d.Dependency, "comment": d.Comment, "container": d.ContainerImage,
 		"current_working_directory": d.WorkDir, "flags": []any{}, "shared": []any{},
 	}

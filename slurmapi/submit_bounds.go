@@ -63,6 +63,7 @@ func checkBounds(d *JobDesc) *Error {
 		{"job.standard_error", d.Stderr, MaxPathChars, false},
 		{"job.standard_input", d.Stdin, MaxPathChars, false},
 		{"job.current_working_directory", d.WorkDir, MaxPathChars, false},
+		{"job.argv", d.Command, MaxPathChars, false},
 		{"job.container_image", d.ContainerImage, MaxImageChars, false},
 		{"job.tres_per_node", d.GPUs.Type, MaxGPUTypeChars, false},
 		{"job.dependency", d.Dependency, MaxDependencyChars, false},

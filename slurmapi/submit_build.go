@@ -89,8 +89,11 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 		// wins over the script's directive).
 		d.Environment = sbatch.ExportEnv(opts.Export, d.Environment)
 	}
-	if len(in.Argv) > 1 { // argv[0] is the script's path, as slurmstepd sets it
-		d.Argv = in.Argv[1:]
+	if len(in.Argv) > 0 { // argv[0] is the script's path, as slurmstepd sets it
+		d.Command, d.Argv = in.Argv[0], in.Argv[1:]
+		if len(d.Argv) == 0 {
+			d.Argv = nil
+		}
 	}
 	if d.ContainerImage == "" {
 		d.ContainerImage = envValue(d.Environment, containerImageEnv)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,10 +58,14 @@ func runSbatch(args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	if len(positional) > 1 {
-		// The script's arguments; argv[0] is its path, as slurmstepd
-		// sets it.
-		job["argv"] = positional
+	if len(positional) > 0 && positional[0] != "-" && !opts.Set["wrap"] {
+		// The script's path (scontrol's Command, made absolute as sbatch does) and its
+		// arguments; argv[0] is its path, as slurmstepd sets it.
+		argv := slices.Clone(positional)
+		if abs, err := filepath.Abs(argv[0]); err == nil {
+			argv[0] = abs
+		}
+		job["argv"] = argv
 	}
 	c, ctx, cancel, err := connect(token, time.Minute)
 	if err != nil {

@@ -53,6 +53,9 @@ const (
 	// SignalAnnotation is --signal (kill_warning_*) as sbatch.Signal
 	// writes it ("B:10@60"): the pod factory hands it to the launchers.
 	SignalAnnotation = "sluice.dev/signal"
+	// CommandAnnotation is the batch script's path as sbatch named it
+	// (scontrol's Command).
+	CommandAnnotation = "sluice.dev/command"
 )
 
 // annotations are the job's GPU type, begin time and priority, if any.
@@ -75,6 +78,9 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 	}
 	if d.Signal != "" {
 		ann[SignalAnnotation] = d.Signal
+	}
+	if d.Command != "" {
+		ann[CommandAnnotation] = d.Command
 	}
 	placementAnnotations(d, ann)
 	submitEnvAnnotation(d, ann)
@@ -231,6 +237,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 		return d
 	}
 	d.Name, d.User, d.Script, d.Argv = s.Name, s.User, s.Script, s.Argv
+	d.Command = pg.Annotations[CommandAnnotation]
 	d.SubmitEnv = recordedSubmitEnv(pg)
 	d.Nodes, d.Tasks, d.CPUsPerTask = int(s.Nodes), int(s.Tasks), int(s.CPUsPerTask)
 	if s.TasksPerNode != nil {
