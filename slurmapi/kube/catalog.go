@@ -40,8 +40,10 @@ func PartitionFrom(p *v1alpha1.Partition) slurmapi.Partition {
 // QOSFrom reads a QOS object as a Slurm QOS.
 func QOSFrom(q *v1alpha1.QOS) slurmapi.QOS {
 	out := slurmapi.QOS{Name: q.Name, Priority: int64(q.Spec.Priority), Preemptible: q.Spec.Preemptible, UsageFactor: 1}
-	switch q.Spec.PreemptMode {
-	case v1alpha1.PreemptCancel:
+	switch {
+	case !q.Spec.Preemptible:
+		out.PreemptMode = "OFF" // nothing preempts its jobs: Slurm's "cluster" default, shown so
+	case q.Spec.PreemptMode == v1alpha1.PreemptCancel:
 		out.PreemptMode = "CANCEL"
 	default:
 		out.PreemptMode = "REQUEUE"

@@ -203,12 +203,18 @@ func (b *Backend) Partitions(ctx context.Context) ([]slurmapi.Partition, error) 
 		p := PartitionFrom(&parts.Items[i])
 		sel := labels.SelectorFromSet(parts.Items[i].Spec.NodeSelector)
 		var names []string
+		cpus, gpus := 0, 0
 		for j := range nodes.Items {
-			if sel.Matches(labels.Set(nodes.Items[j].Labels)) {
-				names = append(names, nodes.Items[j].Name)
+			n := &nodes.Items[j]
+			if sel.Matches(labels.Set(n.Labels)) {
+				names = append(names, n.Name)
+				gpu := n.Status.Allocatable[corev1.ResourceName(v1alpha1.GPUResource)]
+				cpus, gpus = cpus+int(n.Status.Allocatable.Cpu().Value()), gpus+int(gpu.Value())
 			}
 		}
 		p.Nodes, p.NodeCount = sbatch.HostList(names), len(names)
+		// TotalCPUs and TRES count the nodes the partition has now, as Slurm's do.
+		p.CPUs, p.GPUs = cpus, gpus
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
