@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,6 +145,8 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 	fs.StringVar(parts, "partition", "", "only these partitions")
 	states := fs.String("s", "", "only jobs now in these states (CD,F,R or completed,failed,...); also --state")
 	fs.StringVar(states, "state", "", "only jobs now in these states")
+	names := fs.String("name", "", "only jobs of these names (comma-separated); also --jobname")
+	fs.StringVar(names, "jobname", "", "only jobs of these names")
 	jobs := fs.String("j", "", "only these job ids; also --jobs")
 	fs.StringVar(jobs, "jobs", "", "only these job ids")
 	start := fs.String("S", "", "jobs that existed after this time (default: today 00:00 UTC unless -j); also --starttime")
@@ -208,6 +211,10 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 	res, err := c.LedgerJobs(ctx, q)
 	if err != nil {
 		return err
+	}
+	if *names != "" {
+		want := splitList(*names)
+		res.Jobs = slices.DeleteFunc(res.Jobs, func(j accounting.Job) bool { return !slices.Contains(want, j.Name) })
 	}
 	if *allocations {
 		for i := range res.Jobs {

@@ -119,6 +119,10 @@ func TestSacctFiltersAndLayouts(t *testing.T) {
 			"JobID|Start|Elapsed\n3|2026-11-30T12:00:00|12:00:00\n"},
 		{"job ids need no window", []string{"-j", "2", "-u", "bob", "-P", "-o", "JobID,JobName"},
 			"JobID|JobName\n2|eval\n"},
+		{"by name", []string{"-a", "-S", "2026-11-01", "--name=eval", "-P", "-o", "JobID,JobName"},
+			"JobID|JobName\n2|eval\n"},
+		{"getopt style: attached values, bundled switches", []string{"-a", "-S2026-11-01", "-sF", "-np", "-oJobID,State"},
+			"2|FAILED|\n"},
 		{"today by default: nothing ran today", []string{"-a", "-P", "-o", "JobID"}, "JobID\n3\n"},
 		{"relative window", []string{"-a", "-S", "now-2days", "-P", "-n", "-o", "JobID"}, "3\n"},
 	}
