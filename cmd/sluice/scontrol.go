@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ Commands:
   show partition [NAME]         a partition (or every partition)
   show hostnames [LIST]         a node list (default $SLURM_JOB_NODELIST), one name per line
   show hostlist NAMES           names (a,b or one per line) as a node list: h100-[0-3]
+  ping                          whether the controller (the Sluice server) answers
   hold JOBID...                 keep pending jobs from starting
   release JOBID...              let held jobs start
   requeue JOBID...              return jobs to PENDING (run again later)
@@ -56,7 +58,7 @@ func runScontrol(args []string) error {
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return usageError{"no command given (show, hold, release, requeue, requeuehold, update)"}
+		return usageError{"no command given (show, ping, hold, release, requeue, requeuehold, update)"}
 	}
 	verb, rest := strings.ToLower(rest[0]), rest[1:]
 	var act func(ctx context.Context, c *client.Client) error
@@ -86,6 +88,8 @@ func runScontrol(args []string) error {
 		act = func(ctx context.Context, c *client.Client) error {
 			return scontrolShow(ctx, c, os.Stdout, what, name, show)
 		}
+	case "ping":
+		act = func(ctx context.Context, c *client.Client) error { return scontrolPing(ctx, c, os.Stdout) }
 	case "hold", "release", "requeue", "requeuehold":
 		ids, err := scontrolJobIDs(rest)
 		if err != nil {
@@ -388,6 +392,25 @@ func scontrolUpdateNodes(ctx context.Context, c *client.Client, nodes []string, 
 	}
 	if failed > 0 {
 		return fmt.Errorf("update failed for %d of %d nodes", failed, len(nodes))
+	}
+	return nil
+}
+
+// scontrolPing prints each controller's state as scontrol ping does
+// ("Slurmctld(primary) at ctl is UP"), and fails when none is up.
+func scontrolPing(ctx context.Context, c *client.Client, w io.Writer) error {
+	pings, err := c.Ping(ctx)
+	if err != nil {
+		return err
+	}
+	up := false
+	for _, p := range pings {
+		mode := cmp.Or(p.Mode, "primary")
+		fmt.Fprintf(w, "Slurmctld(%s) at %s is %s\n", mode, p.Hostname, p.Pinged)
+		up = up || p.Pinged == "UP"
+	}
+	if !up {
+		return fmt.Errorf("no controller is up")
 	}
 	return nil
 }

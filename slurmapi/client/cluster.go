@@ -139,3 +139,19 @@ func (c *Client) UpdateNode(ctx context.Context, name string, fields map[string]
 	}
 	return warnings, nil
 }
+
+// Ping is one controller's answer to ping/: its host, UP or DOWN, and primary.
+type Ping struct {
+	Hostname string `json:"hostname"`
+	Pinged   string `json:"pinged"`
+	Mode     string `json:"mode"`
+}
+
+// Ping asks the server whether it (and the cluster behind it) answers.
+func (c *Client) Ping(ctx context.Context) ([]Ping, error) {
+	var out struct {
+		Pings []Ping `json:"pings"`
+	}
+	err := c.do(ctx, "GET", "/slurm/"+Version+"/ping/", nil, nil, &out)
+	return out.Pings, err
+}
