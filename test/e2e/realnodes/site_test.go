@@ -174,7 +174,14 @@ func (s *site) sbatchAs(t *testing.T, token, script string, args ...string) stri
 	}
 	for _, line := range strings.Split(out, "\n") { // after any warnings
 		if id, ok := strings.CutPrefix(line, "Submitted batch job "); ok {
-			return strings.TrimSpace(id)
+			id = strings.TrimSpace(id)
+			// A test that fails leaves no job holding the two real nodes for the next.
+			t.Cleanup(func() {
+				if t.Failed() {
+					_, _ = s.tryAs(token, "scancel", id)
+				}
+			})
+			return id
 		}
 	}
 	t.Fatalf("sbatch printed %q", out)
