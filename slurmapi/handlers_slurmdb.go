@@ -261,12 +261,23 @@ func handleAssociations(s *Server, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	accounts, err := s.backend.Accounts(c.ctx)
+	if err != nil {
+		return nil, err
+	}
+	maxSubmit := make(map[string]int, len(accounts)) // Slurm's MaxSubmitJobs, held on the account's Queue
+	for _, a := range accounts {
+		maxSubmit[a.Name] = a.MaxSubmitJobs
+	}
 	q := c.r.URL.Query()
 	list := []any{}
 	for i := range assocs {
 		a := &assocs[i]
+		if a.Cluster == "" {
+			a.Cluster = s.cfg.ClusterName // one cluster: every association is this one's
+		}
 		if matches(q.Get("account"), a.Account) && matches(q.Get("user"), a.User) && matches(q.Get("partition"), a.Partition) {
-			list = append(list, renderAssoc(a))
+			list = append(list, renderAssoc(a, maxSubmit[a.Account]))
 		}
 	}
 	return map[string]any{"associations": list}, nil

@@ -16,12 +16,19 @@ func renderAccount(a *Account) map[string]any {
 	}
 }
 
-func renderAssoc(a *Association) map[string]any {
+// renderAssoc is one association; maxSubmit is its account's per-user MaxSubmitJobs
+// (0: unlimited), shown on the users' associations as Slurm's max.jobs.per.submitted.
+func renderAssoc(a *Association, maxSubmit int) map[string]any {
+	submitted := Infinite().tree()
+	if maxSubmit > 0 && a.User != "" {
+		submitted = Num(int64(maxSubmit)).tree()
+	}
 	return map[string]any{
 		"id": a.ID, "cluster": a.Cluster, "account": a.Account, "user": a.User,
 		"partition": a.Partition, "parent_account": a.Parent, "qos": strList(a.QOS),
 		"default": map[string]any{"qos": a.DefaultQOS}, "is_default": a.IsDefault,
 		"shares_raw": a.Shares, "flags": []any{},
+		"max": map[string]any{"jobs": map[string]any{"per": map[string]any{"submitted": submitted}}},
 	}
 }
 

@@ -107,7 +107,7 @@ func renderCases() []renderCase {
 			return map[string]any{"accounts": []any{renderAccount(&Account{Name: "nlp", Description: "NLP", Organization: "research", Parent: "research", Coordinators: []string{"carol"}})}}
 		}, nil},
 		{"GET", "slurmdb/associations", "/slurmdb/%s/associations", func() map[string]any {
-			return map[string]any{"associations": []any{renderAssoc(&Association{ID: 1, Cluster: "sluice", Account: "nlp", User: "alice", QOS: []string{"normal", "high"}, DefaultQOS: "normal", Shares: 1, IsDefault: true})}}
+			return map[string]any{"associations": []any{renderAssoc(&Association{ID: 1, Cluster: "sluice", Account: "nlp", User: "alice", QOS: []string{"normal", "high"}, DefaultQOS: "normal", Shares: 1, IsDefault: true}, 50)}}
 		}, nil},
 		{"GET", "slurmdb/qos", "/slurmdb/%s/qos", func() map[string]any {
 			return map[string]any{"qos": []any{

@@ -92,7 +92,13 @@ var assocColumns = []sacctmgrColumn[client.Association]{
 	blank[client.Association]("GrpTRES", 13), blank[client.Association]("GrpSubmit", 9),
 	blank[client.Association]("GrpWall", 11), blank[client.Association]("GrpTRESMins", 13),
 	blank[client.Association]("MaxJobs", 7), blank[client.Association]("MaxTRES", 13),
-	blank[client.Association]("MaxTRESPerNode", 14), blank[client.Association]("MaxSubmit", 9),
+	blank[client.Association]("MaxTRESPerNode", 14),
+	{"MaxSubmit", 9, func(a client.Association) string {
+		if n, ok := a.Max.Jobs.Per.Submitted.Value(); ok {
+			return strconv.FormatInt(n, 10)
+		}
+		return ""
+	}},
 	blank[client.Association]("MaxWall", 11), blank[client.Association]("MaxTRESMins", 13),
 	{"QOS", 20, func(a client.Association) string { return strings.Join(a.QOS, ",") }},
 	{"Def QOS", 9, func(a client.Association) string { return a.Default.QOS }},
@@ -183,6 +189,10 @@ and a QOS a QOS object: what Sluice does not keep (limits other than these) is r
 	if len(rest) < 2 {
 		return usageError{"usage: sacctmgr show account|user|association|qos"}
 	}
+	query, err := showFormat(rest[2:])
+	if err != nil {
+		return err
+	}
 	c, ctx, cancel, err := connect(*token, time.Minute)
 	if err != nil {
 		return err
@@ -190,31 +200,14 @@ and a QOS a QOS object: what Sluice does not keep (limits other than these) is r
 	defer cancel()
 	switch entity := strings.ToLower(rest[1]); {
 	case strings.HasPrefix(entity, "acc"):
-		list, err := c.Accounts(ctx)
-		if err != nil {
-			return err
-		}
-		writeSacctmgr(stdout, accountColumns, list, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.Accounts, accountColumns, query, *noHeader, *parsable)
 	case strings.HasPrefix(entity, "user"):
-		list, err := c.Users(ctx)
-		if err != nil {
-			return err
-		}
-		writeSacctmgr(stdout, userColumns, list, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.Users, userColumns, query, *noHeader, *parsable)
 	case strings.HasPrefix(entity, "assoc"):
-		list, err := c.Associations(ctx)
-		if err != nil {
-			return err
-		}
-		writeSacctmgr(stdout, assocColumns, list, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.Associations, assocColumns, query, *noHeader, *parsable)
 	case strings.HasPrefix(entity, "qos"):
-		list, err := c.QOSList(ctx)
-		if err != nil {
-			return err
-		}
-		writeSacctmgr(stdout, qosColumns, list, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.QOSList, qosColumns, query, *noHeader, *parsable)
 	default:
 		return usageError{fmt.Sprintf("sacctmgr show: unknown entity %q (account, user, association, qos)", rest[1])}
 	}
-	return nil
 }

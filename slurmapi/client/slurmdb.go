@@ -94,6 +94,13 @@ type Association struct {
 		QOS string `json:"qos"`
 	} `json:"default"`
 	SharesRaw int64 `json:"shares_raw"`
+	Max       struct {
+		Jobs struct {
+			Per struct {
+				Submitted NoVal `json:"submitted"`
+			} `json:"per"`
+		} `json:"jobs"`
+	} `json:"max"`
 }
 
 // QOSList reads every QOS (GET slurmdb qos).
