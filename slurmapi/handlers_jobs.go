@@ -108,22 +108,39 @@ func jobsFor(s *Server, c *call, f JobFilter, ownOnly bool, keep func(owner, acc
 
 // effectiveQOS names the QOS a job without one runs under, as Slurm
 // shows a job's QOS: its account's default, else "normal" where the site
-// has it (a manifest workload names none). Without the catalogue the
+// has it (a manifest workload names none). It also gives each job the
+// priority scontrol and squeue show (jobPriority). Without the catalogue the
 // jobs stay as they are.
 func (s *Server) effectiveQOS(c *call, jobs []Job) {
-	var cat *Catalog
-	for i := range jobs {
-		if jobs[i].Desc.QOS != "" {
-			continue
-		}
-		if cat == nil {
-			var err error
-			if cat, err = s.backend.Catalog(c.ctx); err != nil || cat == nil {
-				return
-			}
-		}
-		jobs[i].Desc.QOS = cat.defaultQOS(jobs[i].Desc.Account)
+	if len(jobs) == 0 {
+		return
 	}
+	cat, err := s.backend.Catalog(c.ctx)
+	if err != nil || cat == nil {
+		return
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Desc.QOS == "" {
+			j.Desc.QOS = cat.defaultQOS(j.Desc.Account)
+		}
+		j.Priority = jobPriority(j, cat)
+	}
+}
+
+// jobPriority is the priority a job is shown with: the number the scheduler orders the
+// jobs inside a queue by, the QOS's priority plus an operator's (scontrol update
+// priority=N adds to the QOS's, it does not replace it) less nice; 0 for a held job, as
+// in Slurm.
+func jobPriority(j *Job, cat *Catalog) int64 {
+	if j.Desc.Hold {
+		return 0
+	}
+	p := j.Priority - j.Desc.Nice
+	if q := cat.QOS[j.Desc.QOS]; q != nil {
+		p += q.Priority
+	}
+	return max(p, 0)
 }
 
 func handleJobs(s *Server, c *call) (map[string]any, error) {

@@ -45,9 +45,10 @@ func sprioRows(jobs []client.Job, qosPriority map[string]int64) []sprioRow {
 		if j.State() != "PENDING" {
 			continue
 		}
+		// The server gives the job's priority whole (an operator's + QOS's - nice); the
+		// parts are shown beside it.
 		p, _ := j.Priority.Value()
-		r := sprioRow{job: j, qos: qosPriority[j.QOS], nice: j.Nice}
-		r.total = max(p+r.qos-r.nice, 0)
+		r := sprioRow{job: j, qos: qosPriority[j.QOS], nice: j.Nice, total: p}
 		rows = append(rows, r)
 	}
 	slices.SortStableFunc(rows, func(a, b sprioRow) int { return int(a.job.JobID) - int(b.job.JobID) })

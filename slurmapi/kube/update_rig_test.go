@@ -26,7 +26,8 @@ func TestUpdatePriorityAndUnlimitedOnRig(t *testing.T) {
 		want             map[string]any
 	}{
 		{"user sets priority", "alice", `{"priority":{"set":true,"number":500}}`, http.StatusForbidden, "", nil},
-		{"operator sets priority", "slurm", `{"priority":{"set":true,"number":500}}`, http.StatusOK, "priority", map[string]any{"set": true, "infinite": false, "number": 500.0}},
+		// The job's priority is the operator's plus its QOS's (the site's normal: 100).
+		{"operator sets priority", "slurm", `{"priority":{"set":true,"number":500}}`, http.StatusOK, "priority", map[string]any{"set": true, "infinite": false, "number": 600.0}},
 		{"operator lifts the time limit", "slurm", `{"time_limit":{"set":true,"infinite":true}}`, http.StatusOK, "time_limit", map[string]any{"set": true, "infinite": true, "number": 0.0}},
 	}
 	for _, c := range cases {
