@@ -125,8 +125,9 @@ func TestScontrolCallsOnRig(t *testing.T) {
 	if _, err := alice.JobRecords(ctx, "99999999"); !client.IsNotFound(err) {
 		t.Errorf("unknown job: %v, want not found", err)
 	}
-	if _, err := bob.JobRecords(ctx, ref(id)); !client.IsForbidden(err) {
-		t.Errorf("bob reading alice's job: %v, want forbidden", err)
+	// Everyone sees the queue (no PrivateData), and changes only their own jobs.
+	if jobs, err := bob.JobRecords(ctx, ref(id)); err != nil || len(jobs) != 1 || jobs[0].UserName != "alice" {
+		t.Errorf("bob reading alice's job: %v, %v; want it, alice's", jobs, err)
 	}
 	if err := bob.Update(ctx, id, map[string]any{"hold": true}); !client.IsForbidden(err) {
 		t.Errorf("bob holding alice's job: %v, want forbidden", err)
