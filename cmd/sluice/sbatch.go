@@ -25,7 +25,7 @@ func runSbatch(args []string) error {
 	// sbatch's own flags first; the CLI-only ones are peeled off before
 	// the shared option table sees the rest.
 	var token string
-	parsable, wait := false, false
+	parsable, wait, testOnly := false, false, false
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
@@ -36,6 +36,8 @@ func runSbatch(args []string) error {
 			parsable = true
 		case a == "-W" || a == "--wait":
 			wait = true
+		case a == "--test-only":
+			testOnly = true
 		case a == "--token" && i+1 < len(args):
 			token = args[i+1]
 			i++
@@ -72,6 +74,15 @@ func runSbatch(args []string) error {
 		return err
 	}
 	defer cancel()
+	if testOnly {
+		msg, warnings, err := c.TestSubmit(ctx, job)
+		if err != nil {
+			return submissionFailed("Batch job", err)
+		}
+		printWarnings(os.Stderr, warnings, printed)
+		fmt.Fprintf(os.Stderr, "sbatch: %s\n", msg) // sbatch --test-only writes to stderr
+		return nil
+	}
 	id, err := submitBatch(ctx, c, job, printed, os.Stderr)
 	if err != nil {
 		return err
@@ -200,7 +211,7 @@ func optField(key string, value func(o *sbatch.Options) any) jobField {
 
 // jobFields maps each option (by its long name) that has an effect to the REST
 // fields it sets. Options read elsewhere: wrap (the script), export (the
-// environment, always sent), parsable, wait and token (the command's own).
+// environment, always sent), parsable, wait, test-only and token (the command's own).
 var jobFields = map[string]jobField{
 	"partition":       optField("partition", func(o *sbatch.Options) any { return o.Partition }),
 	"account":         optField("account", func(o *sbatch.Options) any { return o.Account }),
@@ -317,6 +328,7 @@ func sbatchUsage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "      --parsable              print only the job id")
 	fmt.Fprintln(w, "  -W, --wait                  wait for the job to end; exit with its exit code")
+	fmt.Fprintln(w, "      --test-only             check the job as a submission, store nothing")
 	fmt.Fprintln(w, "      --token=TOKEN           auth/jwt token (default $SLURM_JWT)")
 	for _, o := range slices.Concat(sbatch.Table, sbatch.Ignored) {
 		short := "   "

@@ -87,3 +87,29 @@ func NewIdempotencyKey() (string, error) {
 	}
 	return hex.EncodeToString(b[:]), nil
 }
+
+// TestOnlyHeader is slurmapi's TestOnlyHeader: job/submit checks the job and stores
+// nothing.
+const TestOnlyHeader = "X-Sluice-Test-Only"
+
+// TestSubmit is sbatch --test-only: the server checks job as it would a submission and
+// stores nothing. It answers what sbatch prints (where the job would wait) and the
+// warnings a submission would get.
+func (c *Client) TestSubmit(ctx context.Context, job map[string]any) (string, []string, error) {
+	var out struct {
+		Message  string `json:"job_submit_user_msg"`
+		Warnings []struct {
+			Description string `json:"description"`
+		} `json:"warnings"`
+	}
+	h := http.Header{}
+	h.Set(TestOnlyHeader, "true")
+	if err := c.doWith(ctx, "POST", "/slurm/"+Version+"/job/submit", nil, h, map[string]any{"job": job}, &out); err != nil {
+		return "", nil, err
+	}
+	var warnings []string
+	for _, w := range out.Warnings {
+		warnings = append(warnings, w.Description)
+	}
+	return out.Message, warnings, nil
+}

@@ -19,6 +19,9 @@ func TestUpdatePriorityAndUnlimitedOnRig(t *testing.T) {
 	}
 	path := fmt.Sprintf("/slurm/v0.0.44/job/%d", int(doc["job_id"].(float64)))
 	t.Cleanup(func() { call(t, ts, "alice", "DELETE", path, "") })
+	// The job's priority is its QOS's until an operator adds to it.
+	_, doc = call(t, ts, "alice", "GET", path, "")
+	base := doc["jobs"].([]any)[0].(map[string]any)["priority"].(map[string]any)["number"].(float64)
 	cases := []struct {
 		name, user, body string
 		status           int
@@ -26,8 +29,7 @@ func TestUpdatePriorityAndUnlimitedOnRig(t *testing.T) {
 		want             map[string]any
 	}{
 		{"user sets priority", "alice", `{"priority":{"set":true,"number":500}}`, http.StatusForbidden, "", nil},
-		// The job's priority is the operator's plus its QOS's (the site's normal: 100).
-		{"operator sets priority", "slurm", `{"priority":{"set":true,"number":500}}`, http.StatusOK, "priority", map[string]any{"set": true, "infinite": false, "number": 600.0}},
+		{"operator sets priority", "slurm", `{"priority":{"set":true,"number":500}}`, http.StatusOK, "priority", map[string]any{"set": true, "infinite": false, "number": base + 500}},
 		{"operator lifts the time limit", "slurm", `{"time_limit":{"set":true,"infinite":true}}`, http.StatusOK, "time_limit", map[string]any{"set": true, "infinite": true, "number": 0.0}},
 	}
 	for _, c := range cases {

@@ -50,11 +50,12 @@ func TestPriorityAndNegativeNiceNeedAnOperator(t *testing.T) {
 
 	t.Run("an operator sets priority and nice", func(t *testing.T) {
 		id := s.submitOK(t, alice, nil)
+		qos := priority(s.job(t, id)) // its QOS's, until an operator adds to it
 		s.do(t, operatorUser, http.MethodPost, api+"/job/"+id, map[string]any{"priority": 1000000, "nice": -5}, nil).requireOK(t)
-		// Shown as the scheduler orders by it: the operator's 1000000, its QOS's (normal:
-		// 100), less the nice of -5.
-		if j := s.job(t, id); priority(j) != 1000105 || j["nice"] != float64(-5) {
-			t.Errorf("job %s priority %v nice %v, want 1000105 and -5", id, j["priority"], j["nice"])
+		// Shown as the scheduler orders by it: the operator's 1000000 and the QOS's, less
+		// the nice of -5.
+		if j := s.job(t, id); priority(j) != qos+1000005 || j["nice"] != float64(-5) {
+			t.Errorf("job %s priority %v nice %v, want %v and -5", id, j["priority"], j["nice"], qos+1000005)
 		}
 	})
 }
