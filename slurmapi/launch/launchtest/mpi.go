@@ -31,6 +31,10 @@ int main(int argc, char **argv) {
 	const char *n = getenv("SLURM_NODEID");
 	printf("rank %d size %d node %s local %d sum %d name %s\n", rank, size, n ? n : "?", local, sum, name);
 	MPI_Comm_free(&node);
+	/* Every rank done with the allreduce before any tears down: Debian's MPICH (ch4:ucx)
+	   could hang in MPI_Finalize when one rank still flushed its endpoints while the
+	   others waited in the PMI barrier that ends finalize (seen in full-suite runs). */
+	MPI_Barrier(MPI_COMM_WORLD);
 	MPI_Finalize();
 	return 0;
 }

@@ -188,13 +188,8 @@ func TestMPIUnderSrunPMI2(t *testing.T) {
 	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// UCX_TLS=self,tcp: with UCX's shared-memory transport, Debian's MPICH (ch4:ucx) could
-	// hang in MPI_Finalize on the rig: one rank polled UCX for a peer on its node that had
-	// already entered the PMI barrier and no longer progressed (seen in a full-suite run).
-	// TCP between the ranks of a node does not wait on the peer.
 	id := s.sbatch(t, `#!/bin/bash
 #SBATCH -J mpi -N 2 --ntasks-per-node=2 -o mpi-%j.txt
-export UCX_TLS=self,tcp
 srun --mpi=pmi2 `+bin+`
 `)
 	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
