@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-ldap/ldap/v3"
+
+	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
 )
 
 const (
@@ -129,7 +131,7 @@ directory %[1]s/db
 	if out, err := exec.Command(bin, "-T", "add", "-f", conf, "-l", data).CombinedOutput(); err != nil {
 		t.Fatalf("slapadd: %v\n%s", err, out)
 	}
-	s := &slapd{url: "ldap://" + freeLoopbackAddr(t)}
+	s := &slapd{url: "ldap://" + launchtest.FreeAddr(t)}
 	var log strings.Builder
 	// -d 0: in the foreground, so the test owns the process and its end.
 	s.cmd = exec.Command(bin, "-f", conf, "-h", s.url+"/", "-d", "0")
@@ -159,17 +161,6 @@ func (s *slapd) stop() {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		_ = s.cmd.Wait()
 	})
-}
-
-// freeLoopbackAddr is a 127.0.0.1 port nothing listens on just now.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func testLDAPOptions(url string) LDAPOptions {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/launch"
 	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
@@ -29,17 +30,7 @@ func TestJobEnvironmentFromSecret(t *testing.T) {
 			SimDurationEnv + "=1s"},
 		Script: "#!/bin/bash\necho \"$SECRET_TOKEN $SLURM_TASKS_PER_NODE $SLUICE_LAUNCH_HOSTS\"\ngreet world\n"}, 12)
 	pg.Namespace = "slurm-a"
-	if err := sealPodGroupEnvironment(pg, sealSeed, nil); err != nil {
-		t.Fatal(err)
-	}
-	pods, err := BuildPods(pg, []bridge.Bind{{Node: "n"}}, RunAs{LauncherImage: testLauncherImage, Image: "img"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := openPodGroupEnvironment(pg, sealSeed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods, own := sealedJobPods(t, pg)
 	sec, sum, err := environmentSecret(pg, pods, own, sealSeed)
 	if err != nil || sec == nil {
 		t.Fatalf("no environment Secret: %v", err)
@@ -117,6 +108,19 @@ func runPodWith(t *testing.T, pod *corev1.Pod, secrets ...*corev1.Secret) string
 func TestJobWithoutOwnEnvironmentGetsNoSecret(t *testing.T) {
 	pg := PodGroupFor(&slurmapi.JobDesc{Account: "a", User: "alice", Nodes: 1, Tasks: 1, CPUsPerTask: 1,
 		Environment: []string{"SLURM_JOB_ID=7"}, Script: "#!/bin/sh\ntrue\n"}, 12)
+	pods, own := sealedJobPods(t, pg)
+	if sec, _, err := environmentSecret(pg, pods, own, sealSeed); sec != nil || err != nil {
+		t.Errorf("Secret %v (%v) for a job whose only variable Sluice sets", sec, err)
+	}
+	if pg.Spec.Slurm.Environment != nil {
+		t.Errorf("environment %v", pg.Spec.Slurm.Environment)
+	}
+}
+
+// sealedJobPods seals pg's environment as the server does at submit, builds its pods on
+// one node and opens the environment again, as the pod factory does.
+func sealedJobPods(t *testing.T, pg *v1alpha1.PodGroup) ([]*corev1.Pod, map[string]string) {
+	t.Helper()
 	if err := sealPodGroupEnvironment(pg, sealSeed, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +132,5 @@ func TestJobWithoutOwnEnvironmentGetsNoSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sec, _, err := environmentSecret(pg, pods, own, sealSeed); sec != nil || err != nil {
-		t.Errorf("Secret %v (%v) for a job whose only variable Sluice sets", sec, err)
-	}
-	if pg.Spec.Slurm.Environment != nil {
-		t.Errorf("environment %v", pg.Spec.Slurm.Environment)
-	}
+	return pods, own
 }

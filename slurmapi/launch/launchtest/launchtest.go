@@ -96,7 +96,7 @@ func Start(t testing.TB, pods []*corev1.Pod, key string, secrets ...*corev1.Secr
 	}
 	addrs := make([]string, len(pods))
 	for i := range pods {
-		addrs[i] = freeAddr(t)
+		addrs[i] = FreeAddr(t)
 	}
 	// The peers list is by node index, which need not be the pods' order (the
 	// factory numbers nodes as their names sort, the core binds them as it likes).
@@ -205,7 +205,8 @@ func move(args []string, moves map[string]string) []string {
 	return out
 }
 
-func freeAddr(t testing.TB) string {
+// FreeAddr is a 127.0.0.1 address whose port nothing listens on just now.
+func FreeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
