@@ -57,14 +57,16 @@ func handleSubmit(s *Server, c *call) (map[string]any, error) {
 		return nil, err
 	}
 	c.warnings = append(c.warnings, warnings...)
-	if testOnly(c.r) {
-		return testOnlyAnswer(desc, cat), nil // checked, and nothing stored
+	if desc.TestOnly = testOnly(c.r); !desc.TestOnly {
+		desc.IdempotencyKey, desc.BodyHash = key, bodyHash
 	}
-	desc.IdempotencyKey, desc.BodyHash = key, bodyHash
 	StampSubmitHost(desc, c.r)
 	res, err := s.backend.Submit(c.ctx, desc)
 	if err != nil {
 		return nil, err
+	}
+	if desc.TestOnly {
+		return testOnlyAnswer(desc, cat), nil // checked, and nothing stored
 	}
 	if res.StepID == "" {
 		res.StepID = "batch"

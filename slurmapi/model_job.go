@@ -19,7 +19,10 @@ type JobDesc struct {
 	// job. BodyHash tells a retry from another submission reusing the key.
 	// Neither is part of the job.
 	IdempotencyKey string `json:"-"`
-	BodyHash       string `json:"-"`
+	// TestOnly is sbatch --test-only: the backend checks what it checks at submit
+	// (MaxSubmitJobs) and stores nothing, taking no job id.
+	TestOnly bool   `json:"-"`
+	BodyHash string `json:"-"`
 	// Argv are the script's arguments ($1...), as `sbatch job.sh a b`
 	// passes them; REST argv[0] (the script's path) is not among them.
 	Argv []string `json:"argv,omitempty"`

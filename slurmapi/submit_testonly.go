@@ -7,7 +7,8 @@ import (
 
 // TestOnlyHeader asks job/submit to check a submission as sbatch --test-only does:
 // everything a submission is checked for (fields, script directives, partition, account,
-// QOS, limits a node can hold, dependencies), and nothing stored, no job id taken.
+// QOS, limits a node can hold, dependencies, the MaxSubmitJobs limits), and nothing
+// stored, no job id taken.
 // slurmrestd has no such request; Sluice's sbatch sends it for --test-only.
 const TestOnlyHeader = "X-Sluice-Test-Only"
 

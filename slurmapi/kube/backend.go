@@ -177,6 +177,10 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 	if err != nil {
 		return slurmapi.SubmitResult{}, err
 	}
+	if d.TestOnly {
+		release() // sbatch --test-only: within the limits, and nothing stored
+		return slurmapi.SubmitResult{}, nil
+	}
 	defer func() {
 		if err != nil || res.Replayed {
 			release()
