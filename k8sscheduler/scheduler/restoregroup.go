@@ -64,7 +64,10 @@ func (g *groupEntry) holdsResources() bool {
 // copy once nothing of the group holds resources. Called with the cache locked.
 func (s *Scheduler) restoreLocked(g *groupEntry, now time.Time) func(context.Context) {
 	lost := g.lost
-	if lost == nil || g.pg != nil {
+	switch {
+	case lost == nil: // every group, every cycle: no write
+		return nil
+	case g.pg != nil:
 		g.lost = nil
 		return nil
 	}
