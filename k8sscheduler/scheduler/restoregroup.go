@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,10 +42,17 @@ func (g *groupEntry) keepLost() {
 		g.lost = nil
 		return
 	}
+	// The copy keeps the job's submit time: read from the new object's creation, it would
+	// come after the pods' start, and the ledger would read the job as pending again.
+	annotations := maps.Clone(pg.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[v1alpha1.SubmitTimeAnnotation] = pg.SubmitTime().UTC().Format(time.RFC3339Nano)
 	g.lost = &lostGroup{pg: &v1alpha1.PodGroup{
 		TypeMeta: pg.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: pg.Name, Namespace: pg.Namespace, Labels: pg.Labels,
-			Annotations: pg.Annotations, OwnerReferences: pg.OwnerReferences},
+			Annotations: annotations, OwnerReferences: pg.OwnerReferences},
 		Spec:   *pg.Spec.DeepCopy(),
 		Status: v1alpha1.PodGroupStatus{Phase: pg.Status.Phase, StartTime: pg.Status.StartTime},
 	}}

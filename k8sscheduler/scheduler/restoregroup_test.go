@@ -12,8 +12,9 @@ import (
 // Which deleted PodGroups are kept, charged and written again: a manifest group whose
 // pods still hold resources, and no other.
 func TestDeletedPodGroupKeptWhileItsPodsRun(t *testing.T) {
+	submitted := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
 	manifest := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "nlp", UID: "u1", ResourceVersion: "7",
-		Labels: map[string]string{v1alpha1.JobIDLabel: "42"}}, Spec: v1alpha1.PodGroupSpec{Queue: "nlp", MinMember: 1}}
+		CreationTimestamp: metav1.NewTime(submitted), Labels: map[string]string{v1alpha1.JobIDLabel: "42"}}, Spec: v1alpha1.PodGroupSpec{Queue: "nlp", MinMember: 1}}
 	slurm := manifest.DeepCopy()
 	slurm.Spec.Slurm = &v1alpha1.SlurmJob{User: "alice"}
 	bound := func() *podEntry { return &podEntry{name: "train-0", node: "h100-0"} }
@@ -45,6 +46,11 @@ func TestDeletedPodGroupKeptWhileItsPodsRun(t *testing.T) {
 			}
 			if pg := g.podGroup(); pg == nil || pg.Spec.Queue != "nlp" || pg.UID != "" || pg.ResourceVersion != "" || pg.Labels[v1alpha1.JobIDLabel] != "42" {
 				t.Errorf("the group goes by %+v, want the deleted one's spec and labels without its identity", pg)
+			}
+			// Written again, it is still the job submitted then: its pods started after that,
+			// and the ledger orders the job's states by time.
+			if got := g.podGroup().SubmitTime(); !got.Equal(submitted) {
+				t.Errorf("the copy's submit time is %v, want the deleted group's %v", got, submitted)
 			}
 			s := &Scheduler{cache: c}
 			now := time.Now()

@@ -379,3 +379,13 @@ func (r *response) String() string {
 
 // formatID writes a job id from a JSON number.
 func formatID(n float64) string { return strconv.FormatUint(uint64(n), 10) }
+
+// number reads a record's number: plain, or Slurm's no-value struct ({"set":true,"number":N});
+// 0 when it is neither.
+func number(v any) float64 {
+	if m, ok := v.(map[string]any); ok {
+		v = m["number"]
+	}
+	n, _ := v.(float64)
+	return n
+}

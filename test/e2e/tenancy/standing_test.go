@@ -61,11 +61,7 @@ func TestPriorityAndNegativeNiceNeedAnOperator(t *testing.T) {
 }
 
 // priority is a job record's priority number.
-func priority(j map[string]any) float64 {
-	p, _ := j["priority"].(map[string]any)
-	n, _ := p["number"].(float64)
-	return n
-}
+func priority(j map[string]any) float64 { return number(j["priority"]) }
 
 // TestActingAsAnotherUser: an admin's token with X-SLURM-USER-NAME acts
 // with that user's rights, never the admin's; nobody else may act as
