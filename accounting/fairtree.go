@@ -35,7 +35,10 @@ type ShareRow struct {
 func (r ShareRow) IsUser() bool { return r.User != "" }
 
 type shareNode struct {
-	row      ShareRow
+	row ShareRow
+	// own is usage charged to an account by no user of it: Kubernetes
+	// workloads, charged to their namespace's principal (ns:<namespace>).
+	own      float64
 	children []*shareNode
 }
 
@@ -48,8 +51,12 @@ type shareNode struct {
 // their children ranked together.
 //
 // Users (and their accounts) that have usage but no association are added
-// with one share, so no usage goes unaccounted. Rows come in tree order:
-// root, then each account's users, then its sub-accounts, by name.
+// with one share, so no usage goes unaccounted. Usage of a Kubernetes
+// workload (user ns:<namespace>, IsManifestUser) counts toward its account,
+// whose RawUsage, EffectvUsage and LevelFS include it, but makes no user row:
+// Slurm has no such user, and ranking it would move every real user's
+// FairShare. Rows come in tree order: root, then each account's users, then
+// its sub-accounts, by name.
 func FairTree(assocs []ShareAssoc, u Usage) ([]ShareRow, error) {
 	root, err := buildShareTree(assocs, u)
 	if err != nil {
@@ -96,10 +103,14 @@ func buildShareTree(assocs []ShareAssoc, u Usage) (*shareNode, error) {
 		}
 	}
 	for name, parent := range parents {
-		p, ok := accounts[parent]
-		if !ok {
-			return nil, fmt.Errorf("account %s: parent account %s is not defined", name, parent)
+		if _, ok := accounts[parent]; !ok {
+			// As the scheduling core treats a queue whose parent is not defined: a
+			// top-level account, so one misconfigured Queue does not take sshare down.
+			parents[name] = "root"
 		}
+	}
+	for name, parent := range parents {
+		p := accounts[parent]
 		for seen, up := 0, parent; up != "root"; up = parents[up] {
 			if seen++; up == name || seen > len(parents) {
 				return nil, fmt.Errorf("account %s is its own ancestor", name)
@@ -109,19 +120,23 @@ func buildShareTree(assocs []ShareAssoc, u Usage) (*shareNode, error) {
 		n.row.Parent = parent
 		p.children = append(p.children, n)
 	}
-	addUser := func(account, user string, shares uint32) (*shareNode, error) {
-		key := Assoc{Account: account, User: user}
-		if _, dup := users[key]; dup {
-			return nil, fmt.Errorf("user %s in account %s defined twice", user, account)
-		}
-		acct, ok := accounts[account]
+	account := func(name string) *shareNode {
+		acct, ok := accounts[name]
 		if !ok {
 			// Usage charged to an account nobody defined still counts.
-			acct = &shareNode{row: ShareRow{Account: account, Parent: "root", RawShares: 1}}
-			accounts[account] = acct
+			acct = &shareNode{row: ShareRow{Account: name, Parent: "root", RawShares: 1}}
+			accounts[name] = acct
 			root.children = append(root.children, acct)
 		}
-		n := &shareNode{row: ShareRow{Account: account, User: user, Parent: account, RawShares: shares}}
+		return acct
+	}
+	addUser := func(acctName, user string, shares uint32) (*shareNode, error) {
+		key := Assoc{Account: acctName, User: user}
+		if _, dup := users[key]; dup {
+			return nil, fmt.Errorf("user %s in account %s defined twice", user, acctName)
+		}
+		acct := account(acctName)
+		n := &shareNode{row: ShareRow{Account: acctName, User: user, Parent: acctName, RawShares: shares}}
 		users[key] = n
 		acct.children = append(acct.children, n)
 		return n, nil
@@ -130,14 +145,15 @@ func buildShareTree(assocs []ShareAssoc, u Usage) (*shareNode, error) {
 		if a.User == "" {
 			continue
 		}
-		if _, ok := accounts[a.Account]; !ok {
-			return nil, fmt.Errorf("user %s: account %s is not defined", a.User, a.Account)
-		}
 		if _, err := addUser(a.Account, a.User, a.Shares); err != nil {
 			return nil, err
 		}
 	}
 	for key, t := range u.ByUser {
+		if IsManifestUser(key.User) {
+			account(key.Account).own += t[TRESBilling]
+			continue
+		}
 		n := users[key]
 		if n == nil {
 			var err error
@@ -169,12 +185,14 @@ func orderTree(n *shareNode, depth int) {
 	}
 }
 
+// sumUsage makes each account's RawUsage its own usage plus its children's.
 func sumUsage(n *shareNode) float64 {
-	if len(n.children) > 0 {
-		n.row.RawUsage = 0
-		for _, c := range n.children {
-			n.row.RawUsage += sumUsage(c)
-		}
+	if n.row.IsUser() {
+		return n.row.RawUsage
+	}
+	n.row.RawUsage = n.own
+	for _, c := range n.children {
+		n.row.RawUsage += sumUsage(c)
 	}
 	return n.row.RawUsage
 }

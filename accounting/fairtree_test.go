@@ -87,14 +87,76 @@ func TestFairTreeTiesAndUnknownAssociations(t *testing.T) {
 
 func TestFairTreeRejectsBrokenTrees(t *testing.T) {
 	cases := map[string][]ShareAssoc{
-		"missing parent":  {{Account: "nlp", Parent: "research", Shares: 1}},
-		"cycle":           {{Account: "a", Parent: "b", Shares: 1}, {Account: "b", Parent: "a", Shares: 1}},
-		"duplicate":       {{Account: "a", Shares: 1}, {Account: "a", Shares: 2}},
-		"user no account": {{Account: "nlp", User: "alice", Shares: 1}},
+		"cycle":     {{Account: "a", Parent: "b", Shares: 1}, {Account: "b", Parent: "a", Shares: 1}},
+		"duplicate": {{Account: "a", Shares: 1}, {Account: "a", Shares: 2}},
 	}
 	for name, assocs := range cases {
 		if _, err := FairTree(assocs, Usage{}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A Queue naming a parent that does not exist is a top-level account, as the scheduling
+// core places it, and a user of an account nobody defined sits in it under root: sshare
+// still answers for the whole site.
+func TestFairTreeHangsOrphansUnderRoot(t *testing.T) {
+	rows, err := FairTree([]ShareAssoc{
+		{Account: "nlp", Parent: "research", Shares: 1},
+		{Account: "asr", Parent: "nlp", Shares: 1},
+		{Account: "asr", User: "carol", Shares: 1},
+		{Account: "ghost", User: "alice", Shares: 1},
+	}, Usage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents := map[string]string{}
+	for _, r := range rows {
+		parents[r.Account+"/"+r.User] = r.Parent
+	}
+	for k, want := range map[string]string{"nlp/": "root", "asr/": "nlp", "asr/carol": "asr", "ghost/": "root", "ghost/alice": "ghost"} {
+		if parents[k] != want {
+			t.Errorf("%s under %q, want %q (all: %v)", k, parents[k], want, parents)
+		}
+	}
+}
+
+func TestFairTreeChargesNamespaceUsageToItsAccount(t *testing.T) {
+	// nlp's namespace ran Kubernetes workloads (300) beside alice's Slurm jobs (100).
+	rows, err := FairTree(siteAssocs, billing(map[Assoc]float64{
+		{"nlp", "alice"}: 100, {"nlp", "ns:nlp"}: 300, {"vision", "ns:vision"}: 0, {"ghost", "ns:ghost"}: 50}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]ShareRow{}
+	for _, r := range rows {
+		if IsManifestUser(r.User) {
+			t.Errorf("row %+v: a namespace's principal is no Slurm user and makes no user row", r)
+		}
+		byName[r.Account+"/"+r.User] = r
+	}
+	tests := []struct {
+		row                string
+		rawUsage, effUsage float64
+	}{
+		{"root/", 450, 1},
+		{"research/", 400, 400.0 / 450},
+		{"nlp/", 400, 1},                // alice's and the namespace's
+		{"nlp/alice", 100, 100.0 / 400}, // her part of the account's usage, not all of it
+		{"ghost/", 50, 50.0 / 450},      // an account only Kubernetes used still appears
+	}
+	for _, tc := range tests {
+		r, ok := byName[tc.row]
+		if !ok {
+			t.Errorf("%s: no row (rows %+v)", tc.row, rows)
+			continue
+		}
+		if !near(r.RawUsage, tc.rawUsage) || !near(r.EffectvUsage, tc.effUsage) {
+			t.Errorf("%s: RawUsage %v EffectvUsage %v, want %v %v", tc.row, r.RawUsage, r.EffectvUsage, tc.rawUsage, tc.effUsage)
+		}
+	}
+	// Ranks count Slurm users only: alice, bob, carol.
+	if fs := byName["default/carol"].FairShare; !near(fs, 1) {
+		t.Errorf("carol FairShare %v, want 1 (3 of 3 users)", fs)
 	}
 }

@@ -70,9 +70,24 @@ func TestParseJobState(t *testing.T) {
 }
 
 func TestTRES(t *testing.T) {
-	tres := TRES{CPUs: 8, MemMB: 64000, GPUs: 1.5, GPUMemMB: 40960, Nodes: 1, Billing: 1.5}
-	if got, want := tres.String(), "billing=1.5,cpu=8,gres/gpu=1.5,gres/gpumem=40G,mem=64000M,node=1"; got != want {
-		t.Errorf("String() = %q, want %q", got, want)
+	// sacct's AllocTRES: Slurm's names in Slurm's order; gres/gpumem only where
+	// the job holds part of a GPU, which Slurm's form cannot say.
+	for _, tc := range []struct {
+		name string
+		tres TRES
+		want string
+	}{
+		{"whole GPUs read as in Slurm", TRES{CPUs: 16, MemMB: 131072, GPUs: 2, GPUMemMB: 2 * 81920, Nodes: 1, Billing: 2},
+			"billing=2,cpu=16,gres/gpu=2,mem=128G,node=1"},
+		{"a GPU and a half says how much memory", TRES{CPUs: 8, MemMB: 64000, GPUs: 1.5, GPUMemMB: 40960, Nodes: 1, Billing: 1.5},
+			"billing=1.5,cpu=8,gres/gpu=1.5,gres/gpumem=40G,mem=64000M,node=1"},
+		{"half a GPU", TRES{CPUs: 4, GPUs: 0.5, GPUMemMB: 40960, Nodes: 1}, "cpu=4,gres/gpu=0.5,gres/gpumem=40G,node=1"},
+		{"GPU memory asked for alone", TRES{CPUs: 4, GPUMemMB: 20000, Nodes: 1}, "cpu=4,gres/gpumem=20000M,node=1"},
+		{"no GPU", TRES{CPUs: 2, MemMB: 4000, Nodes: 1}, "cpu=2,mem=4000M,node=1"},
+	} {
+		if got := tc.tres.String(); got != tc.want {
+			t.Errorf("%s: String() = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 	for in, want := range map[string]string{"": "gres/gpu", "gpu,cpu": "gres/gpu,cpu", "GRES/GPU,mem": "gres/gpu,mem"} {
 		got, err := ParseTRESList(in)

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,9 +65,13 @@ func (t TRES) Amount(name string) float64 {
 	return -1
 }
 
-// String formats a TRES set the way sacct's AllocTRES does:
-// "billing=8,cpu=8,gres/gpu=1.5,mem=64000M,node=1", omitting zeros. GPUs keep
-// their fraction.
+// String formats a TRES set the way sacct's AllocTRES does, names in the
+// order sacct prints them (by name): "billing=8,cpu=8,gres/gpu=2,mem=64G,node=1",
+// omitting zeros. GPUs keep their fraction. gres/gpumem is Sluice's and is
+// printed only beside a share of a GPU (SharesAGPU), where it says how much
+// of the device the job holds; a whole-GPU job reads as it would in Slurm,
+// whose allocations carry no gres/gpumem. sreport -T gres/gpumem reads the
+// ledger's column, not this string.
 func (t TRES) String() string {
 	parts := map[string]string{}
 	if t.Billing > 0 {
@@ -78,7 +83,7 @@ func (t TRES) String() string {
 	if t.GPUs > 0 {
 		parts[TRESGPU] = strconv.FormatFloat(t.GPUs, 'f', -1, 64)
 	}
-	if t.GPUMemMB > 0 {
+	if t.GPUMemMB > 0 && t.SharesAGPU() {
 		parts[TRESGPUMem] = megabytes(t.GPUMemMB)
 	}
 	if t.MemMB > 0 {
@@ -97,6 +102,15 @@ func (t TRES) String() string {
 		out[i] = n + "=" + parts[n]
 	}
 	return strings.Join(out, ",")
+}
+
+// SharesAGPU reports whether the set holds part of a GPU rather than whole
+// ones: a fractional gres/gpu, or GPU memory asked for alone (a request by
+// memory, before the binder turns it into a portion). Two halves of two GPUs
+// add up to gres/gpu=1 and read as one whole GPU: the ledger keeps the
+// total, not each device's portion.
+func (t TRES) SharesAGPU() bool {
+	return t.GPUs != math.Trunc(t.GPUs) || (t.GPUs == 0 && t.GPUMemMB > 0)
 }
 
 // megabytes prints a size as Slurm does: in G when it is whole gigabytes.

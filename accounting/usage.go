@@ -34,6 +34,15 @@ func (c UsageConfig) halfLife() time.Duration {
 	return c.HalfLife
 }
 
+// DecayHalfLife is the half-life usage is read with, as Slurm's
+// PriorityDecayHalfLife reads: 0 when usage does not decay.
+func (c UsageConfig) DecayHalfLife() time.Duration {
+	if c.NoDecay {
+		return 0
+	}
+	return c.halfLife()
+}
+
 func (c UsageConfig) validate() error {
 	if c.HalfLife < 0 {
 		return fmt.Errorf("usage half-life %s is negative", c.HalfLife)

@@ -33,6 +33,11 @@ type AuthConfig struct {
 	// (coordinators also their accounts'). Without it, as Slurm's default, every
 	// user sees every job; changing one still takes CanAccessJob.
 	PrivateJobs bool
+	// PrivateAccounts, PrivateUsage and PrivateUsers are Slurm's PrivateData=
+	// accounts, usage and users; what each hides is in auth_private.go. Without
+	// them, as Slurm's default, every user reads every account, user record and
+	// usage figure.
+	PrivateAccounts, PrivateUsage, PrivateUsers bool
 
 	verified *tokenCache // set by NewServer
 }
@@ -43,6 +48,7 @@ type Identity struct {
 	Role     Role
 	accounts []string // coordinated accounts
 	allJobs  bool     // may see every job (no PrivateData=jobs)
+	private  privacy  // the site's other PrivateData (auth_private.go)
 }
 
 // Authenticate reads the token from X-SLURM-USER-TOKEN (with an optional
@@ -89,7 +95,8 @@ func unauthorized(format string, args ...any) *Error {
 const rootUser = "root"
 
 func (c *AuthConfig) identity(user string) Identity {
-	id := Identity{User: user, Role: RoleUser, accounts: c.Coordinators[user], allJobs: !c.PrivateJobs}
+	id := Identity{User: user, Role: RoleUser, accounts: c.Coordinators[user], allJobs: !c.PrivateJobs,
+		private: privacy{accounts: c.PrivateAccounts, usage: c.PrivateUsage, users: c.PrivateUsers}}
 	switch {
 	case user == rootUser || (c.SlurmUser != "" && user == c.SlurmUser) || slices.Contains(c.Admins, user):
 		id.Role = RoleAdmin

@@ -47,7 +47,7 @@ func handlePartition(s *Server, c *call) (map[string]any, error) {
 }
 
 // handleShares is sshare; accounts and users query parameters are
-// comma-separated filters.
+// comma-separated filters. The caller gets the rows it may see (PrivateData=usage).
 func handleShares(s *Server, c *call) (map[string]any, error) {
 	q := c.r.URL.Query()
 	shares, err := s.backend.Shares(c.ctx, csv(q.Get("accounts")), csv(q.Get("users")))
@@ -59,7 +59,7 @@ func handleShares(s *Server, c *call) (map[string]any, error) {
 			shares[i].Cluster = s.cfg.ClusterName
 		}
 	}
-	return renderShares(shares), nil
+	return renderShares(c.id.visibleShares(shares)), nil
 }
 
 func csv(s string) []string {

@@ -156,19 +156,33 @@ func handleAccounts(s *Server, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	view, err := s.accountViewFor(c)
+	if err != nil {
+		return nil, err
+	}
 	list := make([]any, 0, len(accts))
 	for i := range accts {
-		list = append(list, renderAccount(&accts[i]))
+		if view.account(accts[i].Name) {
+			list = append(list, renderAccount(&accts[i]))
+		}
 	}
 	return map[string]any{"accounts": list}, nil
 }
 
 func handleAccount(s *Server, c *call) (map[string]any, error) {
+	name := c.vars["account_name"]
+	view, err := s.accountViewFor(c)
+	if err != nil {
+		return nil, err
+	}
+	// Refused before the lookup, so the answer never tells whether it exists.
+	if !view.account(name) {
+		return nil, Forbidden("account_name", "account %q is private (PrivateData=accounts): %s sees only the accounts they belong to or coordinate", name, c.id.User)
+	}
 	accts, err := s.backend.Accounts(c.ctx)
 	if err != nil {
 		return nil, err
 	}
-	name := c.vars["account_name"]
 	for i := range accts {
 		if accts[i].Name == name {
 			return map[string]any{"accounts": []any{renderAccount(&accts[i])}}, nil
@@ -270,13 +284,14 @@ func handleAssociations(s *Server, c *call) (map[string]any, error) {
 		maxSubmit[a.Name] = a.MaxSubmitJobs
 	}
 	q := c.r.URL.Query()
+	view := c.id.viewWith(assocs)
 	list := []any{}
 	for i := range assocs {
 		a := &assocs[i]
 		if a.Cluster == "" {
 			a.Cluster = s.cfg.ClusterName // one cluster: every association is this one's
 		}
-		if matches(q.Get("account"), a.Account) && matches(q.Get("user"), a.User) && matches(q.Get("partition"), a.Partition) {
+		if view.association(a) && matches(q.Get("account"), a.Account) && matches(q.Get("user"), a.User) && matches(q.Get("partition"), a.Partition) {
 			list = append(list, renderAssoc(a, maxSubmit[a.Account]))
 		}
 	}
@@ -416,22 +431,37 @@ func handleUsers(s *Server, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	view, err := s.accountViewFor(c)
+	if err != nil {
+		return nil, err
+	}
 	list := make([]any, 0, len(users))
 	for i := range users {
-		list = append(list, renderUser(&users[i], s.cfg.ClusterName))
+		if u, ok := view.user(users[i]); ok {
+			list = append(list, renderUser(&u, s.cfg.ClusterName))
+		}
 	}
 	return map[string]any{"users": list}, nil
 }
 
 func handleUser(s *Server, c *call) (map[string]any, error) {
+	name := c.vars["name"]
+	// Refused before the lookup, so the answer never tells whether the user exists.
+	if !c.id.CanSeeUser(name) {
+		return nil, Forbidden("name", "user %q is private (PrivateData=users): %s sees only their own record", name, c.id.User)
+	}
 	users, err := s.backend.Users(c.ctx)
 	if err != nil {
 		return nil, err
 	}
-	name := c.vars["name"]
+	view, err := s.accountViewFor(c)
+	if err != nil {
+		return nil, err
+	}
 	for i := range users {
 		if users[i].Name == name {
-			return map[string]any{"users": []any{renderUser(&users[i], s.cfg.ClusterName)}}, nil
+			u, _ := view.user(users[i])
+			return map[string]any{"users": []any{renderUser(&u, s.cfg.ClusterName)}}, nil
 		}
 	}
 	return nil, NotFound(ErrRestEmptyResult, "name", "user %q does not exist", name)

@@ -36,6 +36,13 @@ func newLedgerServer(t *testing.T) *httptest.Server {
 // newLedgerServerAuth is newLedgerServer with auth's roles and privacy.
 func newLedgerServerAuth(t *testing.T, auth AuthConfig) *httptest.Server {
 	t.Helper()
+	return newLedgerServerOver(t, auth, nil)
+}
+
+// newLedgerServerOver is newLedgerServerAuth with b answering what the ledger
+// does not (accounts, associations, users).
+func newLedgerServerOver(t *testing.T, auth AuthConfig, b Backend) *httptest.Server {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
@@ -68,7 +75,7 @@ func newLedgerServerAuth(t *testing.T, auth AuthConfig) *httptest.Server {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{Auth: auth, Hostname: "ctl"}, WithLedger(nil, accounting.Ledger{Store: st}))
+	srv, err := NewServer(Config{Auth: auth, Hostname: "ctl"}, WithLedger(b, accounting.Ledger{Store: st}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,18 +21,7 @@ func (b ledgerBackend) Shares(ctx context.Context, accounts, users []string) ([]
 // ledgerShares computes the tree and keeps the rows sshare -A/-u would
 // print: those of the named accounts and users (all when none are named).
 func ledgerShares(ctx context.Context, l Ledger, assocs []Association, accounts, users []string) ([]Share, error) {
-	in := make([]accounting.ShareAssoc, 0, len(assocs))
-	for _, a := range assocs {
-		shares := uint32(1) // Slurm's default for an association without shares
-		if a.Shares > 0 {
-			shares = uint32(min(a.Shares, math.MaxUint32))
-		}
-		in = append(in, accounting.ShareAssoc{Account: a.Account, Parent: a.Parent, User: a.User, Shares: shares})
-		if a.User != "" {
-			in[len(in)-1].Parent = ""
-		}
-	}
-	rows, err := l.FairShare(ctx, in)
+	rows, err := l.FairShare(ctx, ShareAssocs(assocs))
 	if err != nil {
 		return nil, err
 	}
@@ -54,4 +43,24 @@ func ledgerShares(ctx context.Context, l Ledger, assocs []Association, accounts,
 		out = append(out, sh)
 	}
 	return out, nil
+}
+
+// ShareAssocs is the fair-share tree of the associations: each account under
+// its parent, each user under its account, with their shares. The REST
+// shares endpoint and the ledger's sshare, sreport and metrics read the same
+// tree, so they agree on it.
+func ShareAssocs(assocs []Association) []accounting.ShareAssoc {
+	out := make([]accounting.ShareAssoc, 0, len(assocs))
+	for _, a := range assocs {
+		shares := uint32(1) // Slurm's default for an association without shares
+		if a.Shares > 0 {
+			shares = uint32(min(a.Shares, math.MaxUint32))
+		}
+		sa := accounting.ShareAssoc{Account: a.Account, Parent: a.Parent, User: a.User, Shares: shares}
+		if a.User != "" {
+			sa.Parent = "" // a user's place is its account
+		}
+		out = append(out, sa)
+	}
+	return out
 }

@@ -36,6 +36,9 @@ type Config struct {
 	SchedulerStats func() SchedulerStats
 	// Steps, when set, signals single steps (DELETE job/JOB.STEP).
 	Steps StepSignaler
+	// MaxJobID is the highest id a Slurm job takes (rest.maxJobId), which
+	// `scontrol show config` reports as MaxJobId; 0 leaves it out.
+	MaxJobID uint32
 }
 
 // Server serves the slurmrestd-compatible API for every version.

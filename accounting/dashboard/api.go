@@ -103,7 +103,7 @@ func (d *Dashboard) gpuHours(r *http.Request) (any, error) {
 	if n > maxBuckets {
 		return nil, badRequest("bucket", "%d buckets of %s: at most %d; choose a longer bucket or a shorter window", n, bucket, maxBuckets)
 	}
-	runs, err := d.cfg.Store.Runs(r.Context(), start, end)
+	runs, err := d.usageOf(r).Runs(r.Context(), start, end)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +196,7 @@ func (d *Dashboard) fairShare(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	rows = visibleShareRows(viewerOf(r.Context()), rows)
 	out := FairShare{Rows: make([]ShareRowJSON, len(rows))}
 	for i, row := range rows {
 		out.Rows[i] = ShareRowJSON{ShareRow: row}
@@ -230,7 +231,7 @@ func (d *Dashboard) topUsers(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := report.TopUsage(r.Context(), d.cfg.Store, report.SreportQuery{Start: start, End: end,
+	rows, err := d.assocUsage(r, report.TopUsage, report.SreportQuery{Start: start, End: end,
 		TRES: []string{accounting.TRESGPU}, TopCount: max(n, 1), Cluster: d.cfg.Cluster}, now)
 	if err != nil {
 		return nil, err
@@ -317,18 +318,18 @@ func (d *Dashboard) sreport(r *http.Request) (any, error) {
 		}
 		return Sreport{Table: report.HealthTable(rows, sq), Value: rows}, nil
 	case "SizesByAccount":
-		sz, err := report.JobSizesByAccount(ctx, s, sq, now)
+		sz, err := d.sizes(r, sq, now)
 		if err != nil {
-			return nil, badRequest("grouping", "%v", err)
+			return nil, err
 		}
 		return Sreport{Table: report.SizesTable(sz, sq), Value: sz}, nil
 	}
-	get := map[string]func(context.Context, accounting.Store, report.SreportQuery, time.Time) ([]report.AssocUsage, error){
+	get := map[string]assocReport{
 		"AccountUtilizationByUser": report.AccountUtilizationByUser,
 		"UserUtilizationByAccount": report.UserUtilizationByAccount,
 		"TopUsage":                 report.TopUsage,
 	}[kind]
-	rows, err := get(ctx, s, sq, now)
+	rows, err := d.assocUsage(r, get, sq, now)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,11 @@ type Viewer interface {
 	CanSeeJob(owner, account string) bool
 	// IsOperator reports whether the caller sees every job.
 	IsOperator() bool
+	// CanSeeUsage reports whether the caller may see the usage charged to
+	// user in account, user "" being the account's own row (everything,
+	// unless the site keeps usage private: then their own, a coordinator's
+	// accounts', everything for operators).
+	CanSeeUsage(user, account string) bool
 }
 
 // Authenticator reads the caller from a request's token headers

@@ -80,9 +80,10 @@ func tree(context.Context) ([]accounting.ShareAssoc, error) {
 
 // siteAuth is the REST API's own token check with the site's roles: ops is an
 // operator, root an admin, vic coordinates vision, the rest are plain users. The
-// site keeps jobs private (Slurm's PrivateData=jobs), so who sees what differs.
+// site keeps jobs and usage private (Slurm's PrivateData=jobs,usage), so who sees
+// what differs.
 var siteAuth = slurmapi.AuthConfig{Key: []byte("dashboard-test-key-of-32-bytes!!"), Operators: []string{"ops"}, Admins: []string{"root"},
-	Coordinators: map[string][]string{"vic": {"vision"}}, PrivateJobs: true}
+	Coordinators: map[string][]string{"vic": {"vision"}}, PrivateJobs: true, PrivateUsage: true}
 
 // authenticate is what the server wires: slurmapi's Authenticate as an Authenticator.
 func authenticate(r *http.Request) (Viewer, error) {

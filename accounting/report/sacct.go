@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/accounting"
@@ -164,8 +163,14 @@ func nodeList(s string) string {
 	if s == "" {
 		return "None assigned"
 	}
-	// The ledger keeps "a,b" (steps keep a host list already); sacct prints a host list.
-	return sbatch.HostList(strings.Split(s, ","))
+	// The ledger keeps a job's nodes as "a,b" and a step's as a host list, whose
+	// commas may sit inside brackets ("h100-[0,2]"): expand either, then print
+	// one host list, as sacct does.
+	names, err := sbatch.ParseNodeList(s)
+	if err != nil {
+		return s
+	}
+	return sbatch.HostList(names)
 }
 
 // elapsed is how long the job has held its allocation in its latest run.

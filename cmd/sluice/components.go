@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -138,8 +137,9 @@ func (s *Server) authConfig() (*slurmapi.AuthConfig, error) {
 	if slurmUser == "" {
 		slurmUser = defaultSlurmUser
 	}
-	return &slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators, SlurmUser: slurmUser,
-		PrivateJobs: slices.Contains(r.PrivateData, privateJobs)}, nil
+	auth := &slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators, SlurmUser: slurmUser}
+	r.applyPrivateData(auth)
+	return auth, nil
 }
 
 // defaultSlurmUser is rest.slurmUser's default, the SlurmUser of Debian's packages.
@@ -177,6 +177,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 		SubmitLimits:   r.submitLimits(),
 		SchedulerStats: schedulerStats(s.registry),
 		Steps:          launchers,
+		MaxJobID:       backend.JobIDs().MaxSlurm(),
 	}, slurmapi.WithLedger(backend, ledger))
 	if err != nil {
 		return fmt.Errorf("REST API: %w", err)
@@ -190,6 +191,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	s.router.Handle(slurmapi.JobLogPath, api.JobLogHandler(logs)).Methods(http.MethodGet)
 	s.router.Handle(slurmapi.JobAttachPath, api.JobAttachHandler(launchers)).Methods(http.MethodGet)
 	s.router.Handle(slurmapi.JobStepsPath, api.JobStepsHandler()).Methods(http.MethodGet)
+	s.router.Handle(slurmapi.ConfigPath, api.ConfigHandler()).Methods(http.MethodGet)
 	for _, prefix := range []string{"/slurm/", "/slurmdb/", "/openapi"} {
 		s.router.PathPrefix(prefix).Handler(api)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/dashboard"
 	"github.com/sluicehq/sluice/accounting/metrics"
@@ -115,7 +117,11 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 	if err != nil {
 		return fmt.Errorf("accounting recorder: %w", err)
 	}
-	dash, err := dashboard.New(dashboard.Config{Store: st, Usage: usage, Cluster: s.cfg.REST.ClusterName,
+	assocs, err := s.shareTree()
+	if err != nil {
+		return err
+	}
+	dash, err := dashboard.New(dashboard.Config{Store: st, Usage: usage, Cluster: s.cfg.REST.ClusterName, Assocs: assocs,
 		Authenticate: func(r *http.Request) (dashboard.Viewer, error) {
 			id, e := auth.Authenticate(r, time.Now())
 			if e != nil { // a nil *Error is not a nil error
@@ -126,7 +132,7 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	col, err := metrics.New(metrics.Config{Store: st, Usage: usage})
+	col, err := metrics.New(metrics.Config{Store: st, Usage: usage, Assocs: assocs})
 	if err != nil {
 		return fmt.Errorf("accounting metrics: %w", err)
 	}
@@ -141,6 +147,31 @@ func (s *Server) addAccounting(ctx context.Context, auth *slurmapi.AuthConfig) e
 	// (a PostgreSQL ledger, or the one SQLite file they share on the leader's node).
 	s.addComponent(component{name: "accounting-recorder", leaderOnly: true, run: rec.Run})
 	return nil
+}
+
+// shareTree reads the fair-share tree (the Queues as accounts under their
+// parents, their users) for sshare, sreport's account tree and the fair-share
+// metrics. Without it they would build the tree from usage alone: a parent
+// account without users of its own (research over nlp and vision) would be
+// missing and its children shown under root. It reads the cluster directly,
+// as the REST API's associations do, so a Queue just added shows at once.
+func (s *Server) shareTree() (func(context.Context) ([]accounting.ShareAssoc, error), error) {
+	c, err := kube.NewClient(s.restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("fair-share tree reader: %w", err)
+	}
+	return shareTreeFrom(c), nil
+}
+
+// shareTreeFrom reads the tree from the Queues c lists.
+func shareTreeFrom(c client.Reader) func(context.Context) ([]accounting.ShareAssoc, error) {
+	return func(ctx context.Context) ([]accounting.ShareAssoc, error) {
+		assocs, err := kube.Associations(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return slurmapi.ShareAssocs(assocs), nil
+	}
 }
 
 // RecordValidation records a node's validation run in the ledger's health history.

@@ -216,9 +216,6 @@ func (c Config) governGPUs() webhook.GovernGPUs {
 	return webhook.GovernGPUs{Enabled: true, Action: g.Action, ExemptNamespaces: exempt}
 }
 
-// privateJobs is rest.privateData's one supported value, Slurm's PrivateData=jobs.
-const privateJobs = "jobs"
-
 // RESTConfig is the slurmrestd-compatible API: its auth/jwt key and who may
 // see and change what.
 type RESTConfig struct {
@@ -231,9 +228,10 @@ type RESTConfig struct {
 	// SlurmUser is an administrator besides root, as Slurm's SlurmUser is;
 	// default "slurm".
 	SlurmUser string `yaml:"slurmUser"`
-	// PrivateData is Slurm's PrivateData: "jobs" shows users only their own
-	// jobs (coordinators also their accounts'). Empty, Slurm's default: every
-	// user sees every job, and changes only their own.
+	// PrivateData is Slurm's PrivateData: "jobs", "accounts", "usage" and
+	// "users" show users only their own (coordinators also their accounts').
+	// Empty, Slurm's default: every user sees everything, and changes only
+	// their own jobs.
 	PrivateData []string `yaml:"privateData"`
 	// Coordinators maps a user to the accounts whose jobs they may manage.
 	Coordinators map[string][]string `yaml:"coordinators"`
@@ -354,7 +352,8 @@ func DefaultConfig() Config {
 		REST: RESTConfig{
 			SubmitWindow:     Duration(2 * time.Millisecond),
 			PendingInBatches: true,
-			// Far below what the server sustains (>= 2000/s), far above
+			// Far below what the server sustains (measured: docs/benchmarks.md,
+			// Submissions as installed, against real slurmrestd), far above
 			// what a person or a sane script submits: one user cannot
 			// crowd out the rest. Job arrays submit many tasks at once.
 			SubmitRateLimit:   SubmitRateLimit{PerSecond: 100, Burst: 500},
@@ -466,10 +465,8 @@ func (c Config) Validate() error {
 	if n := c.REST.MaxArraySize; n < 0 || n > sbatch.MaxArraySizeLimit {
 		return fmt.Errorf("rest.maxArraySize %d: want 0 (Slurm's default, %d) to %d", n, sbatch.DefaultMaxArraySize, sbatch.MaxArraySizeLimit)
 	}
-	for _, v := range c.REST.PrivateData {
-		if v != privateJobs {
-			return fmt.Errorf("rest.privateData %q: only %q is supported (Slurm's accounts, usage and users are shown to every user, as Slurm does without PrivateData)", v, privateJobs)
-		}
+	if err := validPrivateData(c.REST.PrivateData); err != nil {
+		return err
 	}
 	if n := c.REST.MaxJobID; n > kube.LastJobID {
 		return fmt.Errorf("rest.maxJobId %d: want 0 (%d) to %d", n, kube.DefaultMaxSlurmJobID, kube.LastJobID)

@@ -96,7 +96,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad log level", yaml: "log:\n  level: loud\n", wantErr: "log.level"},
 		{name: "lease ordering", yaml: "leaderElection:\n  renewDeadline: 20s\n", wantErr: "leaseDuration"},
 		{name: "maxArraySize past Slurm's ceiling", yaml: "rest:\n  maxArraySize: 4000002\n", wantErr: "rest.maxArraySize"},
-		{name: "privateData of a kind Sluice cannot keep private", yaml: "rest:\n  privateData: [jobs, usage]\n", wantErr: `rest.privateData "usage"`},
+		{name: "privateData of a kind Sluice cannot keep private", yaml: "rest:\n  privateData: [jobs, nodes]\n", wantErr: `rest.privateData "nodes"`},
 		{name: "privateData jobs", yaml: "rest:\n  privateData: [jobs]\n", check: func(t *testing.T, c Config) {
 			if len(c.REST.PrivateData) != 1 || c.REST.PrivateData[0] != "jobs" {
 				t.Errorf("privateData = %v", c.REST.PrivateData)

@@ -27,12 +27,6 @@ func novDay(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time
 // and alice's 1-GPU vision job still running since Nov 30 12:00. The CLI finds it
 // through SLUICE_URL with a token for user.
 func ledgerServer(t *testing.T, user string) {
-	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	job := func(id int64, name, user, account string, gpus float64, start, end time.Time, st accounting.JobState) accounting.Job {
 		tres := accounting.TRES{CPUs: 8, MemMB: 65536, GPUs: gpus, Nodes: 1}
 		return accounting.Job{JobID: id, ArrayTaskID: -1, Name: name, User: user, Account: account, Partition: "h100", QOS: "normal",
@@ -41,14 +35,30 @@ func ledgerServer(t *testing.T, user string) {
 	}
 	failed := job(2, "eval", "bob", "vision", 0.5, novDay(5, 0), novDay(5, 4), accounting.StateFailed)
 	failed.ExitCode = 1
-	if err := s.UpsertJobs(ctx, []accounting.Job{
+	jobs := []accounting.Job{
 		job(1, "train", "alice", "nlp", 2, novDay(3, 0), novDay(3, 10), accounting.StateCompleted),
 		failed,
 		job(3, "finetune", "alice", "vision", 1, novDay(30, 12), time.Time{}, accounting.StateRunning),
-	}); err != nil {
+	}
+	serveLedger(t, user, jobs, func(context.Context) ([]accounting.ShareAssoc, error) {
+		return []accounting.ShareAssoc{{Account: "nlp", Shares: 1}, {Account: "vision", Shares: 1},
+			{Account: "nlp", User: "alice", Shares: 1}, {Account: "vision", User: "alice", Shares: 1}, {Account: "vision", User: "bob", Shares: 1}}, nil
+	})
+}
+
+// serveLedger serves the accounting API over a real SQLite ledger holding jobs,
+// with assocs as its fair-share tree, at ledgerNow; alice operates the site (her
+// -a sees bob's jobs). The CLI finds it through SLUICE_URL with a token for user.
+func serveLedger(t *testing.T, user string, jobs []accounting.Job, assocs func(context.Context) ([]accounting.ShareAssoc, error)) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	// alice operates the site (her -a sees bob's jobs); bob is a plain user.
+	t.Cleanup(func() { s.Close() })
+	if err := s.UpsertJobs(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
 	auth := slurmapi.AuthConfig{Key: []byte("sacct-test-key-0123456789abcdef!"), Operators: []string{"alice"}}
 	d, err := dashboard.New(dashboard.Config{Store: s, Clock: func() time.Time { return ledgerNow },
 		Authenticate: func(r *http.Request) (dashboard.Viewer, error) {
@@ -58,10 +68,7 @@ func ledgerServer(t *testing.T, user string) {
 			}
 			return id, nil
 		},
-		Assocs: func(context.Context) ([]accounting.ShareAssoc, error) {
-			return []accounting.ShareAssoc{{Account: "nlp", Shares: 1}, {Account: "vision", Shares: 1},
-				{Account: "nlp", User: "alice", Shares: 1}, {Account: "vision", User: "alice", Shares: 1}, {Account: "vision", User: "bob", Shares: 1}}, nil
-		}})
+		Assocs: assocs})
 	if err != nil {
 		t.Fatal(err)
 	}

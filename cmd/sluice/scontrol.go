@@ -27,6 +27,7 @@ Commands:
   show job [JOBID]              a job (or every job you may see), Key=Value
   show node [NAME]              a node (or every node)
   show partition [NAME]         a partition (or every partition)
+  show config                   the server's settings (ClusterName, MaxArraySize, ...)
   show hostnames [LIST]         a node list (default $SLURM_JOB_NODELIST), one name per line
   show hostlist NAMES           names (a,b or one per line) as a node list: h100-[0-3]
   ping                          whether the controller (the Sluice server) answers
@@ -65,7 +66,7 @@ func runScontrol(args []string) error {
 	switch verb {
 	case "show":
 		if len(rest) == 0 {
-			return usageError{"show what? job, node, partition, hostnames or hostlist"}
+			return usageError{"show what? job, node, partition, config, hostnames or hostlist"}
 		}
 		what, name := strings.ToLower(rest[0]), ""
 		if len(rest) > 1 {
@@ -134,6 +135,9 @@ type showOptions struct {
 // scontrolShow prints one or every job, node or partition. Unknown names
 // fail with scontrol's own messages.
 func scontrolShow(ctx context.Context, c *client.Client, w io.Writer, what, name string, o showOptions) error {
+	if what != "" && strings.HasPrefix("config", what) {
+		return scontrolShowConfig(ctx, c, w, o) // scontrol ignores a name after config
+	}
 	var records []record
 	var value any
 	var noun string // what "No ... in the system" names
@@ -180,7 +184,7 @@ func scontrolShow(ctx context.Context, c *client.Client, w io.Writer, what, name
 			records = append(records, partitionRecord(p))
 		}
 	default:
-		return usageError{fmt.Sprintf("show %q: want job, node or partition", what)}
+		return usageError{fmt.Sprintf("show %q: want job, node, partition or config", what)}
 	}
 	if o.json {
 		enc := json.NewEncoder(w)

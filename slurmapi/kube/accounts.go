@@ -20,9 +20,11 @@ import (
 // The sacctmgr side: accounts are Queues, a user's association is the
 // user's name on a Queue, QOS are QOS objects.
 
-func (b *Backend) queues(ctx context.Context) ([]v1alpha1.Queue, error) {
+func (b *Backend) queues(ctx context.Context) ([]v1alpha1.Queue, error) { return listQueues(ctx, b.c) }
+
+func listQueues(ctx context.Context, c client.Reader) ([]v1alpha1.Queue, error) {
 	var list v1alpha1.QueueList
-	if err := b.c.List(ctx, &list); err != nil {
+	if err := c.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list Queues: %w", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
@@ -44,7 +46,14 @@ func (b *Backend) Accounts(ctx context.Context) ([]slurmapi.Account, error) {
 
 // Associations lists one association per account and one per user on it.
 func (b *Backend) Associations(ctx context.Context) ([]slurmapi.Association, error) {
-	qs, err := b.queues(ctx)
+	return Associations(ctx, b.c)
+}
+
+// Associations reads the associations from the Queues c lists, as the REST
+// API's associations endpoint shows them: for the parts of the server that
+// read the account tree without a Backend (the ledger's sshare and sreport).
+func Associations(ctx context.Context, c client.Reader) ([]slurmapi.Association, error) {
+	qs, err := listQueues(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -92,6 +92,9 @@ func (j *JobIDs) LimitSlurm(maxID uint32) {
 	j.maxSlurm = maxID
 }
 
+// MaxSlurm is the highest id NextSlurm hands out: Slurm's MaxJobId.
+func (j *JobIDs) MaxSlurm() uint32 { return j.maxSlurm }
+
 // NewJobIDs counts in ConfigMap namespace/name, reserving block ids at a time.
 func NewJobIDs(c client.Client, namespace, name string, block uint32) *JobIDs {
 	return &JobIDs{c: c, key: client.ObjectKey{Namespace: namespace, Name: name}, block: max(block, 1), maxSlurm: DefaultMaxSlurmJobID}
