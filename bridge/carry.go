@@ -3,12 +3,12 @@ package bridge
 // A Scheduler carries each job's resolved running tasks from one cycle to the next, so that
 // a cycle over 130k running tasks does not look every one of them up again (its group by
 // name, its node by name, its devices by index: cache misses over the caller's scattered
-// RunningTask slices, half of the state build). A job's tasks are taken over when the
-// snapshot hands the job the same Running and Groups slices as last cycle (the same arrays
-// and lengths: Snapshot's contract is that a changed job gets new slices) and the nodes and
-// devices are laid out as they were. Anything else is resolved from the snapshot, as a
-// fresh Scheduler does; what is taken over is applied exactly as a resolved task is, so the
-// decisions are the same either way.
+// RunningTask slices, much of the state build; measured: docs/benchmarks.md, Scheduling
+// core). A job's tasks are taken over when the snapshot hands the job the same Running and
+// Groups slices as last cycle (the same arrays and lengths: Snapshot's contract is that a
+// changed job gets new slices) and the nodes and devices are laid out as they were.
+// Anything else is resolved from the snapshot, as a fresh Scheduler does; what is taken
+// over is applied exactly as a resolved task is, so the decisions are the same either way.
 
 // carriedJob is what the last cycle resolved of one job's running tasks.
 type carriedJob struct {

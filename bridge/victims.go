@@ -8,7 +8,8 @@ import (
 
 // victimQueue is one leaf queue's running preemptible jobs in a partition. The jobs are put
 // in eviction order (lowest priority, then youngest, first) only when an eviction first walks
-// them: most cycles walk a few queues, and ordering 100k running jobs took a tenth of a cycle.
+// them: most cycles walk a few queues, and ordering 100k running jobs in every cycle was a
+// visible share of the cycle (measured: docs/benchmarks.md, Scheduling core).
 type victimQueue struct {
 	queue  int32
 	jobs   []int32

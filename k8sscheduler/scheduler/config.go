@@ -24,9 +24,10 @@ type Config struct {
 	// a burst of creates is scheduled together; default 20ms.
 	Debounce time.Duration
 	// BindWorkers is how many binds (and evictions, and Slurm pod creates) are in flight
-	// at once; default 128. When the API server is busy each bind takes 100 ms or more, so
-	// 32 in flight held a 4000-pod stream to under half the pods/s of kube-scheduler,
-	// which binds every pod from a goroutine of its own.
+	// at once; default 128. When the API server is busy each bind waits long on it, so 32
+	// in flight left a 4000-pod stream's pods queued behind each other's binds, where
+	// kube-scheduler binds every pod from a goroutine of its own (measured:
+	// docs/benchmarks.md, Sluice's scheduler alone).
 	BindWorkers int
 	// PendingStatusDelay is how long a group must wait before its PodGroup is told why,
 	// so that groups placed within a moment cost no status write; default 2s.
@@ -42,7 +43,8 @@ type Config struct {
 	// ClientQPS and ClientBurst rate-limit the scheduler's API client; default 5000 and
 	// 10000. Binding a backlog at 1000 pods/s needs more than that many writes a second;
 	// the API server's own priority and fairness, not this limiter, protects it (500/1000
-	// held a 4000-pod backlog to about 250 pods/s).
+	// held a 4000-pod backlog to the limiter's pace; measured: docs/benchmarks.md, Sluice's
+	// scheduler alone).
 	ClientQPS   float32
 	ClientBurst int
 	// Core tunes the scheduling core.

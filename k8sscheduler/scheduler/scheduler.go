@@ -198,13 +198,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // changeSpacing keeps a steady stream of changes from running the cycle loop hot: while
 // changes keep arriving during the cycles, a cycle begins no sooner than this many times
 // the last cycle's length after that cycle ended, so such cycles take at most about a
-// twentieth of a core. In a 4000-pod cluster a cycle costs about 7 ms; a stream of pod
-// creates then ran one every 30 ms or so, a quarter of a core spent mostly finding that
-// only the newest pods changed; at 9 a 4000-pod stream's cycles still cost about 0.7
-// CPU-s per 1000 pods more than at 19. A change after a cycle that saw fewer than
-// streamChanges (a reclaim's next pod) waits only Debounce, and so does every change
-// while evictions are in flight: the victims' going is what a reclaiming job waits for.
-// Spacing those too put reclaim's p50 at 314 to 539 ms and its worst at 1.06 s.
+// twentieth of a core. Unspaced, a stream of pod creates in a 4000-pod cluster ran a
+// cycle after every few creates, a large share of a core spent mostly finding that only
+// the newest pods changed; at 9 a stream's cycles still cost measurably more CPU per pod
+// than at 19 (measured: docs/benchmarks.md, Sluice's scheduler alone). A change after a
+// cycle that saw fewer than streamChanges (a reclaim's next pod) waits only Debounce, and
+// so does every change while evictions are in flight: the victims' going is what a
+// reclaiming job waits for. Spacing those too made reclaim several times slower, its worst
+// past the design's 1 s (measured: the same section).
 const changeSpacing = 19
 
 // streamChanges is how many changes during one wait-and-cycle make a stream. A reclaim

@@ -21,10 +21,11 @@ type protoMessage[E any] interface {
 
 // sharedSlices holds one copy of each distinct slice of E that the shared cache's objects
 // carry alike, so that they all point at it: every pod of a job asks for the same
-// containers and tolerates the same taints, and 16,000 copies of the same trimmed
-// containers held 18 MB (a container's struct and its requests map are 1.1 KB however
-// little they say). A copy is forgotten once no object holds it (a weak pointer, removed
-// by a cleanup), so the table holds only what the cache does.
+// containers and tolerates the same taints, and a copy per pod of the same trimmed
+// containers was a large part of the shared cache's heap at scale (a container's struct
+// and its requests map are 1.1 KB however little they say; measured: docs/benchmarks.md,
+// Memory of `sluice server`). A copy is forgotten once no object holds it (a weak
+// pointer, removed by a cleanup), so the table holds only what the cache does.
 //
 // The objects of an informer cache are never written to (client-go's rule, which every
 // reader follows): sharing a slice between them is as safe as sharing the object.

@@ -20,8 +20,8 @@ import (
 )
 
 // Group commit of submissions. One API write per submission caps the rate
-// at what the API server can store one object at a time (a few hundred a
-// second on two cores, docs/benchmarks.md), so with Options.SubmitWindow
+// at what the API server can store one object at a time (measured:
+// docs/benchmarks.md, Slurm REST API), so with Options.SubmitWindow
 // set, Submit hands each validated job's PodGroup to a batcher: the jobs
 // arriving within the window are stored together in one ConfigMap (one
 // data key per job id, the PodGroup's JSON), and every waiting Submit is

@@ -39,7 +39,8 @@ const bareName = "bench-bare"
 
 // bareWorkers is how many binds the bare binder keeps in flight: as many as Sluice's
 // scheduler (scheduler.Config.BindWorkers), so the ceiling is not held down by its own
-// concurrency (32 capped a backlog at about 450 binds/s of 70 ms each).
+// concurrency (32 capped a backlog below what the API server allows; measured:
+// docs/benchmarks.md, Sluice's scheduler alone).
 const bareWorkers = 128
 
 func (b *bareBinder) schedulerName() string { return bareName }

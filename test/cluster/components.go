@@ -164,8 +164,9 @@ func (l layout) controllerManagerArgs(f pkiFiles, benchmark bool) []string {
 		// kwok renews the simulated nodes' Leases from the same two cores; a burst of
 		// thousands of pods can hold it off past the default 50 s, and the node lifecycle
 		// controller then taints healthy nodes unreachable for seconds: contenders that
-		// honour taints lose those nodes' GPUs (a 4000-pod backlog's last 8 pods waited
-		// 11 s for one), the bare binder does not.
+		// honour taints lose those nodes' GPUs (a 4000-pod backlog's last pods waited for
+		// one: docs/benchmarks.md, Sluice's scheduler alone, the node grace period), the
+		// bare binder does not.
 		args = append(args, "--controllers="+strings.Join(benchmarkControllers, ","), "--node-monitor-grace-period=10m")
 	}
 	return append(args,
