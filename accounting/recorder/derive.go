@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"encoding/json"
 	"hash/fnv"
 	"slices"
 	"sort"
@@ -31,6 +30,14 @@ func JobID(pg *v1alpha1.PodGroup) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(pg.UID))
 	return manifestIDBase + int64(h.Sum64()&(1<<52-1))
+}
+
+// awaitsJobID: a PodGroup a user wrote (no owner, no Slurm job) that has no job id yet.
+// The pod grouper numbers it when its first pod comes (podgrouper/usergroup.go); recorded
+// before, it would be in the ledger twice, under an id derived from its UID and then
+// under its job id. Groups the pod grouper makes are owned by their workload.
+func awaitsJobID(pg *v1alpha1.PodGroup) bool {
+	return pg.Spec.Slurm == nil && len(pg.OwnerReferences) == 0 && v1alpha1.JobIDOf(pg.Labels) == 0
 }
 
 // derive computes a workload's ledger record and the transitions its objects show: the
@@ -224,16 +231,6 @@ func addTRES(a, b accounting.TRES) accounting.TRES {
 	return a
 }
 
-// assignment is the JSON of the sluice.dev/gpu-assignment annotation the binder writes
-// (k8sscheduler/scheduler.Assignment): the devices and the portion of each.
-type assignment struct {
-	GPUs []struct {
-		Index int32 `json:"index"`
-	} `json:"gpus"`
-	Portion      float64 `json:"portion"`
-	GPUMemoryMiB int64   `json:"gpuMemoryMiB"`
-}
-
 // allocatedTRES is what the bound pods hold: CPU and memory as requested, GPUs as the
 // binder assigned them (devices times portion, with their memory), else as requested; and
 // the nodes they run on.
@@ -242,8 +239,7 @@ func allocatedTRES(live []*corev1.Pod) (accounting.TRES, string) {
 	nodes := map[string]bool{}
 	for _, p := range live {
 		pt := podTRES(p)
-		var a assignment
-		if raw, ok := p.Annotations[v1alpha1.GPUAssignmentAnnotation]; ok && json.Unmarshal([]byte(raw), &a) == nil && len(a.GPUs) > 0 {
+		if a, ok, err := v1alpha1.GPUAssignmentOf(p.Annotations); ok && err == nil && len(a.GPUs) > 0 {
 			pt.GPUs = float64(len(a.GPUs)) * a.Portion
 			pt.GPUMemMB = int64(len(a.GPUs)) * a.GPUMemoryMiB
 		}

@@ -242,6 +242,9 @@ func (s *state) takeDirty() []groupWork {
 	}
 	var out []groupWork
 	add := func(k string, pg *v1alpha1.PodGroup, deleted bool) {
+		if awaitsJobID(pg) {
+			return // recorded under its id once it has one: never under two
+		}
 		pods := s.podsOfLocked(k, pg)
 		if p := s.lastPod[k]; len(pods) == 0 && p != nil {
 			pods = []*corev1.Pod{p}

@@ -39,8 +39,9 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	ids   JobIDSource
 	// made remembers the groups named at admission that exist, by namespace, name and
-	// the owner's UID, so the other pods of a gang cost no create attempt. Forgetting
-	// (past maxMade) costs only a create answered AlreadyExists.
+	// the owner's UID, so the other pods of a gang cost no create attempt, and the groups
+	// pods name that are numbered, by namespace and name. Forgetting (past maxMade) costs
+	// only a create answered AlreadyExists, or a read.
 	madeMu sync.Mutex
 	made   map[string]struct{}
 	// fed is set by Observer: pods come from the caller's informer and wait in
@@ -183,8 +184,8 @@ func (g *Controller) Run(ctx context.Context) error {
 func (g *Controller) work(ctx context.Context, get func(types.NamespacedName) *corev1.Pod) {
 	// Each group costs one create round trip (more under a busy API server); a stream
 	// of single-pod workloads needs many in flight to keep up with its creators. At 32
-	// a 4000-pod stream's creates fell behind (bind p50 4.8 to 5.5 s, 198 pods/s); at
-	// 128, as many as the scheduler's binds, p50 3.1 s and 215 pods/s.
+	// a stream's creates fell behind; at 128, as many as the scheduler's binds, much less
+	// so (measured: docs/benchmarks.md, Sluice's scheduler alone).
 	const workers = 128
 	for range workers {
 		go func() {
@@ -228,20 +229,20 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 	return true
 }
 
-// needsGroup: the pod names no group yet, or the webhook named one that may not exist. A
-// group of one (v1alpha1.GroupOfOne) needs none: the scheduler writes its PodGroup if and
+// needsGroup: the pod names no group yet, the webhook named one that may not exist, or
+// the pod names a group that may not be numbered yet (usergroup.go). A group of one (v1alpha1.GroupOfOne) needs none: the scheduler writes its PodGroup if and
 // when it has to wait or is evicted.
 func (g *Controller) needsGroup(pod *corev1.Pod) bool {
 	if v1alpha1.GroupOfOne(pod) {
 		return false
 	}
-	if derived(pod) {
-		g.madeMu.Lock()
-		defer g.madeMu.Unlock()
-		_, made := g.made[madeKey(pod)]
-		return !made
+	if pod.Annotations[v1alpha1.PodGroupAnnotation] == "" {
+		return true
 	}
-	return pod.Annotations[v1alpha1.PodGroupAnnotation] == ""
+	g.madeMu.Lock()
+	defer g.madeMu.Unlock()
+	_, done := g.made[madeOrNamedKey(pod)]
+	return !done
 }
 
 // madeKey names a group named at admission together with its owner, so a bare pod
@@ -263,13 +264,8 @@ func (g *Controller) group(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if derived(pod) {
-		g.madeMu.Lock()
-		defer g.madeMu.Unlock()
-		if len(g.made) >= maxMade {
-			clear(g.made)
-		}
-		g.made[madeKey(pod)] = struct{}{}
+	if derived(pod) || userNamed(pod) {
+		g.remember(madeOrNamedKey(pod))
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -284,5 +280,26 @@ func (g *Controller) group(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("naming PodGroup %s on pod %s/%s: %w", pg.Name, pod.Namespace, pod.Name, err)
 	}
+	// The group it created is numbered: the pod's next sight (now naming it) costs no read.
+	g.remember(pod.Namespace + "/" + pg.Name)
 	return nil
+}
+
+// madeOrNamedKey is what the controller remembers of a grouped pod's group: a group named
+// at admission that exists (madeKey), or a group the pod names that is numbered.
+func madeOrNamedKey(pod *corev1.Pod) string {
+	if derived(pod) {
+		return madeKey(pod)
+	}
+	return userGroupKey(pod)
+}
+
+// remember records key in made, forgetting everything past maxMade.
+func (g *Controller) remember(key string) {
+	g.madeMu.Lock()
+	defer g.madeMu.Unlock()
+	if len(g.made) >= maxMade {
+		clear(g.made)
+	}
+	g.made[key] = struct{}{}
 }

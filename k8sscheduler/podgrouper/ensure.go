@@ -22,7 +22,7 @@ const maxOwnerDepth = 16
 
 // EnsurePodGroup returns the PodGroup of pod, creating it if it does not
 // exist yet. A pod whose sluice.dev/pod-group annotation names a group gets
-// that group, which must exist. Otherwise the group is derived by ForPod
+// that group, which must exist (numbered, when ids are given: usergroup.go). Otherwise the group is derived by ForPod
 // from the owner chain and created with an owner reference to the owning
 // workload, so it goes away with it.
 //
@@ -45,17 +45,8 @@ func EnsurePodGroupWithID(ctx context.Context, c client.Client, pod *corev1.Pod,
 	if derived(pod) {
 		return ensureDerived(ctx, c, pod, ids)
 	}
-	if name := pod.Annotations[v1alpha1.PodGroupAnnotation]; name != "" {
-		pg := &v1alpha1.PodGroup{}
-		err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg)
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("pod %s/%s names PodGroup %q in annotation %s, which does not exist",
-				pod.Namespace, pod.Name, name, v1alpha1.PodGroupAnnotation)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading PodGroup %s/%s: %w", pod.Namespace, name, err)
-		}
-		return pg, nil
+	if userNamed(pod) {
+		return ensureNamed(ctx, c, pod, ids)
 	}
 	want, err := derive(ctx, c, pod, nil)
 	if err != nil {

@@ -342,6 +342,24 @@ func TestExplicitGroupAnnotationAndNamespaceQueue(t *testing.T) {
 	if pg.Labels[v1alpha1.JobIDLabel] != "4101" || again.Labels[v1alpha1.JobIDLabel] != "4101" || next != 4101 {
 		t.Errorf("job ids %q then %q (source at %d), want 4101 taken once", pg.Labels[v1alpha1.JobIDLabel], again.Labels[v1alpha1.JobIDLabel], next)
 	}
+
+	// A group the user wrote is a job too: the first of its pods numbers it, the next
+	// finds the id, and the group is otherwise as written.
+	second := newPod("explicit-2", map[string]string{v1alpha1.PodGroupAnnotation: "my-gang"})
+	for _, p := range []*corev1.Pod{explicit, second} {
+		if got, err = podgrouper.EnsurePodGroupWithID(ctx, c, p, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stored v1alpha1.PodGroup
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gang), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Labels[v1alpha1.JobIDLabel] != "4102" || got.Labels[v1alpha1.JobIDLabel] != "4102" || next != 4102 ||
+		stored.Spec.MinMember != 2 || stored.Spec.Queue != "nlp" {
+		t.Errorf("user-written group after two pods: labels %v, spec %+v (source at %d); want job id 4102 taken once, spec as written",
+			stored.Labels, stored.Spec, next)
+	}
 }
 
 // podGroupTable reads the namespace's PodGroups the way kubectl get does (as

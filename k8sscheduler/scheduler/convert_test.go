@@ -177,13 +177,13 @@ func TestAssignmentAnnotations(t *testing.T) {
 			if !ok {
 				t.Fatal("assignmentOf reported no GPUs")
 			}
-			ann := a.annotations()
+			ann := assignmentAnnotations(a)
 			if ann[v1alpha1.VisibleDevicesAnnotation] != tt.visible || ann[v1alpha1.GPUPortionAnnotation] != tt.portion {
 				t.Errorf("annotations = %v, want visible %q portion %q", ann, tt.visible, tt.portion)
 			}
-			back, err := ParseAssignment(ann[v1alpha1.GPUAssignmentAnnotation])
+			back, err := v1alpha1.ParseGPUAssignment(ann[v1alpha1.GPUAssignmentAnnotation])
 			if err != nil || len(back.GPUs) != len(tt.bind.GPUs) || back.GPUMemoryMiB != tt.bind.GPUMemoryMiB {
-				t.Errorf("ParseAssignment = %+v, %v", back, err)
+				t.Errorf("ParseGPUAssignment = %+v, %v", back, err)
 			}
 			rt := runningTask("p", "g0", "n", &back, metav1.Now().Time)
 			if want := tt.bind.GPUMilli; want < 1000 && rt.GPUMilli != want {
@@ -194,7 +194,7 @@ func TestAssignmentAnnotations(t *testing.T) {
 	if _, ok := assignmentOf(&bridge.Bind{}); ok {
 		t.Error("a bind without GPUs has an assignment")
 	}
-	if _, err := ParseAssignment(`{"gpus":[],"portion":2}`); err == nil {
+	if _, err := v1alpha1.ParseGPUAssignment(`{"gpus":[],"portion":2}`); err == nil {
 		t.Error("portion 2 accepted")
 	}
 }

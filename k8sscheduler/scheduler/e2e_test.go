@@ -57,7 +57,7 @@ func TestGangWaitsForAllMembers(t *testing.T) {
 		t.Errorf("gang nodes %v, want four distinct nodes", nodes)
 	}
 	for _, n := range pods {
-		a, err := ParseAssignment(e.pod(n).Annotations[v1alpha1.GPUAssignmentAnnotation])
+		a, err := v1alpha1.ParseGPUAssignment(e.pod(n).Annotations[v1alpha1.GPUAssignmentAnnotation])
 		if err != nil || len(a.GPUs) != 8 || a.Portion != 1 {
 			t.Errorf("pod %s assignment %+v, %v; want 8 whole GPUs", n, a, err)
 		}

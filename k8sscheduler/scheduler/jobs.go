@@ -25,8 +25,9 @@ type groupEntry struct {
 	one   *podEntry // the only pod, when it is a group of one (groupOfOne)
 	// impliedPG is the PodGroup a group of one stands for, made from impliedOf (its pod's
 	// version) when first asked for and dropped once the group is placed with nothing to
-	// say (groupStatusLocked): most groups of one never need it again, and 16,000 of them
-	// held 23.5 MB.
+	// say (groupStatusLocked): most groups of one never need it again, and at scale they
+	// were one of the cache's largest owners (measured: docs/benchmarks.md, Memory of
+	// `sluice server`).
 	impliedPG *v1alpha1.PodGroup
 	impliedOf *corev1.Pod
 	// assumed are binds in flight, by task name: counted as running until the pod shows
@@ -88,8 +89,8 @@ type groupEntry struct {
 }
 
 // unassume drops a bind from those in flight. The map goes with the last one: an emptied
-// map of Binds would stay with every group ever bound (1.6 KB each, 6.5 MB of the live heap
-// after a 4000-pod stream).
+// map of Binds would stay with every group ever bound (1.6 KB each; measured:
+// docs/benchmarks.md, Memory of `sluice server`).
 func (g *groupEntry) unassume(task string) {
 	delete(g.assumed, task)
 	if len(g.assumed) == 0 {
@@ -410,7 +411,7 @@ func shapeKey(p *podEntry) string {
 	return b.String()
 }
 
-func runningTask(name, group, node string, a *Assignment, start time.Time) bridge.RunningTask {
+func runningTask(name, group, node string, a *v1alpha1.GPUAssignment, start time.Time) bridge.RunningTask {
 	rt := bridge.RunningTask{Name: name, Group: group, Node: node, Start: start}
 	if a != nil {
 		for _, d := range a.GPUs {

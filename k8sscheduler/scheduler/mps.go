@@ -38,7 +38,7 @@ func (c *cache) mpsNodesLocked(binds []bridge.Bind) []bool {
 // the thread percentage (the portion, rounded up, at least 1) and, when memory was
 // granted, the pinned memory limit of each device, numbered as the container sees them
 // (from 0, in the order of NVIDIA_VISIBLE_DEVICES), in MiB.
-func (a Assignment) mpsLimits() map[string]string {
+func mpsLimits(a v1alpha1.GPUAssignment) map[string]string {
 	if !a.MPS || len(a.GPUs) == 0 || a.Portion >= 1 || a.Portion <= 0 {
 		return nil
 	}

@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -23,46 +21,27 @@ const ReasonNoPodFactory = "NoPodFactory"
 // (the Queue's spec.namespaceSelector).
 const ReasonInvalidAccount = "InvalidAccount"
 
-// Assignment is the JSON of v1alpha1.GPUAssignmentAnnotation. The binder writes it, with
-// v1alpha1.VisibleDevicesAnnotation and v1alpha1.GPUPortionAnnotation, on a pod through its
-// Binding (kube-apiserver copies a Binding's annotations onto the pod in the same write);
-// the webhook points container environment variables at the latter two with fieldRef, so
-// a real kubelet resolves them at start.
-type Assignment struct {
-	GPUs []AssignedGPU `json:"gpus"`
-	// Portion is the share of each device, 1 for whole devices.
-	Portion float64 `json:"portion"`
-	// GPUMemoryMiB is the memory granted on each device, 0 when unstated.
-	GPUMemoryMiB int64 `json:"gpuMemoryMiB,omitempty"`
-	// MPS is set for a shared GPU on a node running an MPS control daemon
-	// (v1alpha1.MPSLabel): the portion and memory are then limits (mps.go).
-	MPS bool `json:"mps,omitempty"`
-}
-
-// AssignedGPU is one device of an Assignment.
-type AssignedGPU struct {
-	Index int32  `json:"index"`
-	UUID  string `json:"uuid,omitempty"`
-}
-
-// assignmentOf turns a bind into its assignment; ok is false for a bind without GPUs.
-func assignmentOf(b *bridge.Bind) (Assignment, bool) {
+// assignmentOf turns a bind into its assignment (v1alpha1.GPUAssignment, which the binder
+// writes with v1alpha1.VisibleDevicesAnnotation and v1alpha1.GPUPortionAnnotation on a pod
+// through its Binding: kube-apiserver copies a Binding's annotations onto the pod in the
+// same write; the webhook points container environment variables at the latter two with
+// fieldRef, so a real kubelet resolves them at start); ok is false for a bind without GPUs.
+func assignmentOf(b *bridge.Bind) (v1alpha1.GPUAssignment, bool) {
 	if len(b.GPUs) == 0 {
-		return Assignment{}, false
+		return v1alpha1.GPUAssignment{}, false
 	}
-	a := Assignment{GPUs: make([]AssignedGPU, len(b.GPUs)), Portion: float64(b.GPUMilli) / 1000, GPUMemoryMiB: b.GPUMemoryMiB}
+	a := v1alpha1.GPUAssignment{GPUs: make([]v1alpha1.AssignedGPU, len(b.GPUs)), Portion: float64(b.GPUMilli) / 1000, GPUMemoryMiB: b.GPUMemoryMiB}
 	if b.GPUMilli == 0 {
 		a.Portion = 1
 	}
 	for i, g := range b.GPUs {
-		a.GPUs[i] = AssignedGPU{Index: g.Index, UUID: g.UUID}
+		a.GPUs[i] = v1alpha1.AssignedGPU{Index: g.Index, UUID: g.UUID}
 	}
 	return a, true
 }
 
-// annotations renders the assignment as the three pod annotations.
-func (a Assignment) annotations() map[string]string {
-	raw, _ := json.Marshal(a) // plain structs: cannot fail
+// assignmentAnnotations renders the assignment as the three pod annotations (and MPS's).
+func assignmentAnnotations(a v1alpha1.GPUAssignment) map[string]string {
 	ids := make([]string, len(a.GPUs))
 	for i, g := range a.GPUs {
 		ids[i] = g.UUID
@@ -71,24 +50,12 @@ func (a Assignment) annotations() map[string]string {
 		}
 	}
 	out := map[string]string{
-		v1alpha1.GPUAssignmentAnnotation:  string(raw),
+		v1alpha1.GPUAssignmentAnnotation:  a.Encode(),
 		v1alpha1.VisibleDevicesAnnotation: strings.Join(ids, ","),
 		v1alpha1.GPUPortionAnnotation:     strconv.FormatFloat(a.Portion, 'f', -1, 64),
 	}
-	for k, v := range a.mpsLimits() {
+	for k, v := range mpsLimits(a) {
 		out[k] = v
 	}
 	return out
-}
-
-// ParseAssignment reads v1alpha1.GPUAssignmentAnnotation back.
-func ParseAssignment(s string) (Assignment, error) {
-	var a Assignment
-	if err := json.Unmarshal([]byte(s), &a); err != nil {
-		return a, fmt.Errorf("%s: %w", v1alpha1.GPUAssignmentAnnotation, err)
-	}
-	if a.Portion < 0 || a.Portion > 1 {
-		return a, fmt.Errorf("%s: portion %v is not in [0,1]", v1alpha1.GPUAssignmentAnnotation, a.Portion)
-	}
-	return a, nil
 }

@@ -28,7 +28,7 @@ type podEntry struct {
 	request         bridge.Resources // CPU, memory, extended; GPUMilli = whole GPUs * 1000
 	gpu             bridge.GPURequest
 	bad             string // why the request cannot be scheduled, "" when fine
-	assignment      *Assignment
+	assignment      *v1alpha1.GPUAssignment
 	assignmentRaw   string // the annotation assignment was parsed from
 	taskGroup       string
 	selector        map[string]string
@@ -59,7 +59,8 @@ func convertPod(pod *corev1.Pod, schedulerName string) *podEntry {
 
 // convertPodAfter is convertPod for a new version of the pod prev was converted from
 // (nil: none): an unchanged GPU assignment annotation is not parsed again. A bound pod's
-// every status update carries it, and its JSON decode was 3% of a stream's CPU.
+// every status update carries it, and its JSON decode was a visible share of a stream's
+// CPU (measured: docs/benchmarks.md, Sluice's scheduler alone).
 func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *podEntry {
 	e := &podEntry{
 		name: pod.Name, namespace: pod.Namespace, uid: pod.UID, node: pod.Spec.NodeName,
@@ -77,7 +78,7 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 		e.assignmentRaw = raw
 		if prev != nil && prev.assignmentRaw == raw {
 			e.assignment = prev.assignment
-		} else if a, err := ParseAssignment(raw); err == nil {
+		} else if a, err := v1alpha1.ParseGPUAssignment(raw); err == nil {
 			e.assignment = &a
 		}
 	}

@@ -71,7 +71,7 @@ func isReservation(p *corev1.Pod, namespace string) bool {
 
 // setReservation records what the informer says of a reservation pod; gone removes it.
 func (c *cache) setReservation(p *corev1.Pod, gone bool) {
-	a, err := ParseAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation])
+	a, err := v1alpha1.ParseGPUAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation])
 	if err != nil || len(a.GPUs) != 1 || p.Spec.NodeName == "" {
 		return
 	}
@@ -143,8 +143,8 @@ func (s *Scheduler) reservedBindsLocked(binds []bridge.Bind) (out []bridge.Bind,
 // reservationPod is the pod that holds a slot in the device plugin's books.
 func (s *Scheduler) reservationPod(at slot) *corev1.Pod {
 	node, index := at.node, at.index
-	a := Assignment{GPUs: []AssignedGPU{{Index: index}}} // portion 0: the slot is shared, not used
-	ann := a.annotations()
+	a := v1alpha1.GPUAssignment{GPUs: []v1alpha1.AssignedGPU{{Index: index}}} // portion 0: the slot is shared, not used
+	ann := assignmentAnnotations(a)
 	zero := int64(0)
 	one := resource.MustParse("1")
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("16Mi")}

@@ -107,7 +107,7 @@ func TestReservationPodAsksTheDevicePluginForOneGPU(t *testing.T) {
 	if strings.Join(c.Command, " ") != "/sluice gpu-reservation" || c.Image != DefaultGPUReservationImage {
 		t.Errorf("container %+v", c)
 	}
-	if a, err := ParseAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation]); err != nil || len(a.GPUs) != 1 || a.GPUs[0].Index != 2 || a.Portion != 0 {
+	if a, err := v1alpha1.ParseGPUAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation]); err != nil || len(a.GPUs) != 1 || a.GPUs[0].Index != 2 || a.Portion != 0 {
 		t.Errorf("assignment %+v %v", a, err)
 	}
 }

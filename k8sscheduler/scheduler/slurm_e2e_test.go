@@ -55,7 +55,7 @@ func TestSlurmJobPodsCreatedBound(t *testing.T) {
 	nodes := e.waitBound([]string{"job-7-0", "job-7-1"}, waitLong)
 	for i, name := range []string{"job-7-0", "job-7-1"} {
 		p := e.pod(name)
-		a, err := ParseAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation])
+		a, err := v1alpha1.ParseGPUAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation])
 		if err != nil || len(a.GPUs) != 4 || p.Annotations[v1alpha1.PodGroupAnnotation] != "job-7" || nodes[i] == "" {
 			t.Errorf("pod %s on %q: assignment %+v (%v), annotations %v", name, nodes[i], a, err, p.Annotations)
 		}

@@ -27,7 +27,7 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind, mps bool) func(context.Co
 		}
 		if a, ok := assignmentOf(&b); ok {
 			a.MPS = mps
-			binding.Annotations = a.annotations()
+			binding.Annotations = assignmentAnnotations(a)
 		}
 		err := s.kube.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
 		if err != nil {
@@ -100,10 +100,10 @@ func prepareSlurmPod(pod *corev1.Pod, pg *v1alpha1.PodGroup, b *bridge.Bind, sch
 	pod.Annotations[v1alpha1.TaskGroupAnnotation] = b.Group
 	if a, ok := assignmentOf(b); ok {
 		a.MPS = mps
-		for k, v := range a.annotations() {
+		for k, v := range assignmentAnnotations(a) {
 			pod.Annotations[k] = v
 		}
-		addMPSEnv(pod, a.mpsLimits())
+		addMPSEnv(pod, mpsLimits(a))
 	}
 }
 

@@ -133,7 +133,7 @@ func mustLeave(pod *corev1.Pod, gpus []health.GPUInfo) bool {
 	if len(gpus) == 0 {
 		return true
 	}
-	a, ok, err := health.ParseGPUAssignment(pod.Annotations)
+	a, ok, err := v1alpha1.GPUAssignmentOf(pod.Annotations)
 	// A pod whose assignment cannot be read may be on the faulty GPU: evict it to be safe.
-	return err != nil || (ok && a.Uses(gpus))
+	return err != nil || (ok && health.AssignmentUses(a, gpus))
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
 )
 
@@ -18,7 +19,7 @@ func TestMustLeave(t *testing.T) {
 		return p
 	}
 	onGPU := func(v string) func(p *corev1.Pod) {
-		return func(p *corev1.Pod) { p.Annotations[health.GPUAssignmentAnnotation] = v }
+		return func(p *corev1.Pod) { p.Annotations[v1alpha1.GPUAssignmentAnnotation] = v }
 	}
 	tests := []struct {
 		name      string

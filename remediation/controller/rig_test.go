@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/agent"
 	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/remediation/health"
@@ -153,9 +153,8 @@ func (e *env) runPodWith(name, node string, gpu int, change func(*corev1.Pod)) *
 			TerminationGracePeriodSeconds: new(int64)},
 	}
 	if gpu >= 0 {
-		a := health.GPUAssignment{GPUs: []health.AssignedGPU{{Index: gpu, UUID: cluster.GPUUUID(node, gpu)}}}
-		b, _ := json.Marshal(a)
-		pod.Annotations[health.GPUAssignmentAnnotation] = string(b)
+		a := v1alpha1.GPUAssignment{GPUs: []v1alpha1.AssignedGPU{{Index: int32(gpu), UUID: cluster.GPUUUID(node, gpu)}}, Portion: 1}
+		pod.Annotations[v1alpha1.GPUAssignmentAnnotation] = a.Encode()
 	}
 	change(pod)
 	created, err := e.client.CoreV1().Pods(e.ns).Create(context.Background(), pod, metav1.CreateOptions{})

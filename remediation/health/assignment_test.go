@@ -1,8 +1,13 @@
 package health
 
-import "testing"
+import (
+	"testing"
 
-func TestParseGPUAssignment(t *testing.T) {
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// Which pods a fault on GPU 3 (GPU-c) reaches, read from their annotations as the drain does.
+func TestAssignmentUses(t *testing.T) {
 	bad := []GPUInfo{{Index: 3, UUID: "GPU-c"}}
 	tests := []struct {
 		name    string
@@ -22,13 +27,13 @@ func TestParseGPUAssignment(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ann := map[string]string{}
 			if tt.value != nil {
-				ann[GPUAssignmentAnnotation] = *tt.value
+				ann[v1alpha1.GPUAssignmentAnnotation] = *tt.value
 			}
-			a, ok, err := ParseGPUAssignment(ann)
+			a, ok, err := v1alpha1.GPUAssignmentOf(ann)
 			if ok != tt.wantOK || (err != nil) != tt.wantErr {
 				t.Fatalf("ok=%v err=%v, want ok=%v err=%v", ok, err, tt.wantOK, tt.wantErr)
 			}
-			if err == nil && a.Uses(bad) != tt.uses {
+			if err == nil && AssignmentUses(a, bad) != tt.uses {
 				t.Errorf("Uses = %v, want %v", !tt.uses, tt.uses)
 			}
 		})

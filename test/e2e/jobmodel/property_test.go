@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -54,8 +55,14 @@ func (o outcome) String() string {
 
 // applies says which kinds of job an outcome is drawn for: a requeue is Slurm's; a
 // time limit is a Slurm job's -t or a Job's (gang's) activeDeadlineSeconds; a node fault
-// is drawn for every kind (a Job's drained pods fail it: its backoffLimit is 0).
+// is drawn for every kind (a Job's drained pods fail it: its backoffLimit is 0). A
+// PodGroup the user wrote runs to its pods' ends or is cancelled: nothing replaces a
+// bare pod it loses, so what an eviction or a fault should leave of it is its author's
+// to decide.
 func (o outcome) applies(kind string) bool {
+	if kind == "written" {
+		return o == succeed || o == fail || o == oom || o == cancel
+	}
 	switch o {
 	case requeue:
 		return kind == "slurm"
@@ -94,7 +101,7 @@ func (o outcome) disrupted() bool { return o == requeue || o == evict }
 
 // job is one job of the mix and what the test knows of it.
 type job struct {
-	kind    string // "slurm", "pod", "gang"
+	kind    string // "slurm", "pod", "gang", "written" (a PodGroup the user wrote, two bare pods naming it)
 	outcome outcome
 	id      uint32
 	name    string // the manifest's name
@@ -113,7 +120,7 @@ const faultNode = "h100-3"
 func mix(rnd *rand.Rand, n int) []*job {
 	var jobs []*job
 	for i := range n {
-		jobs = append(jobs, &job{kind: [...]string{"slurm", "pod", "gang"}[i%3]})
+		jobs = append(jobs, &job{kind: [...]string{"slurm", "pod", "gang", "written"}[i%4]})
 	}
 	for o := range outcomes {
 		for _, i := range rnd.Perm(n) {
@@ -323,7 +330,42 @@ func (s *site) start(j *job, i int) {
 			s.t.Fatal(err)
 		}
 		j.id = s.groupID(j, j.name)
+	case "written":
+		// As kubectl apply writes it: a gang of two, and its pods naming it. The pod
+		// grouper numbers it, so every view lists it under a Slurm job id.
+		j.name = fmt.Sprintf("prop-written-%d", i)
+		pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: s.ns},
+			Spec: v1alpha1.PodGroupSpec{MinMember: 2, Queue: "nlp"}}
+		if err := s.crs.Create(context.Background(), pg); err != nil {
+			s.t.Fatal(err)
+		}
+		for k := range 2 {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", j.name, k), Namespace: s.ns,
+				Annotations: map[string]string{v1alpha1.PodGroupAnnotation: j.name}},
+				Spec: podSpec(corev1.RestartPolicyNever, false)}
+			if ends {
+				maps.Copy(p.Annotations, cluster.SimulatedRun(d, code))
+			}
+			if err := s.crs.Create(context.Background(), p); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		j.id = s.writtenID(j)
 	}
+}
+
+// writtenID waits for the pod grouper to number the PodGroup the test wrote for j.
+func (s *site) writtenID(j *job) uint32 {
+	var id uint32
+	e2e.WaitFor(s.t, "job id of PodGroup "+j.name, time.Minute, func(ctx context.Context) (bool, error) {
+		var pg v1alpha1.PodGroup
+		if err := s.crs.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: j.name}, &pg); err != nil {
+			return false, err
+		}
+		id = v1alpha1.JobIDOf(pg.Labels)
+		return id != 0, fmt.Errorf("PodGroup %s not numbered yet (labels %v)", j.name, pg.Labels)
+	})
+	return id
 }
 
 // podSpec asks for one GPU, on the fault node (onFault) or anywhere else.
@@ -372,6 +414,24 @@ func (s *site) cancel(j *job) {
 		err = s.crs.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: s.ns}})
 	case "gang":
 		err = s.crs.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: s.ns}}, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	case "written":
+		// Its pods, then (once they are gone: a group deleted under running pods is
+		// written again) the group, as its author would clean up.
+		for k := 0; err == nil && k < 2; k++ {
+			err = client.IgnoreNotFound(s.crs.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", j.name, k), Namespace: s.ns}}))
+		}
+		if err == nil {
+			e2e.WaitFor(s.t, j.String()+": its pods gone", time.Minute, func(ctx context.Context) (bool, error) {
+				for k := range 2 {
+					err := s.crs.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: fmt.Sprintf("%s-%d", j.name, k)}, &corev1.Pod{})
+					if err == nil || !apierrors.IsNotFound(err) {
+						return false, err
+					}
+				}
+				return true, nil
+			})
+			err = s.crs.Delete(ctx, &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: s.ns}})
+		}
 	}
 	if err != nil {
 		s.t.Fatalf("%s: cancel: %v", j, err)

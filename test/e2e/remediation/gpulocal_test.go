@@ -40,11 +40,11 @@ func TestGPULocalFaultEvictsOnlyThatGPU(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			a, ok, err := health.ParseGPUAssignment(p.Annotations)
+			a, ok, err := v1alpha1.GPUAssignmentOf(p.Annotations)
 			if err != nil || !ok || len(a.GPUs) != 1 || p.Status.Phase != corev1.PodRunning {
 				return false, fmt.Errorf("pod %s: phase %s, assignment %+v (%v)", name, p.Status.Phase, a, err)
 			}
-			gpuOf[name] = a.GPUs[0].Index
+			gpuOf[name] = int(a.GPUs[0].Index)
 		}
 		return true, nil
 	})
