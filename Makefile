@@ -70,11 +70,14 @@ bench-submit: rig-tools build
 bench-submit-deps:
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends slurmctld slurmrestd slurm-wlm-jwt-plugin slurm-client munge
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet, go mod tidy -diff and staticcheck (staticcheck.conf)
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	cd hack/tools && $(GO) run . -bin $(BIN) -only staticcheck
+	$(BIN)/staticcheck ./...
 
 ## generate: deepcopy and CRD YAML (controller-gen)
 generate: tools

@@ -10,7 +10,7 @@ func TestAppendTreeMatchesEncodingJSON(t *testing.T) {
 	trees := []any{
 		renderJobs(sampleJobs(), "sluice", t0),
 		map[string]any{"s": "a\"b\\c\n\t\r\b\f\x01<>&\u2028\u2029é\xff", "n": nil, "b": true, "e": []any{}, "m": map[string]any{}},
-		[]any{0.0, -0.0, 1.5, 1e-7, 1e21, 123456789.0, 1e-6, 0.25, -3e-10, 1e300, int64(-5), uint64(1 << 63), 7},
+		[]any{0.0, math.Copysign(0, -1), 1.5, 1e-7, 1e21, 123456789.0, 1e-6, 0.25, -3e-10, 1e300, int64(-5), uint64(1 << 63), 7},
 	}
 	for i, tree := range trees {
 		want, err := json.Marshal(tree)

@@ -57,6 +57,8 @@ var tools = []tool{
 	}},
 	{"controller-gen", "kube", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen", plain},
 	{"helm", "kube", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", plain},
+	// make lint's static analysis beside go vet (staticcheck.conf says which checks).
+	{"staticcheck", "staticcheck", "honnef.co/go/tools", "honnef.co/go/tools/cmd/staticcheck", plain},
 }
 
 func main() {

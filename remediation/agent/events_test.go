@@ -8,7 +8,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/remediation/health"
@@ -74,7 +74,7 @@ func TestWatchEventsWithoutSupport(t *testing.T) {
 	lib, _ := newDGX()
 	lib.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return eventQueue(), nvml.SUCCESS }
 	for _, d := range lib.Devices {
-		d.(*dgxa100.Device).GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+		d.(*server.Device).GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 	}
 	err := watchEvents(context.Background(), lib, time.Millisecond, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "no GPU supports XID events") {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
 // gpuState is what a mocked A100 reports; tests change it between polls.
@@ -24,18 +25,18 @@ const a100Links = 12
 
 // newDGX returns go-nvml's DGX A100 mock with the health queries the agent makes wired to
 // one gpuState per GPU, all healthy.
-func newDGX() (*dgxa100.Server, []*gpuState) {
+func newDGX() (*server.Server, []*gpuState) {
 	s := dgxa100.New()
 	states := make([]*gpuState, len(s.Devices))
 	for i, d := range s.Devices {
 		st := &gpuState{linkDown: map[int]bool{}, width: 16, gen: 4, busy: true}
 		states[i] = st
-		wire(d.(*dgxa100.Device), st)
+		wire(d.(*server.Device), st)
 	}
 	return s, states
 }
 
-func wire(d *dgxa100.Device, st *gpuState) {
+func wire(d *server.Device, st *gpuState) {
 	ret := func() nvml.Return {
 		if st.lost {
 			return nvml.ERROR_GPU_IS_LOST

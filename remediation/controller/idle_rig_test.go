@@ -137,12 +137,12 @@ func TestFailedIdleValidationQuarantines(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	count := func() (out, in []string) { return e.splitByTaint(t, nodes) }
-	out, in := count()
-	for ; len(out) == 0 && time.Now().Before(deadline); out, in = count() {
+	for out, _ := count(); len(out) == 0 && time.Now().Before(deadline); out, _ = count() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // a breaker that leaks would quarantine the second by now
-	if out, in = count(); len(out) != 1 || len(in) != 1 {
+	out, in := count()
+	if len(out) != 1 || len(in) != 1 {
 		t.Fatalf("quarantined %v, in service %v; want exactly one of two", out, in)
 	}
 	if !e.hasEvent(in[0], "QuarantineDeferred") {

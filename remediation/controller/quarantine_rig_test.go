@@ -181,12 +181,11 @@ func TestCircuitBreakerHolds(t *testing.T) {
 	}
 	e2eWait := func() (out, in []string) { return e.splitByTaint(t, nodes) }
 	deadline := time.Now().Add(30 * time.Second)
-	var out, in []string
-	for out, in = e2eWait(); len(out) == 0 && time.Now().Before(deadline); out, in = e2eWait() {
+	for out, _ := e2eWait(); len(out) == 0 && time.Now().Before(deadline); out, _ = e2eWait() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // a breaker that leaks would quarantine the second by now
-	out, in = e2eWait()
+	out, in := e2eWait()
 	if len(out) != 1 || len(in) != 1 {
 		t.Fatalf("quarantined %v, in service %v; want exactly one of two", out, in)
 	}

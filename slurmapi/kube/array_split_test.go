@@ -48,7 +48,7 @@ func splitRig(t *testing.T, spec string, funcs interceptor.Funcs) (*Lifecycle, c
 	record := PodGroupFor(&slurmapi.JobDesc{User: "alice", Account: "nlp", Script: "#!/bin/sh\n", Nodes: 1, Tasks: 1, CPUsPerTask: 1, Array: spec}, arrayID)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.PodGroup{}).
 		WithObjects(record, counterConfigMap(firstTaskID)).Build()
-	wrapped := interceptor.NewClient(c.(client.WithWatch), funcs)
+	wrapped := interceptor.NewClient(c, funcs)
 	l := &Lifecycle{cache: readerCache{r: c}, client: wrapped, deps: c, ids: NewJobIDs(c, "default", "ids", 10)}
 	return l, c
 }

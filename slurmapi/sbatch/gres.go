@@ -36,9 +36,7 @@ func ParseGRES(s string) ([]GRES, error) {
 
 func parseOneGRES(item string) (GRES, error) {
 	spec := strings.TrimPrefix(item, "gres/")
-	if strings.HasPrefix(spec, "gres:") {
-		spec = spec[len("gres:"):]
-	}
+	spec = strings.TrimPrefix(spec, "gres:")
 	g := GRES{Count: 1}
 	// "name[:type]=count" (TRES form) or "name[:type][:count]" (sbatch).
 	if name, count, ok := strings.Cut(spec, "="); ok {

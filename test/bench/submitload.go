@@ -106,9 +106,6 @@ func submitOne(ctx context.Context, hc *http.Client, t submitTarget, i int) (uin
 	return doc.JobID, nil
 }
 
-// rate is acknowledged submissions per second.
-func (l submitLoad) rate() float64 { return float64(l.acked) / l.took.Seconds() }
-
 // quantile is the q-quantile of the acknowledged submissions' latencies.
 func (l submitLoad) quantile(q float64) time.Duration {
 	if len(l.latency) == 0 {

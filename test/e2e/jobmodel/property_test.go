@@ -583,16 +583,6 @@ func (s *site) stateColumn(ctx context.Context, pg *v1alpha1.PodGroup) (string, 
 	return "", fmt.Errorf("no State column in %v", table.ColumnDefinitions)
 }
 
-// dashboardState is the job's state in the dashboard's job table (its API, which
-// `sluice sacct` reads too).
-func (s *site) dashboardState(j *job) string {
-	rec, err := s.ledger(context.Background(), j)
-	if err != nil {
-		s.t.Errorf("%s: dashboard jobs: %v", j, err)
-	}
-	return string(rec.State)
-}
-
 // sacctState is the job's state as slurmrestd's sacct endpoint (GET slurmdb job/{id})
 // answers it.
 func (s *site) sacctState(j *job) string {

@@ -129,5 +129,5 @@ type PartitionList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Partition{}, &PartitionList{})
+	register(&Partition{}, &PartitionList{})
 }

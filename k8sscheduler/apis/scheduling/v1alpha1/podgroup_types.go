@@ -213,5 +213,5 @@ type PodGroupList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&PodGroup{}, &PodGroupList{})
+	register(&PodGroup{}, &PodGroupList{})
 }

@@ -95,5 +95,5 @@ type QOSList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&QOS{}, &QOSList{})
+	register(&QOS{}, &QOSList{})
 }

@@ -146,5 +146,5 @@ type QueueList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Queue{}, &QueueList{})
+	register(&Queue{}, &QueueList{})
 }
