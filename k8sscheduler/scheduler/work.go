@@ -46,7 +46,7 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind, mps bool) func(context.Co
 // share's limits.
 func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, mps []bool) func(context.Context) {
 	return func(ctx context.Context) {
-		if pg.ResourceVersion == "" { // a job read from its submit batch: stored as it starts
+		if pg.Batched() { // a job read from its submit batch: stored as it starts
 			stored, err := s.writeImplied(ctx, pg.DeepCopy())
 			if err != nil {
 				s.createFailed(g, pg, binds, nil, fmt.Errorf("store the job's PodGroup: %w", err))

@@ -117,10 +117,6 @@ func withBatched(stored, batched []v1alpha1.PodGroup) []v1alpha1.PodGroup {
 	return stored
 }
 
-// isBatched reports whether pg was read from a batch, not stored yet: a
-// Slurm job's group never stored. A group of one's implied group is not
-// stored either, but it is no Slurm job, and no change stores it here.
-func isBatched(pg *v1alpha1.PodGroup) bool { return pg.ResourceVersion == "" && pg.Spec.Slurm != nil }
 
 // materialize creates the PodGroup of a batched job now, so a change
 // (scancel, hold, update) acts on a stored object; the SubmitQueue later

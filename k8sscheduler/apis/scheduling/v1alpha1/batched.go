@@ -28,3 +28,11 @@ func BatchedPodGroup(cm *corev1.ConfigMap, key string) (*PodGroup, error) {
 	pg.ResourceVersion, pg.UID = "", ""
 	return &pg, nil
 }
+
+// Stored reports whether pg is an object the API server holds. A job read from its
+// submit batch (BatchedPodGroup) and the group a bare pod implies (ImpliedPodGroup)
+// are not: they have no resourceVersion, and a write to them must create them first.
+func (pg *PodGroup) Stored() bool { return pg.ResourceVersion != "" }
+
+// Batched reports whether pg is a Slurm job read from its submit batch, not stored yet.
+func (pg *PodGroup) Batched() bool { return !pg.Stored() && pg.Spec.Slurm != nil }
