@@ -117,7 +117,6 @@ func withBatched(stored, batched []v1alpha1.PodGroup) []v1alpha1.PodGroup {
 	return stored
 }
 
-
 // materialize creates the PodGroup of a batched job now, so a change
 // (scancel, hold, update) acts on a stored object; the SubmitQueue later
 // finds it there. The batched jobs its --dependency names are created
