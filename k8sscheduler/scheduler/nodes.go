@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,15 +11,6 @@ import (
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
-
-// nodeGPU is one entry of the v1alpha1.NodeGPUsAnnotation.
-type nodeGPU struct {
-	Index     int32  `json:"index"`
-	UUID      string `json:"uuid"`
-	Model     string `json:"model"`
-	MemoryMiB int64  `json:"memoryMiB"`
-	Healthy   bool   `json:"healthy"`
-}
 
 // convertNode turns a node into the core's view, without partition and Used (the cache
 // fills those in). A malformed GPU annotation is reported in err while the node is still
@@ -52,10 +42,9 @@ func convertNode(n *corev1.Node) (bridge.Node, error) {
 		}
 		return out, nil
 	}
-	var list []nodeGPU
-	if err := json.Unmarshal([]byte(raw), &list); err != nil {
-		return out, fmt.Errorf("annotation %s is not a JSON array of {index, uuid, model, memoryMiB, healthy}: %v; using the node's GPU labels",
-			v1alpha1.NodeGPUsAnnotation, err)
+	list, err := v1alpha1.ParseNodeGPUs(raw)
+	if err != nil {
+		return out, fmt.Errorf("%v; using the node's GPU labels", err)
 	}
 	out.GPUs = make([]bridge.GPU, len(list))
 	for i, g := range list {

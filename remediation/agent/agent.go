@@ -201,7 +201,7 @@ func (a *agent) expectedGPUs(node *corev1.Node) int {
 func simulatedGPUs(known []health.GPUInfo) []health.GPUReading {
 	out := make([]health.GPUReading, 0, len(known))
 	for _, k := range known {
-		out = append(out, health.GPUReading{Index: k.Index, UUID: k.UUID, Model: k.Model, MemoryMiB: k.MemoryMiB})
+		out = append(out, health.GPUReading{Index: int(k.Index), UUID: k.UUID, Model: k.Model, MemoryMiB: uint64(k.MemoryMiB)})
 	}
 	return out
 }

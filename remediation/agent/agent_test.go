@@ -182,7 +182,7 @@ func TestAgentFaultClasses(t *testing.T) {
 				t.Errorf("message %q does not name %s", c.Message, gpus[tt.gpu].UUID)
 			}
 			for _, g := range gpus {
-				if g.Healthy == (g.Index == tt.gpu) {
+				if g.Healthy == (int(g.Index) == tt.gpu) {
 					t.Errorf("GPU %d healthy=%v, fault on GPU %d", g.Index, g.Healthy, tt.gpu)
 				}
 			}

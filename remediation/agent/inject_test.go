@@ -21,7 +21,7 @@ import (
 func simulatedNode() *corev1.Node {
 	var gpus []health.GPUInfo
 	for i := range 4 {
-		gpus = append(gpus, health.GPUInfo{Index: i, UUID: "GPU-sim-" + itoa(i), Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559, Healthy: true})
+		gpus = append(gpus, health.GPUInfo{Index: int32(i), UUID: "GPU-sim-" + itoa(i), Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559, Healthy: true})
 	}
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sim-1", Annotations: map[string]string{health.GPUsAnnotation: health.FormatGPUs(gpus)}}}
 }

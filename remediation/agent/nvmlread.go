@@ -44,8 +44,8 @@ func readGPUs(lib nvml.Interface, expected int, known []health.GPUInfo) ([]healt
 func lostGPU(index int, known []health.GPUInfo) health.GPUReading {
 	g := health.GPUReading{Index: index, Lost: true}
 	for _, k := range known {
-		if k.Index == index {
-			g.UUID, g.Model, g.MemoryMiB = k.UUID, k.Model, k.MemoryMiB
+		if int(k.Index) == index {
+			g.UUID, g.Model, g.MemoryMiB = k.UUID, k.Model, uint64(k.MemoryMiB)
 		}
 	}
 	if g.UUID == "" {

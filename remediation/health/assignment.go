@@ -13,7 +13,7 @@ func AssignmentUses(a v1alpha1.GPUAssignment, gpus []GPUInfo) bool {
 				if mine.UUID == g.UUID {
 					return true
 				}
-			} else if int(mine.Index) == g.Index {
+			} else if mine.Index == g.Index {
 				return true
 			}
 		}

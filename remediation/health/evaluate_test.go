@@ -85,7 +85,7 @@ func TestEvaluateEachFaultClass(t *testing.T) {
 				}
 			}
 			for _, g := range GPUHealth(cur, findings) {
-				if g.Healthy == (g.Index == tt.badGPU) {
+				if g.Healthy == (int(g.Index) == tt.badGPU) {
 					t.Errorf("GPU %d healthy=%v with fault on GPU %d", g.Index, g.Healthy, tt.badGPU)
 				}
 			}

@@ -1,8 +1,6 @@
 package health
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -13,14 +11,8 @@ import (
 // reads it to avoid just the unhealthy GPU.
 const GPUsAnnotation = v1alpha1.NodeGPUsAnnotation
 
-// GPUInfo is one entry of the GPUsAnnotation.
-type GPUInfo struct {
-	Index     int    `json:"index"`
-	UUID      string `json:"uuid"`
-	Model     string `json:"model"`
-	MemoryMiB uint64 `json:"memoryMiB"`
-	Healthy   bool   `json:"healthy"`
-}
+// GPUInfo is one entry of the GPUsAnnotation: the API package's one type for it.
+type GPUInfo = v1alpha1.NodeGPU
 
 // GPUHealth lists every GPU in the readings with healthy false where any finding names it.
 func GPUHealth(r Readings, findings []Finding) []GPUInfo {
@@ -32,27 +24,15 @@ func GPUHealth(r Readings, findings []Finding) []GPUInfo {
 	}
 	out := make([]GPUInfo, 0, len(r.GPUs))
 	for _, g := range r.GPUs {
-		out = append(out, GPUInfo{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, Healthy: !bad[g.Index]})
+		out = append(out, GPUInfo{Index: int32(g.Index), UUID: g.UUID, Model: g.Model, MemoryMiB: int64(g.MemoryMiB), Healthy: !bad[g.Index]})
 	}
 	return out
 }
 
 // ParseGPUs reads a GPUsAnnotation value; an empty value is an empty inventory.
-func ParseGPUs(value string) ([]GPUInfo, error) {
-	if value == "" {
-		return nil, nil
-	}
-	var out []GPUInfo
-	if err := json.Unmarshal([]byte(value), &out); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", GPUsAnnotation, err)
-	}
-	return out, nil
-}
+func ParseGPUs(value string) ([]GPUInfo, error) { return v1alpha1.ParseNodeGPUs(value) }
 
 // FormatGPUs writes a GPUsAnnotation value.
-func FormatGPUs(gpus []GPUInfo) string {
-	b, _ := json.Marshal(gpus) // a slice of plain structs always marshals
-	return string(b)
-}
+func FormatGPUs(gpus []GPUInfo) string { return v1alpha1.FormatNodeGPUs(gpus) }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -98,8 +97,8 @@ func (h *deviceHandout) pick(ctx context.Context, p *corev1.Pod) (string, error)
 		// A real node's kubelet runs the pod: its device plugin chose, and the pod reports.
 		return "", fmt.Errorf("%s is a real node", node.Name)
 	}
-	var gpus []GPUInfo
-	if err := json.Unmarshal([]byte(node.Annotations[AnnotationGPUs]), &gpus); err != nil {
+	gpus, err := v1alpha1.ParseNodeGPUs(node.Annotations[AnnotationGPUs])
+	if err != nil {
 		return "", err
 	}
 	pods, err := h.client.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{

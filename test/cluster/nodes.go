@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"strconv"
@@ -29,14 +28,9 @@ const (
 	podsPerNode = "110"
 )
 
-// GPUInfo is one entry of the sluice.dev/gpus node annotation.
-type GPUInfo struct {
-	Index     int    `json:"index"`
-	UUID      string `json:"uuid"`
-	Model     string `json:"model"`
-	MemoryMiB int    `json:"memoryMiB"`
-	Healthy   bool   `json:"healthy"`
-}
+// GPUInfo is one entry of the sluice.dev/gpus node annotation: the API package's one type
+// for it, which the agent writes on real nodes and the scheduler reads.
+type GPUInfo = v1alpha1.NodeGPU
 
 // NodeName is the name of node i (0-based) of a pool.
 func NodeName(pool string, i int) string { return fmt.Sprintf("%s-%d", pool, i) }
@@ -126,10 +120,9 @@ func (p NodePool) node(name string) (*corev1.Node, error) {
 func (p NodePool) gpuAnnotation(name string) (string, error) {
 	gpus := make([]GPUInfo, p.GPUsPerNode)
 	for i := range gpus {
-		gpus[i] = GPUInfo{Index: i, UUID: GPUUUID(name, i), Model: p.GPUModel, MemoryMiB: p.GPUMemoryMiB, Healthy: true}
+		gpus[i] = GPUInfo{Index: int32(i), UUID: GPUUUID(name, i), Model: p.GPUModel, MemoryMiB: int64(p.GPUMemoryMiB), Healthy: true}
 	}
-	data, err := json.Marshal(gpus)
-	return string(data), err
+	return v1alpha1.FormatNodeGPUs(gpus), nil
 }
 
 func (p NodePool) migStrategy() string {

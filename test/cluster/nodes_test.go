@@ -74,7 +74,7 @@ func TestNodesFromSpec(t *testing.T) {
 	uuidShape := regexp.MustCompile(`^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	seen := map[string]bool{}
 	for i, g := range gpus {
-		want := GPUInfo{Index: i, UUID: GPUUUID("h100-1", i), Model: "H100-80GB", MemoryMiB: 81920, Healthy: true}
+		want := GPUInfo{Index: int32(i), UUID: GPUUUID("h100-1", i), Model: "H100-80GB", MemoryMiB: 81920, Healthy: true}
 		if g != want {
 			t.Errorf("gpu %d = %+v, want %+v", i, g, want)
 		}

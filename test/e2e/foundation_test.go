@@ -86,7 +86,7 @@ func checkNode(t *testing.T, n corev1.Node, pool cluster.NodePool) {
 		t.Fatalf("annotation lists %d GPUs, want %d", len(gpus), pool.GPUsPerNode)
 	}
 	for i, g := range gpus {
-		if g.Index != i || g.UUID != cluster.GPUUUID(n.Name, i) || g.Model != pool.GPUModel || g.MemoryMiB != pool.GPUMemoryMiB || !g.Healthy {
+		if int(g.Index) != i || g.UUID != cluster.GPUUUID(n.Name, i) || g.Model != pool.GPUModel || g.MemoryMiB != int64(pool.GPUMemoryMiB) || !g.Healthy {
 			t.Errorf("gpu %d = %+v", i, g)
 		}
 	}

@@ -70,7 +70,7 @@ func TestGPULocalFaultEvictsOnlyThatGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range gpus {
-		if g.Healthy == (g.Index == bad) {
+		if g.Healthy == (int(g.Index) == bad) {
 			t.Errorf("GPU %d healthy=%v with the fault on GPU %d", g.Index, g.Healthy, bad)
 		}
 	}
