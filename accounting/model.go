@@ -7,23 +7,26 @@ package accounting
 import (
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 )
 
-// JobState is a Slurm job state name, as sacct prints it.
-type JobState string
+// JobState is a Slurm job state name, as sacct prints it: the one read model's state
+// (jobstate.State), so the ledger and every view name states with one type.
+type JobState = jobstate.State
 
-// The Slurm states the ledger records.
+// The Slurm states the ledger records, by the names the ledger's code reads best with.
 const (
-	StatePending     JobState = "PENDING"
-	StateRunning     JobState = "RUNNING"
-	StateCompleted   JobState = "COMPLETED"
-	StateFailed      JobState = "FAILED"
-	StateCancelled   JobState = "CANCELLED"
-	StateTimeout     JobState = "TIMEOUT"
-	StatePreempted   JobState = "PREEMPTED"
-	StateNodeFail    JobState = "NODE_FAIL"
-	StateRequeued    JobState = "REQUEUED"
-	StateOutOfMemory JobState = "OUT_OF_MEMORY"
+	StatePending     = jobstate.Pending
+	StateRunning     = jobstate.Running
+	StateCompleted   = jobstate.Completed
+	StateFailed      = jobstate.Failed
+	StateCancelled   = jobstate.Cancelled
+	StateTimeout     = jobstate.Timeout
+	StatePreempted   = jobstate.Preempted
+	StateNodeFail    = jobstate.NodeFail
+	StateRequeued    = jobstate.Requeued
+	StateOutOfMemory = jobstate.OutOfMemory
 )
 
 // AllStates lists every recorded state in Slurm's documentation order.
@@ -56,17 +59,6 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// Final reports whether a job in this state has ended for good (its end time
-// is set). REQUEUED and PREEMPTED are not final: a requeued or preempted job
-// may run again.
-func (s JobState) Final() bool {
-	switch s {
-	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOutOfMemory:
-		return true
-	}
-	return false
 }
 
 // Origin says how a workload entered the cluster.

@@ -96,7 +96,7 @@ func Summarize(ts []Transition) Summary {
 	}
 	// A preemption that is not followed by a requeue ends the job (Slurm's
 	// PreemptMode=CANCEL); a later transition undoes this.
-	if (s.State.Final() || s.State == StatePreempted) && len(sorted) > 0 {
+	if s.State.Final() && len(sorted) > 0 {
 		s.End = sorted[len(sorted)-1].At
 	}
 	return s

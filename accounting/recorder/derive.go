@@ -88,11 +88,11 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 	if !v.Start.IsZero() {
 		add(v.Start, jobstate.Running, "")
 	}
-	sameRun := prev != nil && prev.State.Final() && int(pg.Status.Requeues) <= prev.RequeueCount
+	sameRun := prev != nil && prev.State.Closed() && int(pg.Status.Requeues) <= prev.RequeueCount
 	if v.State.Final() && !sameRun {
 		add(v.End, v.State, "")
 		j.ExitCode, j.ExitSignal = int(v.ExitCode), int(v.Signal)
-	} else if prev != nil && prev.State.Final() {
+	} else if prev != nil && prev.State.Closed() {
 		// The ledger holds how this run ended; what the objects show later (a finished
 		// pod deleted, its written PodGroup gone with it) never ends it a second time.
 		// It ended before and its pods no longer show how (deleted since).
@@ -124,7 +124,7 @@ func unseenRequeues(pg *v1alpha1.PodGroup, prev *accounting.Job, last time.Time)
 // part the objects may no longer show (a pod deleted after it finished).
 func ledgerState(prev *accounting.Job, ts []accounting.Transition) (accounting.JobState, time.Time) {
 	hist := ts
-	if prev != nil && prev.State.Final() && !prev.End.IsZero() {
+	if prev != nil && prev.State.Closed() && !prev.End.IsZero() {
 		hist = append(slices.Clip(ts), accounting.Transition{JobID: prev.JobID, At: prev.End, State: prev.State})
 	}
 	s := accounting.Summarize(hist)

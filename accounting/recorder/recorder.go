@@ -219,7 +219,7 @@ func (r *Recorder) flush(ctx context.Context) error {
 		// before (in the ledger, though its pods went first and no longer show it)
 		// keeps its end. A preempted one ended too: nothing requeues a deleted
 		// workload (a bare pod evicted by a drain is deleted).
-		if w.deleted && !j.State.Final() && !finalIn(jts) && (prev == nil || prev.State != accounting.StatePreempted) {
+		if w.deleted && !j.State.Closed() && !finalIn(jts) && (prev == nil || prev.State != accounting.StatePreempted) {
 			at, reason := now, "workload deleted"
 			if d := w.pg.DeletionTimestamp; d != nil {
 				at = d.Time
@@ -276,7 +276,7 @@ func (r *Recorder) loadKnown(ctx context.Context, work []groupWork) error {
 
 func finalIn(ts []accounting.Transition) bool {
 	for _, t := range ts {
-		if t.State.Final() || t.State == accounting.StatePreempted {
+		if t.State.Final() {
 			return true
 		}
 	}

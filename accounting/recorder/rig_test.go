@@ -195,7 +195,7 @@ func (e *rigEnv) waitFinal(t *testing.T, ids ...int64) map[int64]accounting.Job 
 			out[j.JobID] = j
 		}
 		for _, id := range ids {
-			if !out[id].State.Final() {
+			if !out[id].State.Closed() {
 				return false, fmt.Errorf("job %d: %q", id, out[id].State)
 			}
 		}

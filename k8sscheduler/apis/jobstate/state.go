@@ -44,6 +44,12 @@ func (s State) Final() bool {
 	return false
 }
 
+// Closed reports whether a job in state s has ended whatever follows: Final, less
+// PREEMPTED, which a requeue may reopen. The ledger keeps a preempted run open on that
+// account (accounting.Summarize) and, until a state is Closed, lets what the objects show
+// later change it.
+func (s State) Closed() bool { return s.Final() && s != Preempted }
+
 // Failure reports whether a job in state s ended and failed, as Slurm's sdiag counts it:
 // slurmctld sorts an ended job into completed (COMPLETED), canceled (CANCELLED) and
 // failed, every other end (FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, PREEMPTED), as
