@@ -52,7 +52,11 @@ func TestRealNodesRunPods(t *testing.T) {
 		return p
 	}
 	server := pod("a", "real-0", "echo serving; sleep 120", false)
-	client2 := pod("b", "real-1", "echo gpu=$NVIDIA_VISIBLE_DEVICES; getent hosts a.peers; ip=$(getent hosts a.peers | cut -d' ' -f1); echo resolved=$ip", true)
+	// b may start before a has an address, or before the EndpointSlice and CoreDNS have
+	// caught up with it: it asks again for a while, as a job's peers wait for their
+	// rendezvous. What is checked is that the name resolves to a, not how soon.
+	client2 := pod("b", "real-1", "echo gpu=$NVIDIA_VISIBLE_DEVICES; for i in $(seq 60); do ip=$(getent hosts a.peers | cut -d' ' -f1); "+
+		"[ -n \"$ip\" ] && break; sleep 0.5; done; echo resolved=$ip", true)
 	for _, p := range []*corev1.Pod{server, client2} {
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
