@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/ and docs/cli.md")
 
 // checkGolden compares out with testdata/name (rewritten with -update).
 func checkGolden(t *testing.T, name, out string) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 
 	"github.com/sluicehq/sluice/slurmapi/launch"
@@ -19,7 +20,7 @@ func init() {
 			return launch.Install(args[0])
 		}})
 	register(command{name: "srun", summary: "run a job step (inside a job), or a command in a new allocation (srun --pty bash)",
-		run: runSrun})
+		run: runSrun, flags: func() *flag.FlagSet { fs, _ := interactiveFlags("srun"); return fs }})
 }
 
 // exitWith ends the process with rc: the launcher's and srun's status is

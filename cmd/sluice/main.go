@@ -20,6 +20,19 @@ type command struct {
 	name    string
 	summary string
 	run     func(args []string) error
+	// flags builds the command's options without running it, so docs/cli.md is
+	// generated from the very flag set run parses (cli_doc_test.go); nil: not
+	// documented there (Sluice's own commands).
+	flags func() *flag.FlagSet
+}
+
+// flagsOf adapts a command's xFlags constructor, which also returns the values its
+// flags are bound to, to command.flags.
+func flagsOf[T any](build func() (*flag.FlagSet, T)) func() *flag.FlagSet {
+	return func() *flag.FlagSet {
+		fs, _ := build()
+		return fs
+	}
 }
 
 var commands = map[string]command{}

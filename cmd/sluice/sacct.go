@@ -20,7 +20,7 @@ import (
 func init() {
 	register(command{name: "sacct", summary: "show recorded jobs from the accounting ledger (like Slurm's sacct)", run: func(args []string) error {
 		return runSacct(args, os.Stdout, time.Now())
-	}})
+	}, flags: flagsOf(sacctFlags)})
 }
 
 // layoutFlags are the output flags sacct, sshare and sreport share.
@@ -132,40 +132,54 @@ func relativeTime(rest string, now time.Time, orig string) (time.Time, error) {
 
 func unixParam(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
-func runSacct(args []string, stdout io.Writer, now time.Time) error {
+// sacctOpts are the values sacctFlags binds its flags to.
+type sacctOpts struct {
+	token, users, accounts, parts, states, names, jobs, start, end, format string
+	allUsers, allocations, helpFormat                                      bool
+	layout                                                                 layoutFlags
+}
+
+// sacctFlags builds sacct's options apart from runSacct, so docs/cli.md and its
+// tests read the very flags the command parses.
+func sacctFlags() (*flag.FlagSet, *sacctOpts) {
 	fs := flag.NewFlagSet("sacct", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	users := fs.String("u", "", "only these users (comma-separated); also --user. Default: the token's user")
-	fs.StringVar(users, "user", "", "only these users")
-	allUsers := fs.Bool("a", false, "every user's jobs; also --allusers")
-	fs.BoolVar(allUsers, "allusers", false, "every user's jobs")
-	accounts := fs.String("A", "", "only these accounts; also --accounts")
-	fs.StringVar(accounts, "accounts", "", "only these accounts")
-	parts := fs.String("r", "", "only these partitions; also --partition")
-	fs.StringVar(parts, "partition", "", "only these partitions")
-	states := fs.String("s", "", "only jobs now in these states (CD,F,R or completed,failed,...); also --state")
-	fs.StringVar(states, "state", "", "only jobs now in these states")
-	names := fs.String("name", "", "only jobs of these names (comma-separated); also --jobname")
-	fs.StringVar(names, "jobname", "", "only jobs of these names")
-	jobs := fs.String("j", "", "only these job ids; also --jobs")
-	fs.StringVar(jobs, "jobs", "", "only these job ids")
-	start := fs.String("S", "", "jobs that existed after this time (default: today 00:00 UTC unless -j); also --starttime")
-	fs.StringVar(start, "starttime", "", "start of the window")
-	end := fs.String("E", "", "jobs that existed before this time (default now); also --endtime")
-	fs.StringVar(end, "endtime", "", "end of the window")
-	format := fs.String("o", report.SacctDefaultFormat, "fields, e.g. JobID,State,AllocTRES%60; also --format")
-	fs.StringVar(format, "format", report.SacctDefaultFormat, "fields")
-	allocations := fs.Bool("X", false, "allocations only, no steps (JOBID.batch, JOBID.0, ...); also --allocations")
-	fs.BoolVar(allocations, "allocations", false, "allocations only, no steps")
-	helpFormat := fs.Bool("e", false, "list the fields --format accepts; also --helpformat")
-	fs.BoolVar(helpFormat, "helpformat", false, "list the fields --format accepts")
-	var layout layoutFlags
-	layout.register(fs)
+	o := &sacctOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.StringVar(&o.users, "u", "", "only these users (comma-separated); also --user. Default: the token's user")
+	fs.StringVar(&o.users, "user", "", "only these users")
+	fs.BoolVar(&o.allUsers, "a", false, "every user's jobs; also --allusers")
+	fs.BoolVar(&o.allUsers, "allusers", false, "every user's jobs")
+	fs.StringVar(&o.accounts, "A", "", "only these accounts; also --accounts")
+	fs.StringVar(&o.accounts, "accounts", "", "only these accounts")
+	fs.StringVar(&o.parts, "r", "", "only these partitions; also --partition")
+	fs.StringVar(&o.parts, "partition", "", "only these partitions")
+	fs.StringVar(&o.states, "s", "", "only jobs now in these states (CD,F,R or completed,failed,...); also --state")
+	fs.StringVar(&o.states, "state", "", "only jobs now in these states")
+	fs.StringVar(&o.names, "name", "", "only jobs of these names (comma-separated); also --jobname")
+	fs.StringVar(&o.names, "jobname", "", "only jobs of these names")
+	fs.StringVar(&o.jobs, "j", "", "only these job ids; also --jobs")
+	fs.StringVar(&o.jobs, "jobs", "", "only these job ids")
+	fs.StringVar(&o.start, "S", "", "jobs that existed after this time (default: today 00:00 UTC unless -j); also --starttime")
+	fs.StringVar(&o.start, "starttime", "", "start of the window")
+	fs.StringVar(&o.end, "E", "", "jobs that existed before this time (default now); also --endtime")
+	fs.StringVar(&o.end, "endtime", "", "end of the window")
+	fs.StringVar(&o.format, "o", report.SacctDefaultFormat, "fields, e.g. JobID,State,AllocTRES%60; also --format")
+	fs.StringVar(&o.format, "format", report.SacctDefaultFormat, "fields")
+	fs.BoolVar(&o.allocations, "X", false, "allocations only, no steps (JOBID.batch, JOBID.0, ...); also --allocations")
+	fs.BoolVar(&o.allocations, "allocations", false, "allocations only, no steps")
+	fs.BoolVar(&o.helpFormat, "e", false, "list the fields --format accepts; also --helpformat")
+	fs.BoolVar(&o.helpFormat, "helpformat", false, "list the fields --format accepts")
+	o.layout.register(fs)
+	return fs, o
+}
+
+func runSacct(args []string, stdout io.Writer, now time.Time) error {
+	fs, o := sacctFlags()
 	const usage = "Usage: sluice sacct [flags]\n\nShows jobs recorded in the accounting ledger, Slurm-submitted and Kubernetes-submitted alike.\nTimes are UTC."
 	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
 	}
-	if *helpFormat {
+	if o.helpFormat {
 		var names []string
 		for _, c := range report.SacctColumns() {
 			names = append(names, c.Name)
@@ -173,27 +187,27 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 		_, err := fmt.Fprintln(stdout, strings.Join(names, " "))
 		return err
 	}
-	if _, err := report.SacctTable(nil, *format, now); err != nil {
+	if _, err := report.SacctTable(nil, o.format, now); err != nil {
 		return usageError{err.Error()}
 	}
-	c, err := client.FromEnv(*token)
+	c, err := client.FromEnv(o.token)
 	if err != nil {
 		return err
 	}
 	q := url.Values{}
-	for name, v := range map[string]string{"accounts": *accounts, "partitions": *parts, "states": *states, "ids": *jobs} {
+	for name, v := range map[string]string{"accounts": o.accounts, "partitions": o.parts, "states": o.states, "ids": o.jobs} {
 		if v != "" {
 			q.Set(name, v)
 		}
 	}
 	switch {
-	case *users != "":
-		q.Set("users", *users)
-	case !*allUsers && c.TokenUser() != "":
+	case o.users != "":
+		q.Set("users", o.users)
+	case !o.allUsers && c.TokenUser() != "":
 		q.Set("users", c.TokenUser())
 	}
-	from, to := *start, *end
-	if from == "" && *jobs == "" {
+	from, to := o.start, o.end
+	if from == "" && o.jobs == "" {
 		from = "today"
 	}
 	for name, v := range map[string]string{"start": from, "end": to} {
@@ -212,22 +226,22 @@ func runSacct(args []string, stdout io.Writer, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if *names != "" {
-		want := splitList(*names)
+	if o.names != "" {
+		want := splitList(o.names)
 		res.Jobs = slices.DeleteFunc(res.Jobs, func(j accounting.Job) bool { return !slices.Contains(want, j.Name) })
 	}
-	if *allocations {
+	if o.allocations {
 		for i := range res.Jobs {
 			res.Jobs[i].Steps = nil
 		}
-	} else if *jobs != "" {
+	} else if o.jobs != "" {
 		liveSteps(ctx, c, res.Jobs)
 	}
-	t, err := report.SacctTable(res.Jobs, *format, now)
+	t, err := report.SacctTable(res.Jobs, o.format, now)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	return layout.write(stdout, t, map[string]any{"jobs": res.Jobs})
+	return o.layout.write(stdout, t, map[string]any{"jobs": res.Jobs})
 }
 
 // liveSteps gives the few running jobs sacct -j names their steps as the

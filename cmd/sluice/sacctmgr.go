@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{name: "sacctmgr", summary: "show, add, modify and delete accounts, users and QOS (like Slurm's sacctmgr)", run: func(args []string) error {
 		return runSacctmgr(args, os.Stdin, os.Stdout)
-	}})
+	}, flags: flagsOf(sacctmgrFlags)})
 }
 
 // sacctmgrColumn is one column of a sacctmgr listing: its title, width
@@ -150,15 +150,29 @@ var qosColumns = []sacctmgrColumn[client.QOS]{
 	blank[client.QOS]("MaxSubmitPA", 11), blank[client.QOS]("MinTRES", 13),
 }
 
-func runSacctmgr(args []string, stdin io.Reader, stdout io.Writer) error {
+// sacctmgrOpts are the values sacctmgrFlags binds its flags to.
+type sacctmgrOpts struct {
+	token                         string
+	noHeader, parsable, immediate bool
+}
+
+// sacctmgrFlags builds sacctmgr's options apart from runSacctmgr, so docs/cli.md and its
+// tests read the very flags the command parses.
+func sacctmgrFlags() (*flag.FlagSet, *sacctmgrOpts) {
 	fs := flag.NewFlagSet("sacctmgr", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	noHeader := fs.Bool("n", false, "no header; also --noheader")
-	fs.BoolVar(noHeader, "noheader", false, "no header")
-	parsable := fs.Bool("P", false, "'|'-separated fields, no padding; also --parsable2")
-	fs.BoolVar(parsable, "parsable2", false, "'|'-separated fields")
-	immediate := fs.Bool("i", false, "commit add/modify/delete without asking; also --immediate")
-	fs.BoolVar(immediate, "immediate", false, "commit without asking")
+	o := &sacctmgrOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.BoolVar(&o.noHeader, "n", false, "no header; also --noheader")
+	fs.BoolVar(&o.noHeader, "noheader", false, "no header")
+	fs.BoolVar(&o.parsable, "P", false, "'|'-separated fields, no padding; also --parsable2")
+	fs.BoolVar(&o.parsable, "parsable2", false, "'|'-separated fields")
+	fs.BoolVar(&o.immediate, "i", false, "commit add/modify/delete without asking; also --immediate")
+	fs.BoolVar(&o.immediate, "immediate", false, "commit without asking")
+	return fs, o
+}
+
+func runSacctmgr(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs, o := sacctmgrFlags()
 	const usage = `Usage: sluice sacctmgr [flags] show|list account|user|association|qos
        sluice sacctmgr [-i] add account NAME[,NAME] [Description=..] [Organization=..] [Parent=ACCOUNT]
        sluice sacctmgr [-i] add user NAME Account=ACCOUNT [DefaultAccount=ACCOUNT]
@@ -179,12 +193,12 @@ and a QOS a QOS object: what Sluice does not keep (limits other than these) is r
 		if err != nil {
 			return err
 		}
-		c, ctx, cancel, err := connect(*token, 2*time.Minute)
+		c, ctx, cancel, err := connect(o.token, 2*time.Minute)
 		if err != nil {
 			return err
 		}
 		defer cancel()
-		return runSacctmgrChange(ctx, c, ch, *immediate, stdin, stdout)
+		return runSacctmgrChange(ctx, c, ch, o.immediate, stdin, stdout)
 	}
 	if len(rest) < 2 {
 		return usageError{"usage: sacctmgr show account|user|association|qos"}
@@ -193,20 +207,20 @@ and a QOS a QOS object: what Sluice does not keep (limits other than these) is r
 	if err != nil {
 		return err
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 	switch entity := strings.ToLower(rest[1]); {
 	case strings.HasPrefix(entity, "acc"):
-		return showEntity(ctx, stdout, c.Accounts, accountColumns, query, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.Accounts, accountColumns, query, o.noHeader, o.parsable)
 	case strings.HasPrefix(entity, "user"):
-		return showEntity(ctx, stdout, c.Users, userColumns, query, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.Users, userColumns, query, o.noHeader, o.parsable)
 	case strings.HasPrefix(entity, "assoc"):
-		return showEntity(ctx, stdout, c.Associations, assocColumns, query, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.Associations, assocColumns, query, o.noHeader, o.parsable)
 	case strings.HasPrefix(entity, "qos"):
-		return showEntity(ctx, stdout, c.QOSList, qosColumns, query, *noHeader, *parsable)
+		return showEntity(ctx, stdout, c.QOSList, qosColumns, query, o.noHeader, o.parsable)
 	default:
 		return usageError{fmt.Sprintf("sacctmgr show: unknown entity %q (account, user, association, qos)", rest[1])}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +20,8 @@ import (
 )
 
 func init() {
-	register(command{name: "salloc", summary: "allocate a job and run a shell with it (like Slurm's salloc)", run: runSalloc})
+	register(command{name: "salloc", summary: "allocate a job and run a shell with it (like Slurm's salloc)", run: runSalloc,
+		flags: func() *flag.FlagSet { fs, _ := interactiveFlags("salloc"); return fs }})
 }
 
 // runSalloc allocates a job, runs the user's command (their shell by

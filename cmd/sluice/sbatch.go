@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -18,34 +19,60 @@ import (
 )
 
 func init() {
-	register(command{name: "sbatch", summary: "submit a batch script (like Slurm's sbatch)", run: runSbatch})
+	register(command{name: "sbatch", summary: "submit a batch script (like Slurm's sbatch)", run: runSbatch, flags: flagsOf(sbatchFlags)})
+}
+
+// sbatchOpts are the values sbatchFlags binds sbatch's own options to.
+type sbatchOpts struct {
+	token                    string
+	parsable, wait, testOnly bool
+}
+
+// sbatchFlags builds sbatch's own options: those of the command, not of the job, which
+// the shared option table (and so #SBATCH) does not take. Apart from runSbatch, so
+// docs/cli.md and its tests read the very flags the command parses.
+func sbatchFlags() (*flag.FlagSet, *sbatchOpts) {
+	fs := flag.NewFlagSet("sbatch", flag.ContinueOnError)
+	o := &sbatchOpts{}
+	fs.BoolVar(&o.parsable, "parsable", false, "print only the job id")
+	fs.BoolVar(&o.wait, "W", false, "wait for the job to end; exit with its exit code; also --wait")
+	fs.BoolVar(&o.wait, "wait", false, "wait for the job to end")
+	fs.BoolVar(&o.testOnly, "test-only", false, "check the job as a submission, store nothing")
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	return fs, o
+}
+
+// sbatchArgs peels sbatch's own options (fs's) off args, wherever they are, and
+// returns the rest for the shared option table; help: -h or --help was given.
+func sbatchArgs(fs *flag.FlagSet, args []string) (rest []string, help bool, err error) {
+	for i := 0; i < len(args); i++ {
+		if a := args[i]; a == "-h" || a == "--help" {
+			return nil, true, nil
+		}
+		n, err := ownFlag(fs, args, i)
+		if err != nil {
+			return nil, false, err
+		}
+		if n == 0 {
+			rest = append(rest, args[i])
+			continue
+		}
+		i += n - 1
+	}
+	return rest, false, nil
 }
 
 func runSbatch(args []string) error {
 	// sbatch's own flags first; the CLI-only ones are peeled off before
 	// the shared option table sees the rest.
-	var token string
-	parsable, wait, testOnly := false, false, false
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "-h" || a == "--help":
-			sbatchUsage(os.Stdout)
-			return nil
-		case a == "--parsable":
-			parsable = true
-		case a == "-W" || a == "--wait":
-			wait = true
-		case a == "--test-only":
-			testOnly = true
-		case a == "--token" && i+1 < len(args):
-			token = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--token="):
-			token = strings.TrimPrefix(a, "--token=")
-		default:
-			rest = append(rest, a)
-		}
+	fs, own := sbatchFlags()
+	rest, help, err := sbatchArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if help {
+		sbatchUsage(os.Stdout)
+		return nil
 	}
 	opts, positional, warnings, err := sbatch.Parse(rest)
 	if err != nil {
@@ -69,12 +96,12 @@ func runSbatch(args []string) error {
 		}
 		job["argv"] = argv
 	}
-	c, ctx, cancel, err := connect(token, time.Minute)
+	c, ctx, cancel, err := connect(own.token, time.Minute)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	if testOnly {
+	if own.testOnly {
 		msg, warnings, err := c.TestSubmit(ctx, job)
 		if err != nil {
 			return submissionFailed("Batch job", err)
@@ -87,12 +114,12 @@ func runSbatch(args []string) error {
 	if err != nil {
 		return err
 	}
-	if parsable {
+	if own.parsable {
 		fmt.Println(id)
 	} else {
 		fmt.Printf("Submitted batch job %d\n", id)
 	}
-	if wait {
+	if own.wait {
 		return exitWith(waitForJob(c, id, os.Stderr))
 	}
 	return nil

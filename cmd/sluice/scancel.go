@@ -13,15 +13,25 @@ import (
 )
 
 func init() {
-	register(command{name: "scancel", summary: "cancel jobs (like Slurm's scancel)", run: runScancel})
+	register(command{name: "scancel", summary: "cancel jobs (like Slurm's scancel)", run: runScancel, flags: flagsOf(scancelFlags)})
 }
 
-func runScancel(args []string) error {
+// scancelOpts are the values scancelFlags binds its flags to.
+type scancelOpts struct {
+	token, signal, state string
+	me                   bool
+	filter               client.KillFilter
+}
+
+// scancelFlags builds scancel's options apart from runScancel, so docs/cli.md and its
+// tests read the very flags the command parses.
+func scancelFlags() (*flag.FlagSet, *scancelOpts) {
 	fs := flag.NewFlagSet("scancel", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	signal := fs.String("s", "", "signal to send instead of cancelling (e.g. SIGUSR1); also --signal")
-	fs.StringVar(signal, "signal", "", "signal to send instead of cancelling")
-	var f client.KillFilter
+	o := &scancelOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.StringVar(&o.signal, "s", "", "signal to send instead of cancelling (e.g. SIGUSR1); also --signal")
+	fs.StringVar(&o.signal, "signal", "", "signal to send instead of cancelling")
+	f := &o.filter
 	fs.StringVar(&f.UserName, "u", "", "only jobs of this user; also --user")
 	fs.StringVar(&f.UserName, "user", "", "only jobs of this user")
 	fs.StringVar(&f.JobName, "n", "", "only jobs of this name; also --name, --jobname")
@@ -33,9 +43,15 @@ func runScancel(args []string) error {
 	fs.StringVar(&f.Account, "account", "", "only jobs of this account")
 	fs.StringVar(&f.QOS, "q", "", "only jobs of this QOS; also --qos")
 	fs.StringVar(&f.QOS, "qos", "", "only jobs of this QOS")
-	state := fs.String("t", "", "only jobs in this state (PENDING/PD, RUNNING/R, SUSPENDED/S); also --state")
-	fs.StringVar(state, "state", "", "only jobs in this state")
-	me := fs.Bool("me", false, "only the token's user's jobs")
+	fs.StringVar(&o.state, "t", "", "only jobs in this state (PENDING/PD, RUNNING/R, SUSPENDED/S); also --state")
+	fs.StringVar(&o.state, "state", "", "only jobs in this state")
+	fs.BoolVar(&o.me, "me", false, "only the token's user's jobs")
+	return fs, o
+}
+
+func runScancel(args []string) error {
+	fs, o := scancelFlags()
+	f := &o.filter
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice scancel [flags] [JOBID[_TASK|.STEP] ...]\n\nCancels the jobs named, or every job of yours the filters select (scancel -u alice -t PENDING).\n\nFlags:")
 		fs.PrintDefaults()
@@ -43,14 +59,14 @@ func runScancel(args []string) error {
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	if *state != "" {
-		st, ok := scancelStates[strings.ToUpper(*state)]
+	if o.state != "" {
+		st, ok := scancelStates[strings.ToUpper(o.state)]
 		if !ok {
-			return usageError{fmt.Sprintf("invalid job state specified: %s", *state)}
+			return usageError{fmt.Sprintf("invalid job state specified: %s", o.state)}
 		}
 		f.JobState = []string{st}
 	}
-	filtered := f.UserName != "" || f.JobName != "" || f.Partition != "" || f.Account != "" || f.QOS != "" || f.JobState != nil || *me
+	filtered := f.UserName != "" || f.JobName != "" || f.Partition != "" || f.Account != "" || f.QOS != "" || f.JobState != nil || o.me
 	if fs.NArg() == 0 && !filtered {
 		return usageError{"No job identification provided"}
 	}
@@ -61,21 +77,21 @@ func runScancel(args []string) error {
 		}
 		ids = append(ids, a)
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 	if filtered {
-		if *me {
+		if o.me {
 			f.UserName = c.TokenUser()
 		}
-		f.Jobs, f.Signal = ids, *signal
-		return cancelMatching(ctx, c, f)
+		f.Jobs, f.Signal = ids, o.signal
+		return cancelMatching(ctx, c, *f)
 	}
 	failed := 0
 	for _, id := range ids {
-		if err := c.CancelRef(ctx, id, *signal); err != nil {
+		if err := c.CancelRef(ctx, id, o.signal); err != nil {
 			fmt.Fprintf(os.Stderr, "scancel: error: Kill job error on job id %s: %v\n", id, err)
 			failed++
 		}

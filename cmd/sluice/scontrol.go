@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(command{name: "scontrol", summary: "show and change jobs, nodes and partitions (like Slurm's scontrol)", run: runScontrol})
+	register(command{name: "scontrol", summary: "show and change jobs, nodes and partitions (like Slurm's scontrol)", run: runScontrol, flags: flagsOf(scontrolFlags)})
 }
 
 const scontrolUsage = `Usage: sluice scontrol [flags] COMMAND [ARGS]
@@ -44,12 +44,26 @@ Commands:
 Flags:
 `
 
-func runScontrol(args []string) error {
+// scontrolOpts are the values scontrolFlags binds its flags to.
+type scontrolOpts struct {
+	token           string
+	oneLine, asJSON bool
+}
+
+// scontrolFlags builds scontrol's options apart from runScontrol, so docs/cli.md and its
+// tests read the very flags the command parses.
+func scontrolFlags() (*flag.FlagSet, *scontrolOpts) {
 	fs := flag.NewFlagSet("scontrol", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	oneLine := fs.Bool("o", false, "one line per record; also --oneliner")
-	fs.BoolVar(oneLine, "oneliner", false, "one line per record")
-	asJSON := fs.Bool("json", false, "show: print the records as JSON (the REST API's shape)")
+	o := &scontrolOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.BoolVar(&o.oneLine, "o", false, "one line per record; also --oneliner")
+	fs.BoolVar(&o.oneLine, "oneliner", false, "one line per record")
+	fs.BoolVar(&o.asJSON, "json", false, "show: print the records as JSON (the REST API's shape)")
+	return fs, o
+}
+
+func runScontrol(args []string) error {
+	fs, o := scontrolFlags()
 	fs.Usage = func() {
 		io.WriteString(fs.Output(), scontrolUsage)
 		fs.PrintDefaults()
@@ -78,8 +92,8 @@ func runScontrol(args []string) error {
 		if ok, err := scontrolHosts(os.Stdout, what, name); ok {
 			return err // a host list needs no server
 		}
-		show := showOptions{oneLine: *oneLine, json: *asJSON, now: time.Now()}
-		tok := *token
+		show := showOptions{oneLine: o.oneLine, json: o.asJSON, now: time.Now()}
+		tok := o.token
 		if tok == "" {
 			tok = os.Getenv("SLURM_JWT")
 		}
@@ -118,7 +132,7 @@ func runScontrol(args []string) error {
 	default:
 		return usageError{fmt.Sprintf("unknown command %q", verb)}
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}

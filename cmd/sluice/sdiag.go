@@ -13,17 +13,30 @@ import (
 func init() {
 	register(command{name: "sdiag", summary: "show the scheduler's and the REST server's statistics (like Slurm's sdiag)", run: func(args []string) error {
 		return runSdiag(args, os.Stdout)
-	}})
+	}, flags: flagsOf(sdiagFlags)})
+}
+
+// sdiagOpts are the values sdiagFlags binds its flags to.
+type sdiagOpts struct {
+	token string
+}
+
+// sdiagFlags builds sdiag's options apart from runSdiag, so docs/cli.md and its
+// tests read the very flags the command parses.
+func sdiagFlags() (*flag.FlagSet, *sdiagOpts) {
+	fs := flag.NewFlagSet("sdiag", flag.ContinueOnError)
+	o := &sdiagOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	return fs, o
 }
 
 func runSdiag(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sdiag", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs, o := sdiagFlags()
 	const usage = "Usage: sluice sdiag [flags]\n\nShows job counts, the scheduler's cycle times and the REST server's requests by type and user, as sdiag does."
 	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(command{name: "sinfo", summary: "show partitions and node states (like Slurm's sinfo)", run: runSinfo})
+	register(command{name: "sinfo", summary: "show partitions and node states (like Slurm's sinfo)", run: runSinfo, flags: flagsOf(sinfoFlags)})
 }
 
 // Slurm's sinfo layouts: default, -N, -R, -l, -N -l and -s.
@@ -201,28 +201,42 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason b
 	return rows
 }
 
-func runSinfo(args []string) error {
+// sinfoOpts are the values sinfoFlags binds its flags to.
+type sinfoOpts struct {
+	token, format, partition, states, fields           string
+	noHeader, byNode, reasons, long, summarize, asJSON bool
+}
+
+// sinfoFlags builds sinfo's options apart from runSinfo, so docs/cli.md and its
+// tests read the very flags the command parses.
+func sinfoFlags() (*flag.FlagSet, *sinfoOpts) {
 	fs := flag.NewFlagSet("sinfo", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	format := fs.String("o", "", "output format, Slurm's %-letters; also --format")
-	fs.StringVar(format, "format", "", "output format")
-	noHeader := fs.Bool("h", false, "no header; also --noheader")
-	fs.BoolVar(noHeader, "noheader", false, "no header")
-	byNode := fs.Bool("N", false, "one line per node; also --Node")
-	fs.BoolVar(byNode, "Node", false, "one line per node")
-	reasons := fs.Bool("R", false, "list the reasons nodes are down or drained; also --list-reasons")
-	fs.BoolVar(reasons, "list-reasons", false, "list the reasons nodes are down or drained")
-	partition := fs.String("p", "", "only this partition; also --partition")
-	fs.StringVar(partition, "partition", "", "only this partition")
-	long := fs.Bool("l", false, "long layout, dated; also --long")
-	fs.BoolVar(long, "long", false, "long layout")
-	summarize := fs.Bool("s", false, "one line per partition with node counts allocated/idle/other/total; also --summarize")
-	fs.BoolVar(summarize, "summarize", false, "one line per partition")
-	states := fs.String("t", "", "only nodes in these states (idle,alloc,mix,drain,down,...); also --states")
-	fs.StringVar(states, "states", "", "only nodes in these states")
-	fields := fs.String("O", "", "output fields by name (partition,nodes:.5,statelong,...); also --Format")
-	fs.StringVar(fields, "Format", "", "output fields by name")
-	asJSON := fs.Bool("json", false, "print the lines as JSON")
+	o := &sinfoOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.StringVar(&o.format, "o", "", "output format, Slurm's %-letters; also --format")
+	fs.StringVar(&o.format, "format", "", "output format")
+	fs.BoolVar(&o.noHeader, "h", false, "no header; also --noheader")
+	fs.BoolVar(&o.noHeader, "noheader", false, "no header")
+	fs.BoolVar(&o.byNode, "N", false, "one line per node; also --Node")
+	fs.BoolVar(&o.byNode, "Node", false, "one line per node")
+	fs.BoolVar(&o.reasons, "R", false, "list the reasons nodes are down or drained; also --list-reasons")
+	fs.BoolVar(&o.reasons, "list-reasons", false, "list the reasons nodes are down or drained")
+	fs.StringVar(&o.partition, "p", "", "only this partition; also --partition")
+	fs.StringVar(&o.partition, "partition", "", "only this partition")
+	fs.BoolVar(&o.long, "l", false, "long layout, dated; also --long")
+	fs.BoolVar(&o.long, "long", false, "long layout")
+	fs.BoolVar(&o.summarize, "s", false, "one line per partition with node counts allocated/idle/other/total; also --summarize")
+	fs.BoolVar(&o.summarize, "summarize", false, "one line per partition")
+	fs.StringVar(&o.states, "t", "", "only nodes in these states (idle,alloc,mix,drain,down,...); also --states")
+	fs.StringVar(&o.states, "states", "", "only nodes in these states")
+	fs.StringVar(&o.fields, "O", "", "output fields by name (partition,nodes:.5,statelong,...); also --Format")
+	fs.StringVar(&o.fields, "Format", "", "output fields by name")
+	fs.BoolVar(&o.asJSON, "json", false, "print the lines as JSON")
+	return fs, o
+}
+
+func runSinfo(args []string) error {
+	fs, o := sinfoFlags()
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice sinfo [flags]\n\nShows partitions and the state of their nodes (idle, mix, alloc, drain, down).\n\nFlags:")
 		fs.PrintDefaults()
@@ -231,13 +245,13 @@ func runSinfo(args []string) error {
 		return err
 	}
 	var wantStates map[string]bool
-	if *states != "" {
+	if o.states != "" {
 		var err error
-		if wantStates, err = sinfoStates(*states); err != nil {
+		if wantStates, err = sinfoStates(o.states); err != nil {
 			return usageError{err.Error()}
 		}
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}
@@ -250,49 +264,49 @@ func runSinfo(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *partition != "" {
-		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !slices.Contains(n.Partitions, *partition) })
-		parts = slices.DeleteFunc(parts, func(p client.Partition) bool { return p.Name != *partition })
+	if o.partition != "" {
+		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !slices.Contains(n.Partitions, o.partition) })
+		parts = slices.DeleteFunc(parts, func(p client.Partition) bool { return p.Name != o.partition })
 	}
-	if *reasons {
+	if o.reasons {
 		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !unavailable(n.State) })
 	}
-	if *states != "" {
+	if o.states != "" {
 		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !wantStates[nodeState(n.State)] })
 	}
-	f := *format
+	f := o.format
 	switch {
 	case f != "":
-	case *fields != "":
-		if f, err = formatFromFields("sinfo", *fields, sinfoFields); err != nil {
+	case o.fields != "":
+		if f, err = formatFromFields("sinfo", o.fields, sinfoFields); err != nil {
 			return err
 		}
-	case *reasons:
+	case o.reasons:
 		f = sinfoReasonFormat
-	case *summarize:
+	case o.summarize:
 		f = sinfoSummaryFormat
-	case *byNode && *long:
+	case o.byNode && o.long:
 		f = sinfoNodeLongFormat
-	case *byNode:
+	case o.byNode:
 		f = sinfoNodeFormat
-	case *long:
+	case o.long:
 		f = sinfoLongFormat
 	default:
 		f = sinfoDefaultFormat
 	}
 	var rows []sinfoRow
-	if *summarize {
+	if o.summarize {
 		rows = sinfoSummary(parts, nodes)
 	} else {
-		rows = sinfoRows(parts, nodes, *byNode, *reasons)
+		rows = sinfoRows(parts, nodes, o.byNode, o.reasons)
 	}
-	if *asJSON {
+	if o.asJSON {
 		return writeSinfoJSON(os.Stdout, rows)
 	}
-	if *long && !*noHeader {
+	if o.long && !o.noHeader {
 		fmt.Println(time.Now().Format("Mon Jan 02 15:04:05 2006")) // sinfo -l dates its listing
 	}
-	return writeTable(os.Stdout, f, sinfoHeaders, *noHeader, len(rows), func(r int, l byte) string {
+	return writeTable(os.Stdout, f, sinfoHeaders, o.noHeader, len(rows), func(r int, l byte) string {
 		return sinfoValue(rows[r], l)
 	})
 }

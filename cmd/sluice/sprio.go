@@ -15,7 +15,7 @@ import (
 func init() {
 	register(command{name: "sprio", summary: "show the priority of pending jobs and what makes it (like Slurm's sprio)", run: func(args []string) error {
 		return runSprio(args, os.Stdout)
-	}})
+	}, flags: flagsOf(sprioFlags)})
 }
 
 // Slurm's sprio layouts, default and -l.
@@ -76,24 +76,38 @@ func sprioValue(r sprioRow, letter byte) string {
 	return "0"
 }
 
-func runSprio(args []string, stdout io.Writer) error {
+// sprioOpts are the values sprioFlags binds its flags to.
+type sprioOpts struct {
+	token, users, jobs, parts string
+	long, noHeader            bool
+}
+
+// sprioFlags builds sprio's options apart from runSprio, so docs/cli.md and its
+// tests read the very flags the command parses.
+func sprioFlags() (*flag.FlagSet, *sprioOpts) {
 	fs := flag.NewFlagSet("sprio", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	long := fs.Bool("l", false, "long layout (user, nice); also --long")
-	fs.BoolVar(long, "long", false, "long layout")
-	users := fs.String("u", "", "only these users; also --user")
-	fs.StringVar(users, "user", "", "only these users")
-	jobs := fs.String("j", "", "only these job ids; also --jobs")
-	fs.StringVar(jobs, "jobs", "", "only these job ids")
-	parts := fs.String("p", "", "only these partitions; also --partition")
-	fs.StringVar(parts, "partition", "", "only these partitions")
-	noHeader := fs.Bool("h", false, "no header; also --noheader")
-	fs.BoolVar(noHeader, "noheader", false, "no header")
+	o := &sprioOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.BoolVar(&o.long, "l", false, "long layout (user, nice); also --long")
+	fs.BoolVar(&o.long, "long", false, "long layout")
+	fs.StringVar(&o.users, "u", "", "only these users; also --user")
+	fs.StringVar(&o.users, "user", "", "only these users")
+	fs.StringVar(&o.jobs, "j", "", "only these job ids; also --jobs")
+	fs.StringVar(&o.jobs, "jobs", "", "only these job ids")
+	fs.StringVar(&o.parts, "p", "", "only these partitions; also --partition")
+	fs.StringVar(&o.parts, "partition", "", "only these partitions")
+	fs.BoolVar(&o.noHeader, "h", false, "no header; also --noheader")
+	fs.BoolVar(&o.noHeader, "noheader", false, "no header")
+	return fs, o
+}
+
+func runSprio(args []string, stdout io.Writer) error {
+	fs, o := sprioFlags()
 	const usage = "Usage: sluice sprio [flags]\n\nShows each pending job's priority: the job's priority plus its QOS's, less nice. Between queues the scheduler orders by fair share first (sshare)."
 	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}
@@ -110,11 +124,11 @@ func runSprio(args []string, stdout io.Writer) error {
 	for _, q := range qos {
 		qosPriority[q.Name], _ = q.Priority.Value()
 	}
-	list = filterJobs(list, jobFilter{users: splitList(*users), partitions: splitList(*parts), ids: splitList(*jobs), states: []string{"PENDING"}})
+	list = filterJobs(list, jobFilter{users: splitList(o.users), partitions: splitList(o.parts), ids: splitList(o.jobs), states: []string{"PENDING"}})
 	rows := sprioRows(list, qosPriority)
 	format := sprioDefaultFormat
-	if *long {
+	if o.long {
 		format = sprioLongFormat
 	}
-	return writeTable(stdout, format, sprioHeaders, *noHeader, len(rows), func(r int, l byte) string { return sprioValue(rows[r], l) })
+	return writeTable(stdout, format, sprioHeaders, o.noHeader, len(rows), func(r int, l byte) string { return sprioValue(rows[r], l) })
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register(command{name: "squeue", summary: "list pending and running jobs (like Slurm's squeue)", run: runSqueue})
+	register(command{name: "squeue", summary: "list pending and running jobs (like Slurm's squeue)", run: runSqueue, flags: flagsOf(squeueFlags)})
 }
 
 // Slurm's squeue layouts: the default, -l (--long) and --start, and its
@@ -239,33 +239,47 @@ func writeTable(w io.Writer, format string, headers map[byte]string, noHeader bo
 	return nil
 }
 
-func runSqueue(args []string) error {
+// squeueOpts are the values squeueFlags binds its flags to.
+type squeueOpts struct {
+	token, users, accounts, parts, states, jobs, format, fields, sortSpec string
+	noHeader, asJSON, me, long, start, all                                bool
+}
+
+// squeueFlags builds squeue's options apart from runSqueue, so docs/cli.md and its
+// tests read the very flags the command parses.
+func squeueFlags() (*flag.FlagSet, *squeueOpts) {
 	fs := flag.NewFlagSet("squeue", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	users := fs.String("u", "", "only these users (comma-separated); also --user")
-	fs.StringVar(users, "user", "", "only these users (comma-separated)")
-	accounts := fs.String("A", "", "only these accounts; also --account")
-	fs.StringVar(accounts, "account", "", "only these accounts")
-	parts := fs.String("p", "", "only these partitions; also --partition")
-	fs.StringVar(parts, "partition", "", "only these partitions")
-	states := fs.String("t", "", "only these states (e.g. PD,R or pending,running); also --states")
-	fs.StringVar(states, "states", "", "only these states")
-	jobs := fs.String("j", "", "only these job ids; also --jobs")
-	fs.StringVar(jobs, "jobs", "", "only these job ids")
-	format := fs.String("o", squeueDefaultFormat, "output format, Slurm's %-letters; also --format")
-	fs.StringVar(format, "format", squeueDefaultFormat, "output format")
-	fields := fs.String("O", "", "output fields by name (jobid,name:30,username,state,...); also --Format")
-	fs.StringVar(fields, "Format", "", "output fields by name")
-	noHeader := fs.Bool("h", false, "no header; also --noheader")
-	fs.BoolVar(noHeader, "noheader", false, "no header")
-	asJSON := fs.Bool("json", false, "print the jobs as JSON (the REST API's v0.0.44 shape)")
-	me := fs.Bool("me", false, "only the token's user's jobs")
-	long := fs.Bool("l", false, "long layout (state in words, time limit) under the date; also --long")
-	fs.BoolVar(long, "long", false, "long layout")
-	sortSpec := fs.String("S", squeueDefaultSort, "sort by format letters, '-' for descending; also --sort")
-	fs.StringVar(sortSpec, "sort", squeueDefaultSort, "sort by format letters")
-	start := fs.Bool("start", false, "pending jobs with their expected start (N/A: Sluice does not estimate)")
-	all := fs.Bool("all", false, "include finished jobs still known to the cluster")
+	o := &squeueOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.StringVar(&o.users, "u", "", "only these users (comma-separated); also --user")
+	fs.StringVar(&o.users, "user", "", "only these users (comma-separated)")
+	fs.StringVar(&o.accounts, "A", "", "only these accounts; also --account")
+	fs.StringVar(&o.accounts, "account", "", "only these accounts")
+	fs.StringVar(&o.parts, "p", "", "only these partitions; also --partition")
+	fs.StringVar(&o.parts, "partition", "", "only these partitions")
+	fs.StringVar(&o.states, "t", "", "only these states (e.g. PD,R or pending,running); also --states")
+	fs.StringVar(&o.states, "states", "", "only these states")
+	fs.StringVar(&o.jobs, "j", "", "only these job ids; also --jobs")
+	fs.StringVar(&o.jobs, "jobs", "", "only these job ids")
+	fs.StringVar(&o.format, "o", squeueDefaultFormat, "output format, Slurm's %-letters; also --format")
+	fs.StringVar(&o.format, "format", squeueDefaultFormat, "output format")
+	fs.StringVar(&o.fields, "O", "", "output fields by name (jobid,name:30,username,state,...); also --Format")
+	fs.StringVar(&o.fields, "Format", "", "output fields by name")
+	fs.BoolVar(&o.noHeader, "h", false, "no header; also --noheader")
+	fs.BoolVar(&o.noHeader, "noheader", false, "no header")
+	fs.BoolVar(&o.asJSON, "json", false, "print the jobs as JSON (the REST API's v0.0.44 shape)")
+	fs.BoolVar(&o.me, "me", false, "only the token's user's jobs")
+	fs.BoolVar(&o.long, "l", false, "long layout (state in words, time limit) under the date; also --long")
+	fs.BoolVar(&o.long, "long", false, "long layout")
+	fs.StringVar(&o.sortSpec, "S", squeueDefaultSort, "sort by format letters, '-' for descending; also --sort")
+	fs.StringVar(&o.sortSpec, "sort", squeueDefaultSort, "sort by format letters")
+	fs.BoolVar(&o.start, "start", false, "pending jobs with their expected start (N/A: Sluice does not estimate)")
+	fs.BoolVar(&o.all, "all", false, "include finished jobs still known to the cluster")
+	return fs, o
+}
+
+func runSqueue(args []string) error {
+	fs, o := squeueFlags()
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintln(out, "Usage: sluice squeue [flags]\n\nLists jobs, Slurm-submitted and Kubernetes-submitted alike.")
@@ -275,7 +289,7 @@ func runSqueue(args []string) error {
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}
@@ -284,41 +298,41 @@ func runSqueue(args []string) error {
 	if err != nil {
 		return err
 	}
-	userList := splitList(*users)
-	if *me {
+	userList := splitList(o.users)
+	if o.me {
 		userList = append(userList, c.TokenUser())
 	}
-	stateList := splitList(*states)
-	if *start && len(stateList) == 0 {
+	stateList := splitList(o.states)
+	if o.start && len(stateList) == 0 {
 		stateList = []string{"PENDING"}
 	}
-	list = filterJobs(list, jobFilter{users: userList, accounts: splitList(*accounts),
-		partitions: splitList(*parts), states: stateList, ids: splitList(*jobs), all: *all})
+	list = filterJobs(list, jobFilter{users: userList, accounts: splitList(o.accounts),
+		partitions: splitList(o.parts), states: stateList, ids: splitList(o.jobs), all: o.all})
 	now := time.Now()
-	if err := sortJobs(list, *sortSpec, now); err != nil {
+	if err := sortJobs(list, o.sortSpec, now); err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"jobs": list})
 	}
-	layout := *format
+	layout := o.format
 	switch {
-	case *format != squeueDefaultFormat:
-	case *fields != "":
-		if layout, err = formatFromFields("squeue", *fields, squeueFields); err != nil {
+	case o.format != squeueDefaultFormat:
+	case o.fields != "":
+		if layout, err = formatFromFields("squeue", o.fields, squeueFields); err != nil {
 			return err
 		}
-	case *start:
+	case o.start:
 		layout = squeueStartFormat
-	case *long:
+	case o.long:
 		layout = squeueLongFormat
 	}
-	if *long && !*noHeader {
+	if o.long && !o.noHeader {
 		fmt.Println(now.Format("Mon Jan 02 15:04:05 2006")) // squeue -l dates its listing
 	}
-	return writeTable(os.Stdout, layout, squeueHeaders, *noHeader, len(list), func(r int, l byte) string {
+	return writeTable(os.Stdout, layout, squeueHeaders, o.noHeader, len(list), func(r int, l byte) string {
 		return squeueValue(list[r], l, now)
 	})
 }

@@ -14,7 +14,7 @@ import (
 func init() {
 	register(command{name: "sreport", summary: "GPU-hours and utilization reports from the accounting ledger (like Slurm's sreport)", run: func(args []string) error {
 		return runSreport(args, os.Stdout, time.Now())
-	}})
+	}, flags: flagsOf(sreportFlags)})
 }
 
 // sreportOptions maps sreport's KEY=value options (any case) to the ledger API's
@@ -22,14 +22,27 @@ func init() {
 var sreportOptions = map[string]string{"start": "start", "end": "end", "users": "users", "user": "users",
 	"accounts": "accounts", "account": "accounts", "topcount": "topcount", "grouping": "grouping"}
 
-func runSreport(args []string, stdout io.Writer, now time.Time) error {
+// sreportOpts are the values sreportFlags binds its flags to.
+type sreportOpts struct {
+	token, units, tres string
+	layout             layoutFlags
+}
+
+// sreportFlags builds sreport's options apart from runSreport, so docs/cli.md and its
+// tests read the very flags the command parses.
+func sreportFlags() (*flag.FlagSet, *sreportOpts) {
 	fs := flag.NewFlagSet("sreport", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	units := fs.String("t", "", "time unit: seconds, minutes (default), hours or percent")
-	tres := fs.String("T", "", "TRES to report, e.g. gres/gpu (default), cpu, or ALL; also --tres")
-	fs.StringVar(tres, "tres", "", "TRES to report")
-	var layout layoutFlags
-	layout.register(fs)
+	o := &sreportOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.StringVar(&o.units, "t", "", "time unit: seconds, minutes (default), hours or percent")
+	fs.StringVar(&o.tres, "T", "", "TRES to report, e.g. gres/gpu (default), cpu, or ALL; also --tres")
+	fs.StringVar(&o.tres, "tres", "", "TRES to report")
+	o.layout.register(fs)
+	return fs, o
+}
+
+func runSreport(args []string, stdout io.Writer, now time.Time) error {
+	fs, o := sreportFlags()
 	const usage = `Usage: sluice sreport [flags] <entity> <report> [Start=...] [End=...] [Users=...] [Accounts=...] [TopCount=N] [Grouping=1,2,4,8]
 
 Reports:
@@ -74,13 +87,13 @@ The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
 		}
 		q.Set(name, unixParam(t))
 	}
-	if *units != "" {
-		q.Set("t", *units)
+	if o.units != "" {
+		q.Set("t", o.units)
 	}
-	if *tres != "" {
-		q.Set("tres", *tres)
+	if o.tres != "" {
+		q.Set("tres", o.tres)
 	}
-	c, ctx, cancel, err := connect(*token, time.Minute)
+	c, ctx, cancel, err := connect(o.token, time.Minute)
 	if err != nil {
 		return err
 	}
@@ -89,5 +102,5 @@ The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
 	if err != nil {
 		return err
 	}
-	return layout.write(stdout, res.Table, json.RawMessage(res.Value))
+	return o.layout.write(stdout, res.Table, json.RawMessage(res.Value))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -114,35 +115,61 @@ type interactiveOptions struct {
 // stepOnly are srun's options that shape a step, not an allocation.
 var stepOnly = map[string]bool{"-l": true, "--label": true, "-K": true, "--kill-on-bad-exit": true}
 
-func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
+// interactiveFlags builds srun's or salloc's own options (prog's): those of the
+// command, which the shared option tables do not take. Apart from parseInteractive,
+// so docs/cli.md and its tests read the very flags the command parses.
+func interactiveFlags(prog string) (*flag.FlagSet, *interactiveOptions) {
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	o := &interactiveOptions{}
+	if prog == "srun" {
+		fs.BoolVar(&o.pty, "pty", false, "run COMMAND as one task on the first node, on a terminal (sluice srun --pty bash)")
+		fs.Var((*jobIDValue)(&o.jobID), "jobid", "run COMMAND as a step of this job, not in a new allocation")
+	} else {
+		// Read, as salloc has it, to be refused with a reason (runSalloc).
+		fs.Var((*jobIDValue)(&o.jobID), "jobid", "refused: salloc makes a new allocation; --jobid belongs to srun")
+	}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	return fs, o
+}
+
+// jobIDValue is --jobid: a job id, checked as it is read.
+type jobIDValue uint32
+
+func (j *jobIDValue) String() string {
+	if *j == 0 {
+		return ""
+	}
+	return strconv.FormatUint(uint64(*j), 10)
+}
+
+func (j *jobIDValue) Set(v string) error {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n == 0 {
+		return fmt.Errorf("--jobid %q is not a job id", v)
+	}
+	*j = jobIDValue(n)
+	return nil
+}
+
+func parseInteractive(prog string, args []string) (*interactiveOptions, error) {
+	fs, o := interactiveFlags(prog)
 	var rest []string
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
+		n, err := ownFlag(fs, args, i)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			i += n - 1
+			continue
+		}
 		switch {
 		case a == "-h" || a == "--help":
 			interactiveUsage(os.Stdout, prog)
 			o.help = true
 			return o, nil
-		case a == "--pty" && prog == "srun":
-			o.pty = true
-		case a == "--token" && i+1 < len(args):
-			o.token = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--token="):
-			o.token = strings.TrimPrefix(a, "--token=")
-		case (a == "--jobid" && i+1 < len(args)) || strings.HasPrefix(a, "--jobid="):
-			v := strings.TrimPrefix(a, "--jobid=")
-			if a == "--jobid" {
-				v = args[i+1]
-				i++
-			}
-			n, err := strconv.ParseUint(v, 10, 32)
-			if err != nil || n == 0 {
-				return nil, usageError{fmt.Sprintf("--jobid %q is not a job id", v)}
-			}
-			o.jobID = uint32(n)
 		case stepOnly[a] && prog == "srun":
 			o.stepArgs = append(o.stepArgs, a)
 			o.srunArgs = append(o.srunArgs, a)

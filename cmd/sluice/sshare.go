@@ -16,36 +16,50 @@ import (
 func init() {
 	register(command{name: "sshare", summary: "show fair-share standing from the accounting ledger (like Slurm's sshare)", run: func(args []string) error {
 		return runSshare(args, os.Stdout)
-	}})
+	}, flags: flagsOf(sshareFlags)})
+}
+
+// sshareOpts are the values sshareFlags binds its flags to.
+type sshareOpts struct {
+	token, accounts, users string
+	all, long              bool // all: read only to be accepted, -a being the default here
+	layout                 layoutFlags
+}
+
+// sshareFlags builds sshare's options apart from runSshare, so docs/cli.md and its
+// tests read the very flags the command parses.
+func sshareFlags() (*flag.FlagSet, *sshareOpts) {
+	fs := flag.NewFlagSet("sshare", flag.ContinueOnError)
+	o := &sshareOpts{}
+	fs.StringVar(&o.token, "token", "", "auth/jwt token (default $SLURM_JWT)")
+	fs.StringVar(&o.accounts, "A", "", "only these accounts (with their parents); also --accounts")
+	fs.StringVar(&o.accounts, "accounts", "", "only these accounts")
+	fs.StringVar(&o.users, "u", "", "only these users (with their accounts); also --users")
+	fs.StringVar(&o.users, "users", "", "only these users")
+	fs.BoolVar(&o.all, "a", false, "every user (the default here: the whole tree is shown unless -A or -u narrow it); also --all")
+	fs.BoolVar(&o.all, "all", false, "every user")
+	fs.BoolVar(&o.long, "l", false, "long: add NormUsage and LevelFS; also --long")
+	fs.BoolVar(&o.long, "long", false, "long listing")
+	o.layout.register(fs)
+	return fs, o
 }
 
 func runSshare(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sshare", flag.ContinueOnError)
-	token := fs.String("token", "", "auth/jwt token (default $SLURM_JWT)")
-	accounts := fs.String("A", "", "only these accounts (with their parents); also --accounts")
-	fs.StringVar(accounts, "accounts", "", "only these accounts")
-	users := fs.String("u", "", "only these users (with their accounts); also --users")
-	fs.StringVar(users, "users", "", "only these users")
-	fs.Bool("a", false, "every user (the default here: the whole tree is shown unless -A or -u narrow it); also --all")
-	fs.Bool("all", false, "every user")
-	long := fs.Bool("l", false, "long: add NormUsage and LevelFS; also --long")
-	fs.BoolVar(long, "long", false, "long listing")
-	var layout layoutFlags
-	layout.register(fs)
+	fs, o := sshareFlags()
 	const usage = "Usage: sluice sshare [flags]\n\nShows the Fair Tree: each account's and user's shares, decayed usage and FairShare."
 	if help, err := parseCommand(fs, usage, args, false); help || err != nil {
 		return err
 	}
-	c, err := client.FromEnv(*token)
+	c, err := client.FromEnv(o.token)
 	if err != nil {
 		return err
 	}
 	q := url.Values{}
-	if *accounts != "" {
-		q.Set("accounts", *accounts)
+	if o.accounts != "" {
+		q.Set("accounts", o.accounts)
 	}
-	if *users != "" {
-		q.Set("users", *users)
+	if o.users != "" {
+		q.Set("users", o.users)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -57,5 +71,5 @@ func runSshare(args []string, stdout io.Writer) error {
 	for i, r := range res.Rows {
 		rows[i] = r.Row()
 	}
-	return layout.write(stdout, report.SshareTable(rows, *long), res)
+	return o.layout.write(stdout, report.SshareTable(rows, o.long), res)
 }
