@@ -204,7 +204,7 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 	}
 	j.Priority, _ = strconv.ParseInt(pg.Annotations[PriorityAnnotation], 10, 64)
 	j.CPUs, j.TRESReq = tres(pg)
-	setView(&j, &jobstate.Job{Kind: jobstate.Stored, Group: pg})
+	setView(&j, &jobstate.Job{Kind: jobstate.KindOf(pg), Group: pg})
 	return j, nil
 }
 

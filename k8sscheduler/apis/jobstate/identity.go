@@ -26,9 +26,12 @@ import (
 //     get one; Implied builds the group it stands for, with the key, job id and submit
 //     time the written one will have, so every view shows the same job before and after.
 //
-// A reader that keeps jobs elsewhere (a pending Slurm job held in the Slurm API's batch
-// store) builds its PodGroup as the stored one will be and hands it in with the stored
-// groups; Kind says where each job's group came from.
+//   - a batched PodGroup: a pending Slurm job the REST API acknowledged in a submit batch
+//     (v1alpha1.BatchedPodGroup), whose object is written when it starts or is changed;
+//     the reader that holds it builds its PodGroup as the stored one will be and hands it
+//     in with the stored groups.
+//
+// Kind says which of the three a job's group is.
 
 // Kind is where a job's PodGroup comes from.
 type Kind string
@@ -39,7 +42,17 @@ const (
 	Stored Kind = "PodGroup"
 	// ImpliedByPod: no PodGroup object; the job's one bare pod implies it (Implied).
 	ImpliedByPod Kind = "ImpliedByPod"
+	// Batched: no PodGroup object yet; a pending Slurm job read from its submit batch.
+	Batched Kind = "Batched"
 )
+
+// KindOf is where a PodGroup handed to Assemble comes from: a batch's copy or an object.
+func KindOf(pg *v1alpha1.PodGroup) Kind {
+	if pg.Batched() {
+		return Batched
+	}
+	return Stored
+}
 
 // Job is one job: its group, where the group comes from, and the pods that belong to it
 // (any order; ended and terminating ones included).
@@ -115,7 +128,7 @@ func Assemble(groups []v1alpha1.PodGroup, pods []corev1.Pod) []Job {
 			continue
 		}
 		have[k] = true
-		out = append(out, Job{Kind: Stored, Group: &groups[i], Pods: podsOf[k]})
+		out = append(out, Job{Kind: KindOf(&groups[i]), Group: &groups[i], Pods: podsOf[k]})
 	}
 	var implied []Job
 	for i := range pods {

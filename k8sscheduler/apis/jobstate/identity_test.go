@@ -38,7 +38,12 @@ func TestAssembleFindsEveryJobOnce(t *testing.T) {
 	renamed.UID = "uid-renamed-again"
 	renamed.Annotations[v1alpha1.PodGroupAnnotation] = renamedGroup.Name
 
-	jobs := Assemble([]v1alpha1.PodGroup{*train, writtenGroup, renamedGroup, writtenGroup},
+	// A pending Slurm job the REST API holds in its submit batch: no object yet.
+	batched := v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-13", Namespace: "ml", Labels: map[string]string{v1alpha1.JobIDLabel: "13"}},
+		Spec: v1alpha1.PodGroupSpec{Slurm: &v1alpha1.SlurmJob{User: "alice"}}}
+	train.ResourceVersion = "5"
+
+	jobs := Assemble([]v1alpha1.PodGroup{*train, writtenGroup, renamedGroup, writtenGroup, batched},
 		[]corev1.Pod{trainPod, waiting, written, renamed, owned, userNamed})
 	type want struct {
 		key  string
@@ -50,6 +55,7 @@ func TestAssembleFindsEveryJobOnce(t *testing.T) {
 		{"ml/job-7", Stored, 1, false},
 		{"ml/written-job9", Stored, 1, true},
 		{"ml/renamed-job10", Stored, 1, false},
+		{"ml/job-13", Batched, 0, false},
 		{"ml/waiting-job8", ImpliedByPod, 1, true},
 	}
 	if len(jobs) != len(wants) {
@@ -61,10 +67,10 @@ func TestAssembleFindsEveryJobOnce(t *testing.T) {
 			t.Errorf("job %d: %s %s, %d pods, bare pod %v; want %+v", i, j.Key(), j.Kind, len(j.Pods), j.BarePod() != nil, w)
 		}
 	}
-	if id := jobs[3].ID(); id != 8 {
+	if id := jobs[4].ID(); id != 8 {
 		t.Errorf("implied job id %d, want 8", id)
 	}
-	if v := jobs[3].View(now); v.State != Pending {
+	if v := jobs[4].View(now); v.State != Pending {
 		t.Errorf("a bare pod not bound reads %s, want PENDING", v.State)
 	}
 }
