@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
 	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	const char *n = getenv("SLURM_NODEID");
 	printf("rank %d size %d node %s local %d sum %d name %s\n", rank, size, n ? n : "?", local, sum, name);
+	fflush(stdout); /* written even if finalize hangs and the rank is killed */
 	MPI_Comm_free(&node);
 	/* Every rank done with the allreduce before any tears down. Debian 12's MPICH 4.0.2
 	   (ch4:ucx) can still hang in MPI_Finalize: one rank closing its UCX endpoints waits
