@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -82,13 +83,8 @@ func (r *Recorder) readBatches() {
 // does not decode is left out: the submit queue stores it as a failed job, which is
 // recorded from its PodGroup.
 func batchJobs(cm *corev1.ConfigMap) map[string]*v1alpha1.PodGroup {
-	out := make(map[string]*v1alpha1.PodGroup, len(cm.Data))
-	for id := range cm.Data {
-		if pg, err := v1alpha1.BatchedPodGroup(cm, id); err == nil {
-			out[id] = pg
-		}
-	}
-	return out
+	jobs, _ := jobstate.BatchedJobs(cm)
+	return jobs
 }
 
 func (s *state) hasBatch(uid types.UID) bool {
@@ -184,7 +180,7 @@ func decodeBatched(work []groupWork) []groupWork {
 	out := work[:0]
 	for _, w := range work {
 		if b := w.batched; b != nil && w.pg == nil {
-			pg, err := v1alpha1.BatchedPodGroup(b.batch, b.id)
+			pg, err := jobstate.BatchedPodGroup(b.batch, b.id)
 			if err != nil {
 				klog.ErrorS(err, "a batched job no longer decodes", "podGroup", w.key)
 				continue

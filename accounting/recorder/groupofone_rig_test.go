@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
@@ -77,7 +78,7 @@ func TestRecordsGroupsOfOne(t *testing.T) {
 	e.bind(t, killed.Name, cluster.NodeName("a100", 0), 1)
 
 	e.waitState(t, 9202, accounting.StatePending)
-	pg := v1alpha1.ImpliedPodGroup(waited) // as the scheduler writes it once the pod has waited
+	pg := jobstate.ImpliedPodGroup(waited) // as the scheduler writes it once the pod has waited
 	if err := e.crs.Create(ctx, pg); err != nil {
 		t.Fatal(err)
 	}

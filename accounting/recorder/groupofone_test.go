@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -45,7 +46,7 @@ func finalDelete(p *corev1.Pod, s int) *corev1.Pod {
 
 // written is the PodGroup the scheduler writes for the group of one, with mutate's status.
 func writtenGroup(mutate func(*v1alpha1.PodGroup)) *v1alpha1.PodGroup {
-	pg := v1alpha1.ImpliedPodGroup(lonePod("", -1, corev1.PodPending, -1, 0))
+	pg := jobstate.ImpliedPodGroup(lonePod("", -1, corev1.PodPending, -1, 0))
 	pg.UID = "uid-infer-pg"
 	if mutate != nil {
 		mutate(pg)

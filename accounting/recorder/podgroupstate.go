@@ -47,7 +47,7 @@ type stateChange struct {
 func stateChanges(work []groupWork, now time.Time) []stateChange {
 	var out []stateChange
 	for _, w := range work {
-		if w.deleted || !w.pg.Stored() || w.pg.DeletionTimestamp != nil {
+		if w.deleted || !jobstate.IsStored(w.pg) || w.pg.DeletionTimestamp != nil {
 			continue
 		}
 		v := jobstate.Derive(w.pg, w.pods, now)

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -26,7 +27,7 @@ func TestStateChanges(t *testing.T) {
 	terminating := pod("job-7-0", "n1", 5, corev1.PodRunning, -1, 0, nil)
 	terminating.DeletionTimestamp = mt(90)
 	slurmRun(cancelled, []*corev1.Pod{terminating})
-	implied := v1alpha1.ImpliedPodGroup(lonePod("n1", 5, corev1.PodRunning, -1, 0))
+	implied := jobstate.ImpliedPodGroup(lonePod("n1", 5, corev1.PodRunning, -1, 0))
 	tests := []struct {
 		name          string
 		w             groupWork

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -230,10 +231,10 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 }
 
 // needsGroup: the pod names no group yet, the webhook named one that may not exist, or
-// the pod names a group that may not be numbered yet (usergroup.go). A group of one (v1alpha1.GroupOfOne) needs none: the scheduler writes its PodGroup if and
+// the pod names a group that may not be numbered yet (usergroup.go). A group of one (jobstate.GroupOfOne) needs none: the scheduler writes its PodGroup if and
 // when it has to wait or is evicted.
 func (g *Controller) needsGroup(pod *corev1.Pod) bool {
-	if v1alpha1.GroupOfOne(pod) {
+	if jobstate.GroupOfOne(pod) {
 		return false
 	}
 	if pod.Annotations[v1alpha1.PodGroupAnnotation] == "" {

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -44,7 +45,7 @@ func derived(pod *corev1.Pod) bool {
 //
 // A group of one gets exactly the PodGroup it implies, under the job id it already has.
 func ensureDerived(ctx context.Context, c client.Client, pod *corev1.Pod, ids JobIDSource) (*v1alpha1.PodGroup, error) {
-	if v1alpha1.GroupOfOne(pod) {
+	if jobstate.GroupOfOne(pod) {
 		ids = nil
 	}
 	want, err := derivedGroup(ctx, c, pod)
@@ -77,8 +78,8 @@ func ensureDerived(ctx context.Context, c client.Client, pod *corev1.Pod, ids Jo
 
 // derivedGroup is the PodGroup the webhook named on pod, as it is to be created.
 func derivedGroup(ctx context.Context, c client.Client, pod *corev1.Pod) (*v1alpha1.PodGroup, error) {
-	if v1alpha1.GroupOfOne(pod) {
-		return v1alpha1.ImpliedPodGroup(pod), nil
+	if jobstate.GroupOfOne(pod) {
+		return jobstate.ImpliedPodGroup(pod), nil
 	}
 	want, err := derive(ctx, c, pod, nil)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -87,13 +88,12 @@ func (s *Scheduler) batchHandlers() toolscache.ResourceEventHandler {
 
 func (s *Scheduler) batchDecoders() toolscache.ResourceEventHandler {
 	return handler(func(cm *corev1.ConfigMap) {
-		jobs := make([]*v1alpha1.PodGroup, 0, len(cm.Data))
-		for key := range cm.Data {
-			pg, err := v1alpha1.BatchedPodGroup(cm, key)
-			if err != nil {
-				klog.InfoS("a batched job does not decode; the submit queue reports it", "err", err)
-				continue
-			}
+		byID, errs := jobstate.BatchedJobs(cm)
+		for _, err := range errs {
+			klog.InfoS("a batched job does not decode; the submit queue reports it", "err", err)
+		}
+		jobs := make([]*v1alpha1.PodGroup, 0, len(byID))
+		for _, pg := range byID {
 			jobs = append(jobs, pg)
 		}
 		s.cache.setBatch(cm.Name, jobs)

@@ -10,7 +10,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// materializeWork writes a group of one's PodGroup (v1alpha1.ImpliedPodGroup) and then the
+// materializeWork writes a group of one's PodGroup (jobstate.ImpliedPodGroup) and then the
 // status want, the first thing it has to say that its pod cannot: why it waits, or that it
 // was evicted. then (an eviction) runs after, whether or not the write succeeded: the core
 // decided it, and a failed write is retried by the next cycle's status pass. Called with

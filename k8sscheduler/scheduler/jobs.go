@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -109,7 +110,7 @@ func terminal(phase v1alpha1.PodGroupPhase) bool {
 }
 
 // podGroup is the group's PodGroup: the written one, else the one its group of one implies
-// (v1alpha1.ImpliedPodGroup), else nil. Group names are never shared (the pod grouper's
+// (jobstate.ImpliedPodGroup), else nil. Group names are never shared (the pod grouper's
 // groupName), so a written one is always this group's.
 func (g *groupEntry) podGroup() *v1alpha1.PodGroup {
 	if g.pg != nil {
@@ -117,7 +118,7 @@ func (g *groupEntry) podGroup() *v1alpha1.PodGroup {
 	}
 	if one := g.groupOfOne(); one != nil {
 		if g.impliedOf != one.oneOf {
-			g.impliedPG, g.impliedOf = v1alpha1.ImpliedPodGroup(one.oneOf), one.oneOf
+			g.impliedPG, g.impliedOf = jobstate.ImpliedPodGroup(one.oneOf), one.oneOf
 		}
 		return g.impliedPG
 	}

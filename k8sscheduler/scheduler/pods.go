@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -89,7 +90,7 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	if g := pod.Annotations[v1alpha1.PodGroupAnnotation]; g != "" {
 		e.group = pod.Namespace + "/" + g
 	}
-	if v1alpha1.GroupOfOne(pod) {
+	if jobstate.GroupOfOne(pod) {
 		e.oneOf = pod
 	}
 	e.taskGroup = pod.Annotations[v1alpha1.TaskGroupAnnotation]

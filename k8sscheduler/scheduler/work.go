@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -46,7 +47,7 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind, mps bool) func(context.Co
 // share's limits.
 func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, mps []bool) func(context.Context) {
 	return func(ctx context.Context) {
-		if pg.Batched() { // a job read from its submit batch: stored as it starts
+		if jobstate.IsBatched(pg) { // a job read from its submit batch: stored as it starts
 			stored, err := s.writeImplied(ctx, pg.DeepCopy())
 			if err != nil {
 				s.createFailed(g, pg, binds, nil, fmt.Errorf("store the job's PodGroup: %w", err))

@@ -72,7 +72,7 @@ type Config struct {
 	// burst of pods costs one read of the Job, not one per pod.
 	Owners client.Reader
 	// JobIDs hands out Slurm-style job ids (slurmapi/kube.JobIDs.Next, shared with sbatch).
-	// With it a bare pod is admitted as a group of one (v1alpha1.GroupOfOne): numbered
+	// With it a bare pod is admitted as a group of one (jobstate.GroupOfOne): numbered
 	// here, its PodGroup written only if it has to wait or is evicted. nil leaves bare
 	// pods to the pod grouper, which writes a PodGroup for each.
 	JobIDs func(context.Context) (uint32, error)

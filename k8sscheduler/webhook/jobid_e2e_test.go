@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/test/e2e"
 )
@@ -49,11 +50,11 @@ func TestWebhookNumbersBarePodsOnRig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v1alpha1.GroupOfOne(pod) || v1alpha1.JobIDOf(pod.Labels) != taken+1 {
+	if !jobstate.GroupOfOne(pod) || v1alpha1.JobIDOf(pod.Labels) != taken+1 {
 		t.Errorf("bare pod: labels %v annotations %v; want a group of one numbered %d", pod.Labels, pod.Annotations, taken+1)
 	}
 	want := fmt.Sprintf("eval-job%d", taken+1)
-	if pg := v1alpha1.ImpliedPodGroup(pod); pg.Name != want || pg.Spec.Queue != v1alpha1.DefaultQueue {
+	if pg := jobstate.ImpliedPodGroup(pod); pg.Name != want || pg.Spec.Queue != v1alpha1.DefaultQueue {
 		t.Errorf("implied PodGroup %s in queue %q, want %s in %q", pg.Name, pg.Spec.Queue, want, v1alpha1.DefaultQueue)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -67,7 +68,7 @@ func TestAdmitNumbersBarePods(t *testing.T) {
 			if id := got.Labels[v1alpha1.JobIDLabel]; id != tt.wantID {
 				t.Errorf("job id label %q, want %q", id, tt.wantID)
 			}
-			if g := v1alpha1.GroupOfOne(got); g != tt.groupOfOne {
+			if g := jobstate.GroupOfOne(got); g != tt.groupOfOne {
 				t.Errorf("group of one %v, want %v", g, tt.groupOfOne)
 			}
 			if tt.dryRun && taken != 0 {

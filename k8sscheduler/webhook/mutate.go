@@ -115,7 +115,7 @@ func ownedPatch(pod *corev1.Pod, keepJobID bool) []patchOp {
 // grouper creates the group and leaves the pod alone.
 //
 // A bare pod also gets its job id (sluice.dev/job-id) when the webhook has an id source,
-// which makes it a group of one (v1alpha1.GroupOfOne) and names its group
+// which makes it a group of one (jobstate.GroupOfOne) and names its group
 // (podgrouper.GroupOfOneName): ids are never given twice, so a later pod of the same name
 // never meets this one's group. Without an id (no source, a dry run) the pod is left to
 // the pod grouper, which names the group by the pod's UID. Queue ops come first, so the

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -93,7 +94,7 @@ func TestAdmitReinvocationKeepsItsOwnJobID(t *testing.T) {
 		t.Fatalf("first call: job id %q, want 41", first.Labels[v1alpha1.JobIDLabel])
 	}
 	_, again := admitPod(t, srv, first)
-	if again.Labels[v1alpha1.JobIDLabel] != "41" || next != 41 || !v1alpha1.GroupOfOne(again) {
+	if again.Labels[v1alpha1.JobIDLabel] != "41" || next != 41 || !jobstate.GroupOfOne(again) {
 		t.Errorf("reinvocation: job id %q, ids taken %d; want 41 kept and no other taken", again.Labels[v1alpha1.JobIDLabel], next-40)
 	}
 	other := namedPod("copycat", maps.Clone(first.Labels), nil)

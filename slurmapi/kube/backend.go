@@ -318,7 +318,7 @@ func (b *Backend) listGroups(ctx context.Context, opts ...client.ListOption) ([]
 // id A names the whole array, as in Slurm. A batched record has no tasks
 // split off yet.
 func (b *Backend) withArray(ctx context.Context, pgs []v1alpha1.PodGroup) ([]v1alpha1.PodGroup, error) {
-	if len(pgs) != 1 || pgs[0].Batched() || pgs[0].Labels[ArrayJobLabel] == "" || pgs[0].Labels[ArrayJobLabel] != pgs[0].Labels[v1alpha1.JobIDLabel] {
+	if len(pgs) != 1 || jobstate.IsBatched(&pgs[0]) || pgs[0].Labels[ArrayJobLabel] == "" || pgs[0].Labels[ArrayJobLabel] != pgs[0].Labels[v1alpha1.JobIDLabel] {
 		return pgs, nil
 	}
 	return b.listGroups(ctx, client.InNamespace(pgs[0].Namespace), client.MatchingLabels{ArrayJobLabel: pgs[0].Labels[ArrayJobLabel]})
@@ -427,7 +427,7 @@ func (b *Backend) slurmGroup(ctx context.Context, id uint32) (*v1alpha1.PodGroup
 // asSlurmGroup is slurmGroup for job id's group pg, already read.
 func (b *Backend) asSlurmGroup(ctx context.Context, id uint32, pg *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
 	var err error
-	if pg.Batched() {
+	if jobstate.IsBatched(pg) {
 		pg, err = b.materialize(ctx, pg)
 	}
 	if err != nil {

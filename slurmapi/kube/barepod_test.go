@@ -47,7 +47,7 @@ func TestBarePodsListAsJobs(t *testing.T) {
 		on(groupOfOne("crashed", "904"), "h100-2", corev1.PodFailed),
 		owned, named, unnumbered, written,
 	}
-	have := []v1alpha1.PodGroup{*v1alpha1.ImpliedPodGroup(&written)}
+	have := []v1alpha1.PodGroup{*jobstate.ImpliedPodGroup(&written)}
 	jobs := jobstate.Assemble(have, pods)
 	if len(jobs) == 0 || jobs[0].Kind != jobstate.Stored || jobs[0].Group.Name != "pg-written" {
 		t.Fatalf("the written group is not the first job: %+v", jobs)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/test/cluster"
 	"github.com/sluicehq/sluice/test/e2e"
@@ -67,7 +68,7 @@ func TestGroupOfOneOnRig(t *testing.T) {
 				if err := b.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 					t.Fatal(err)
 				}
-				if err := b.c.Create(ctx, v1alpha1.ImpliedPodGroup(pod)); err != nil {
+				if err := b.c.Create(ctx, jobstate.ImpliedPodGroup(pod)); err != nil {
 					t.Fatal(err)
 				}
 				written := listedOnce(t, ts, id)

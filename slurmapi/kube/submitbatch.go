@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -86,7 +86,7 @@ var errOversize = errors.New("job too large for a batch")
 // store puts pg (job id) in a batch and returns once that batch is stored
 // or failed: nil means the job is durable.
 func (w *batcher) store(ctx context.Context, id uint32, pg *v1alpha1.PodGroup) error {
-	data, err := json.Marshal(pg)
+	data, err := jobstate.EncodeBatched(pg)
 	if err != nil {
 		return fmt.Errorf("encode job %d: %w", id, err)
 	}

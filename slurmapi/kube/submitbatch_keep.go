@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -64,7 +65,7 @@ func (q *SubmitQueue) keptJobs(cm *corev1.ConfigMap) []keptJob {
 	jobs := make([]keptJob, 0, len(cm.Data))
 	for key := range cm.Data {
 		j := keptJob{key: key}
-		pg, err := decodeBatched(cm, key)
+		pg, err := jobstate.BatchedPodGroup(cm, key)
 		if err != nil {
 			j.invalid = err
 			jobs = append(jobs, j)
@@ -142,7 +143,7 @@ func (q *SubmitQueue) keepBatch(ctx context.Context, cm *corev1.ConfigMap, named
 		switch {
 		case stored:
 		case j.object || named[jobKey(j.key)]:
-			pg, err := decodeBatched(cm, j.key)
+			pg, err := jobstate.BatchedPodGroup(cm, j.key)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -136,7 +137,7 @@ func (q *SubmitQueue) materializeBatch(ctx context.Context, cm *corev1.ConfigMap
 		slots = make(chan struct{}, q.workers)
 	)
 	for _, key := range keys {
-		pg, err := decodeBatched(cm, key)
+		pg, err := jobstate.BatchedPodGroup(cm, key)
 		if err != nil {
 			// Can never be created as it is: kept as a failed job, and said.
 			if err := q.refuse(ctx, cm, key, nil, err); err != nil && first == nil {

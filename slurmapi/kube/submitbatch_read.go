@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -30,11 +31,6 @@ func listBatches(ctx context.Context, r client.Reader, namespace string) ([]core
 		return nil, fmt.Errorf("list submitted job batches: %w", err)
 	}
 	return list.Items, nil
-}
-
-// decodeBatched is the PodGroup of the job stored under key in batch cm.
-func decodeBatched(cm *corev1.ConfigMap, key string) (*v1alpha1.PodGroup, error) {
-	return v1alpha1.BatchedPodGroup(cm, key)
 }
 
 // batchedGroups are the jobs (only id, unless 0) still in batches; none
@@ -68,7 +64,7 @@ func batchedJobs(cm *corev1.ConfigMap, id uint32) []v1alpha1.PodGroup {
 		if id != 0 && key != strconv.FormatUint(uint64(id), 10) {
 			continue
 		}
-		pg, err := decodeBatched(cm, key)
+		pg, err := jobstate.BatchedPodGroup(cm, key)
 		if err != nil {
 			continue
 		}

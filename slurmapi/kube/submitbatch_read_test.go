@@ -53,7 +53,7 @@ func TestBatchedJobsReadTheirBatchsReasons(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, pg := range batchedJobs(cm, tc.id) {
-				if !pg.Batched() {
+				if !jobstate.IsBatched(&pg) {
 					t.Errorf("job %s does not read as batched", pg.Name)
 				}
 				got[pg.Labels[v1alpha1.JobIDLabel]] = jobstate.PendingReason(&pg, time.Now())

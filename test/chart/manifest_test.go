@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/test/cluster"
@@ -143,7 +144,7 @@ func barePodPlaced(t *testing.T, c *cluster.Cluster, base string, jwtKey []byte)
 	})
 	id := v1alpha1.JobIDOf(got.Labels)
 	var err error
-	if !v1alpha1.GroupOfOne(got) {
+	if !jobstate.GroupOfOne(got) {
 		t.Fatalf("the bare pod is not a group of one: labels %v annotations %v", got.Labels, got.Annotations)
 	}
 	pgs := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "podgroups"}

@@ -27,7 +27,7 @@ import (
 //     time the written one will have, so every view shows the same job before and after.
 //
 //   - a batched PodGroup: a pending Slurm job the REST API acknowledged in a submit batch
-//     (v1alpha1.BatchedPodGroup), whose object is written when it starts or is changed;
+//     (BatchedPodGroup), whose object is written when it starts or is changed;
 //     the reader that holds it builds its PodGroup as the stored one will be and hands it
 //     in with the stored groups.
 //
@@ -48,7 +48,7 @@ const (
 
 // KindOf is where a PodGroup handed to Assemble comes from: a batch's copy or an object.
 func KindOf(pg *v1alpha1.PodGroup) Kind {
-	if pg.Batched() {
+	if IsBatched(pg) {
 		return Batched
 	}
 	return Stored
@@ -104,10 +104,10 @@ func PodGroupKey(p *corev1.Pod) string {
 // pod admission named and numbered); nil for every other pod, whose job is its group
 // object.
 func Implied(p *corev1.Pod) *v1alpha1.PodGroup {
-	if !v1alpha1.GroupOfOne(p) {
+	if !GroupOfOne(p) {
 		return nil
 	}
-	return v1alpha1.ImpliedPodGroup(p)
+	return ImpliedPodGroup(p)
 }
 
 // Assemble is the jobs of groups (each once, first wins) and of the pods that imply a
