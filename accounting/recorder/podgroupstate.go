@@ -2,17 +2,13 @@ package recorder
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
-	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // The recorder is the one writer of a PodGroup's status.state and status.reason, the
@@ -87,8 +83,5 @@ func (r *Recorder) writeStates(ctx context.Context, work []groupWork, now time.T
 }
 
 func (r *Recorder) patchState(ctx context.Context, c stateChange) error {
-	body, _ := json.Marshal(map[string]any{"status": map[string]any{"state": c.state, "reason": c.reason}}) // plain strings: cannot fail
-	pg := &v1alpha1.PodGroup{}
-	pg.Namespace, pg.Name = c.w.pg.Namespace, c.w.pg.Name
-	return r.kube.Status().Patch(ctx, pg, client.RawPatch(types.MergePatchType, body))
+	return jobstate.WriteDerivedState(ctx, r.kube.Status(), c.w.pg.Namespace, c.w.pg.Name, jobstate.State(c.state), c.reason)
 }

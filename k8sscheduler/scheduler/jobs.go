@@ -99,16 +99,6 @@ func (g *groupEntry) unassume(task string) {
 	}
 }
 
-// terminal reports whether the group is finished: it holds nothing and is not scheduled.
-func terminal(phase v1alpha1.PodGroupPhase) bool {
-	switch phase {
-	case v1alpha1.PodGroupSucceeded, v1alpha1.PodGroupFailed, v1alpha1.PodGroupCancelled,
-		v1alpha1.PodGroupTimedOut, v1alpha1.PodGroupPreempted:
-		return true
-	}
-	return false
-}
-
 // podGroup is the group's PodGroup: the written one, else the one its group of one implies
 // (jobstate.ImpliedPodGroup), else nil. Group names are never shared (the pod grouper's
 // groupName), so a written one is always this group's.
@@ -200,7 +190,7 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 	}
 	g.clearRequeued()
 	pg := g.podGroup()
-	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
+	if pg == nil || jobstate.PhaseFinal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		return
 	}
 	if g.notStarted(pg) {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -81,7 +82,7 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 		return nil // placed with nothing ever to say: most groups, decided without reaching their pod
 	}
 	pg := g.podGroup()
-	if pg == nil || terminal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
+	if pg == nil || jobstate.PhaseFinal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		return nil
 	}
 	if g.batched() {
@@ -172,12 +173,13 @@ func (s *Scheduler) groupStatusWork(pg *v1alpha1.PodGroup, want, prev statusKey,
 				c.LastTransitionTime = metav1.Now() // a new eviction, even of the same kind
 			}
 		}
-		st := map[string]any{"phase": want.phase, "conditions": conds, "running": bound}
-		if want.phase == v1alpha1.PodGroupRunning && pg.Status.StartTime == nil {
-			st["startTime"] = metav1.Now()
-		}
-		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pg.ResourceVersion}, "status": st}) // plain values: cannot fail
-		err := s.crs.Status().Patch(ctx, pg.DeepCopy(), client.RawPatch(types.MergePatchType, body))
+		err := jobstate.WriteStatus(ctx, s.crs.Status(), pg, func(st *v1alpha1.PodGroupStatus) {
+			st.Phase, st.Conditions, st.Running = want.phase, conds, bound
+			if want.phase == v1alpha1.PodGroupRunning && st.StartTime == nil {
+				now := metav1.Now()
+				st.StartTime = &now
+			}
+		})
 		if err != nil {
 			klog.InfoS("writing PodGroup status failed", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)
 			s.unwrite(pg.Namespace+"/"+pg.Name, prev)

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
@@ -135,7 +136,7 @@ func splitBudget(pg *v1alpha1.PodGroup, tasks []v1alpha1.PodGroup) int {
 		case p == "" || p == v1alpha1.PodGroupPending:
 			live++
 			waiting++
-		case !finished(p):
+		case !jobstate.PhaseFinal(p):
 			live++
 		}
 	}

@@ -6,13 +6,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -73,7 +74,7 @@ func (l *Lifecycle) splitReady(ctx context.Context, pg *v1alpha1.PodGroup) error
 		return err
 	}
 	switch {
-	case finished(pg.Status.Phase):
+	case jobstate.PhaseFinal(pg.Status.Phase):
 		if len(plan) > 0 {
 			return l.endPlannedTasks(ctx, pg, plan)
 		}
@@ -172,12 +173,13 @@ func (l *Lifecycle) endPlannedTasks(ctx context.Context, pg *v1alpha1.PodGroup, 
 		if err != nil {
 			return err
 		}
-		if finished(task.Status.Phase) {
+		if jobstate.PhaseFinal(task.Status.Phase) {
 			continue
 		}
-		now := metav1.Now()
-		task.Status.Phase, task.Status.EndTime, task.Status.Running = pg.Status.Phase, &now, 0
-		if err := l.client.Status().Update(ctx, &task); err != nil {
+		err = jobstate.WriteStatus(ctx, l.client.Status(), &task, func(st *v1alpha1.PodGroupStatus) {
+			jobstate.MarkEnded(st, pg.Status.Phase, time.Now())
+		})
+		if err != nil {
 			return fmt.Errorf("end task %d of ended array %s: %w", t.index, pg.Labels[ArrayJobLabel], err)
 		}
 		err = l.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(task.Namespace),

@@ -522,8 +522,9 @@ func (b *Backend) update(ctx context.Context, pg *v1alpha1.PodGroup) error {
 	return refusal(b.c.Update(ctx, pg), pg)
 }
 
-func (b *Backend) updateStatus(ctx context.Context, pg *v1alpha1.PodGroup) error {
-	return refusal(b.c.Status().Update(ctx, pg), pg)
+// writeStatus changes pg's status through the one status writer, worded for the client.
+func (b *Backend) writeStatus(ctx context.Context, pg *v1alpha1.PodGroup, change func(*v1alpha1.PodGroupStatus)) error {
+	return refusal(jobstate.WriteStatus(ctx, b.c.Status(), pg, change), pg)
 }
 
 // refusal words an API server's refusal of a change for the client. A
@@ -534,14 +535,6 @@ func refusal(err error, pg *v1alpha1.PodGroup) error {
 		return slurmapi.BadRequest(slurmapi.ErrRestInvalidJobs, "job", "the cluster refused the change: %v", err)
 	}
 	return err
-}
-
-func finished(p v1alpha1.PodGroupPhase) bool {
-	switch p {
-	case v1alpha1.PodGroupSucceeded, v1alpha1.PodGroupFailed, v1alpha1.PodGroupCancelled, v1alpha1.PodGroupTimedOut, v1alpha1.PodGroupPreempted:
-		return true
-	}
-	return false
 }
 
 // SignalJob cancels a job (KILL, TERM, INT): its PodGroup is marked
@@ -587,7 +580,7 @@ func (b *Backend) cancel(ctx context.Context, id uint32, task *int) error {
 	})
 	cancelled := 0
 	for i := range all {
-		if finished(all[i].Status.Phase) {
+		if jobstate.PhaseFinal(all[i].Status.Phase) {
 			continue
 		}
 		if err := b.cancelGroup(ctx, &all[i]); err != nil {
@@ -624,12 +617,13 @@ func (b *Backend) cancelPendingTask(ctx context.Context, pg *v1alpha1.PodGroup, 
 
 func (b *Backend) cancelGroup(ctx context.Context, pg *v1alpha1.PodGroup) error {
 	id := pg.Labels[v1alpha1.JobIDLabel]
-	if finished(pg.Status.Phase) {
+	if jobstate.PhaseFinal(pg.Status.Phase) {
 		return slurmapi.Errorf(http.StatusConflict, slurmapi.ErrAlreadyDone, "job_id", "job %s already ended (%s)", id, pg.Status.Phase)
 	}
-	now := metav1.Now()
-	pg.Status.Phase, pg.Status.EndTime, pg.Status.Running = v1alpha1.PodGroupCancelled, &now, 0
-	if err := b.updateStatus(ctx, pg); err != nil {
+	err := b.writeStatus(ctx, pg, func(st *v1alpha1.PodGroupStatus) {
+		jobstate.MarkEnded(st, v1alpha1.PodGroupCancelled, time.Now())
+	})
+	if err != nil {
 		return err
 	}
 	return b.deletePods(ctx, pg)
@@ -667,9 +661,5 @@ func (b *Backend) requeue(ctx context.Context, id uint32, hold bool) error {
 	if err := b.deletePods(ctx, pg); err != nil {
 		return err
 	}
-	pg.Status.Phase, pg.Status.StartTime, pg.Status.EndTime, pg.Status.Nodes = v1alpha1.PodGroupPending, nil, nil, nil
-	requeued := metav1.Now()
-	pg.Status.ExitCode, pg.Status.EndReason = nil, ""
-	pg.Status.Requeues, pg.Status.LastRequeueTime = pg.Status.Requeues+1, &requeued
-	return b.updateStatus(ctx, pg)
+	return b.writeStatus(ctx, pg, func(st *v1alpha1.PodGroupStatus) { jobstate.MarkRequeued(st, time.Now()) })
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -61,7 +62,7 @@ func (l *Lifecycle) releaseAtBegin(ctx context.Context, pg *v1alpha1.PodGroup) (
 	if wait := time.Until(beginTime(pg)); wait > 0 {
 		return wait, nil
 	}
-	if finished(pg.Status.Phase) {
+	if jobstate.PhaseFinal(pg.Status.Phase) {
 		return 0, nil
 	}
 	next := pg.DeepCopy()

@@ -136,7 +136,7 @@ func singletonMet(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) e
 	for i := range list.Items {
 		o := &list.Items[i]
 		os := o.Spec.Slurm
-		if os == nil || os.Name != pg.Spec.Slurm.Name || os.User != pg.Spec.Slurm.User || finished(o.Status.Phase) {
+		if os == nil || os.Name != pg.Spec.Slurm.Name || os.User != pg.Spec.Slurm.User || jobstate.PhaseFinal(o.Status.Phase) {
 			continue
 		}
 		if id, _ := strconv.ParseUint(o.Labels[v1alpha1.JobIDLabel], 10, 32); id != 0 && id < self {

@@ -7,6 +7,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
 )
@@ -22,7 +23,7 @@ type dependents map[uint32]map[client.ObjectKey]bool
 // waits costs one reconcile that changes nothing.
 func (l *Lifecycle) noteDependency(pg *v1alpha1.PodGroup) {
 	s := pg.Spec.Slurm
-	if s == nil || s.Dependency == "" || finished(pg.Status.Phase) {
+	if s == nil || s.Dependency == "" || jobstate.PhaseFinal(pg.Status.Phase) {
 		return
 	}
 	deps, err := sbatch.ParseDependency(s.Dependency)

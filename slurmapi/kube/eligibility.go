@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -56,10 +57,8 @@ func (l *Lifecycle) markEligibility(ctx context.Context, pg *v1alpha1.PodGroup) 
 	if have != nil && have.Status == want.Status && have.Reason == want.Reason && have.Message == want.Message && have.ObservedGeneration == want.ObservedGeneration {
 		return nil
 	}
-	next := pg.DeepCopy()
-	meta.SetStatusCondition(&next.Status.Conditions, *want)
-	patch := client.MergeFromWithOptions(pg, client.MergeFromWithOptimisticLock{})
-	if err := l.client.Status().Patch(ctx, next, patch); err != nil {
+	err = jobstate.WriteStatus(ctx, l.client.Status(), pg, func(st *v1alpha1.PodGroupStatus) { meta.SetStatusCondition(&st.Conditions, *want) })
+	if err != nil {
 		return fmt.Errorf("write eligibility of job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
 	return nil
@@ -75,7 +74,7 @@ func (l *Lifecycle) wakeDependents(ctx context.Context) {
 	}
 	for i := range list.Items {
 		pg := &list.Items[i]
-		if s := pg.Spec.Slurm; s != nil && s.Dependency != "" && !finished(pg.Status.Phase) {
+		if s := pg.Spec.Slurm; s != nil && s.Dependency != "" && !jobstate.PhaseFinal(pg.Status.Phase) {
 			l.queue.Add(client.ObjectKeyFromObject(pg))
 		}
 	}

@@ -58,7 +58,7 @@ func batchJobOf(owners []metav1.OwnerReference) *metav1.OwnerReference {
 func (l *Lifecycle) endFailedJob(ctx context.Context, pg *v1alpha1.PodGroup) error {
 	key := client.ObjectKeyFromObject(pg)
 	owner := batchJobOf(pg.OwnerReferences)
-	if owner == nil || finished(pg.Status.Phase) || pg.DeletionTimestamp != nil {
+	if owner == nil || jobstate.PhaseFinal(pg.Status.Phase) || pg.DeletionTimestamp != nil {
 		l.forgetLostWithNode(key)
 		return nil
 	}
@@ -83,11 +83,11 @@ func (l *Lifecycle) endFailedJob(ctx context.Context, pg *v1alpha1.PodGroup) err
 	default:
 		return nil // its failed pods say how it failed
 	}
-	next := pg.DeepCopy()
-	end := metav1.NewTime(at)
-	next.Status.Phase, next.Status.EndReason, next.Status.EndTime, next.Status.Running = v1alpha1.PodGroupFailed, reason, &end, 0
-	patch := client.MergeFromWithOptions(pg, client.MergeFromWithOptimisticLock{})
-	if err := l.client.Status().Patch(ctx, next, patch); err != nil {
+	err := jobstate.WriteStatus(ctx, l.client.Status(), pg, func(st *v1alpha1.PodGroupStatus) {
+		jobstate.MarkEnded(st, v1alpha1.PodGroupFailed, at)
+		st.EndReason = reason
+	})
+	if err != nil {
 		return fmt.Errorf("write the end of job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 	}
 	l.forgetLostWithNode(key)

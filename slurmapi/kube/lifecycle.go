@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -172,7 +171,7 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 func jobEnded(old, cur any) bool {
 	o, ok1 := old.(*v1alpha1.PodGroup)
 	n, ok2 := cur.(*v1alpha1.PodGroup)
-	return ok1 && ok2 && n.Spec.Slurm != nil && !finished(o.Status.Phase) && finished(n.Status.Phase)
+	return ok1 && ok2 && n.Spec.Slurm != nil && !jobstate.PhaseFinal(o.Status.Phase) && jobstate.PhaseFinal(n.Status.Phase)
 }
 
 func (l *Lifecycle) groupChanged(obj any) {
@@ -285,14 +284,14 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 	noted := l.disrupted[key]
 	l.mu.Unlock()
 	var seen jobstate.State
-	if i, err := strconv.Atoi(noted.index); err == nil && noted.pod == PodName(&pg, i) && !finished(pg.Status.Phase) {
+	if i, err := strconv.Atoi(noted.index); err == nil && noted.pod == PodName(&pg, i) && !jobstate.PhaseFinal(pg.Status.Phase) {
 		seen = noted.why // a pod of this run was disrupted and may be gone already
 	}
 	v := judge(&pg, pods, seen, limit, l.now())
 	if err := l.apply(ctx, &pg, v); err != nil {
 		return 0, err
 	}
-	if v.requeue || finished(v.phase) {
+	if v.requeue || jobstate.PhaseFinal(v.phase) {
 		l.forgetDisruption(key)
 	}
 	return v.recheckIn, nil
@@ -329,28 +328,24 @@ func (l *Lifecycle) timeLimit(ctx context.Context, pg *v1alpha1.PodGroup) (time.
 // so a concurrent scancel or requeue wins and this one is retried on fresh
 // state), then the pods' deletion.
 func (l *Lifecycle) apply(ctx context.Context, pg *v1alpha1.PodGroup, v verdict) error {
-	next := pg.DeepCopy()
-	st := &next.Status
-	switch {
-	case v.requeue:
-		requeued := metav1.NewTime(l.now())
-		st.Phase, st.StartTime, st.EndTime, st.Nodes, st.ExitCode, st.EndReason = v1alpha1.PodGroupPending, nil, nil, nil, nil, ""
-		st.Running, st.Succeeded, st.Failed = 0, 0, 0
-		st.Requeues, st.LastRequeueTime = st.Requeues+1, &requeued
-	case v.phase != "":
-		end := metav1.NewTime(v.endTime)
-		st.Phase, st.EndTime, st.ExitCode, st.EndReason = v.phase, &end, v.exitCode, v.endReason
-		st.Running = 0 // the scheduler counted its pods when it started them
-		if st.StartTime == nil {
-			st.StartTime = &end
-		}
-	}
-	if v.nodes != nil {
-		st.Nodes = v.nodes
-	}
 	if v.requeue || v.phase != "" || v.nodes != nil {
-		patch := client.MergeFromWithOptions(pg, client.MergeFromWithOptimisticLock{})
-		if err := l.client.Status().Patch(ctx, next, patch); err != nil {
+		err := jobstate.WriteStatus(ctx, l.client.Status(), pg, func(st *v1alpha1.PodGroupStatus) {
+			switch {
+			case v.requeue:
+				jobstate.MarkRequeued(st, l.now())
+			case v.phase != "":
+				// the scheduler counted its pods when it started them; MarkEnded clears that
+				jobstate.MarkEnded(st, v.phase, v.endTime)
+				st.ExitCode, st.EndReason = v.exitCode, v.endReason
+				if st.StartTime == nil {
+					st.StartTime = st.EndTime
+				}
+			}
+			if v.nodes != nil {
+				st.Nodes = v.nodes
+			}
+		})
+		if err != nil {
 			return fmt.Errorf("write status of job %s: %w", pg.Labels[v1alpha1.JobIDLabel], err)
 		}
 	}

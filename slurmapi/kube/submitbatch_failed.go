@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
@@ -106,17 +108,19 @@ func (q *SubmitQueue) keepFailed(ctx context.Context, ns string, key string, pg 
 	if err := q.c.Get(ctx, client.ObjectKeyFromObject(stub), &stored); err != nil {
 		return fmt.Errorf("keep refused job %s as failed: %w", key, err)
 	}
-	if finished(stored.Status.Phase) {
+	if jobstate.PhaseFinal(stored.Status.Phase) {
 		return nil
 	}
-	now := metav1.Now()
-	code := int32(1)
-	stored.Status.Phase, stored.Status.EndTime, stored.Status.ExitCode = v1alpha1.PodGroupFailed, &now, &code
-	meta.SetStatusCondition(&stored.Status.Conditions, metav1.Condition{
-		Type: ConditionStored, Status: metav1.ConditionFalse, Reason: reasonStoreRefused,
-		Message: printable("the cluster refused the job's PodGroup: "+why.Error(), 32<<10),
+	err = jobstate.WriteStatus(ctx, q.c.Status(), &stored, func(st *v1alpha1.PodGroupStatus) {
+		code := int32(1)
+		jobstate.MarkEnded(st, v1alpha1.PodGroupFailed, time.Now())
+		st.ExitCode = &code
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionStored, Status: metav1.ConditionFalse, Reason: reasonStoreRefused,
+			Message: printable("the cluster refused the job's PodGroup: "+why.Error(), 32<<10),
+		})
 	})
-	if err := q.c.Status().Update(ctx, &stored); err != nil {
+	if err != nil {
 		return fmt.Errorf("end refused job %s as failed: %w", key, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
@@ -157,7 +158,7 @@ func activeCounts(pgs []v1alpha1.PodGroup) map[countKey]int {
 	for i := range pgs {
 		pg := &pgs[i]
 		s := pg.Spec.Slurm
-		if s == nil || finished(pg.Status.Phase) {
+		if s == nil || jobstate.PhaseFinal(pg.Status.Phase) {
 			continue
 		}
 		n := 1

@@ -49,7 +49,7 @@ func currentRun(pg *v1alpha1.PodGroup, pods []*corev1.Pod) []*corev1.Pod {
 // stopped), or every node done (COMPLETED). limit is the job's time limit,
 // 0 for none; seen is a disruption noted from a pod that is already gone.
 func judge(pg *v1alpha1.PodGroup, pods []*corev1.Pod, seen jobstate.State, limit time.Duration, now time.Time) verdict {
-	if finished(pg.Status.Phase) {
+	if jobstate.PhaseFinal(pg.Status.Phase) {
 		for _, p := range pods {
 			if p.DeletionTimestamp == nil && !jobstate.Ended(p) {
 				return verdict{deletePods: true} // e.g. created while the job was being cancelled
