@@ -5,7 +5,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"time"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -58,21 +59,8 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	for _, crd := range defs {
-		for established := false; !established; {
-			got, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("kai CRDs: reading %s: %w", crd.Name, err)
-			}
-			for _, c := range got.Status.Conditions {
-				established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
-			}
-			if !established {
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("kai CRDs: %s not served: %w", crd.Name, ctx.Err())
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
+		if err := crds.WaitEstablished(ctx, api, crd.Name); err != nil {
+			return fmt.Errorf("kai CRDs: %w", err)
 		}
 	}
 	return nil

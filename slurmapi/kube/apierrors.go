@@ -83,15 +83,3 @@ func forbiddenAction(err error) string {
 	}
 	return "make this call"
 }
-
-// onceMoreOnConflict runs a read-modify-write again when the API server
-// reports that the object changed between the read and the write (another
-// writer, such as the lifecycle controller, won the race): the second run
-// reads the fresh object. A second conflict is the client's to retry.
-func onceMoreOnConflict(change func() error) error {
-	err := change()
-	if apierrors.IsConflict(err) {
-		err = change()
-	}
-	return err
-}

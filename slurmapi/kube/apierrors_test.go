@@ -49,27 +49,3 @@ func TestTranslateAPIError(t *testing.T) {
 		t.Errorf("a non-API error was translated: %v", e)
 	}
 }
-
-func TestOnceMoreOnConflict(t *testing.T) {
-	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "podgroups"}, "job-7", errors.New("changed"))
-	cases := []struct {
-		name      string
-		failures  []error // what each run returns, in order
-		wantRuns  int
-		wantError bool
-	}{
-		{"success at once", []error{nil}, 1, false},
-		{"one conflict, then success", []error{conflict, nil}, 2, false},
-		{"two conflicts reach the client", []error{conflict, conflict, nil}, 2, true},
-		{"other errors are not retried", []error{errors.New("boom"), nil}, 1, true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			runs := 0
-			err := onceMoreOnConflict(func() error { runs++; return c.failures[runs-1] })
-			if runs != c.wantRuns || (err != nil) != c.wantError {
-				t.Errorf("%d runs, error %v; want %d runs, error %v", runs, err, c.wantRuns, c.wantError)
-			}
-		})
-	}
-}

@@ -196,7 +196,7 @@ func (l *Lifecycle) endPlannedTasks(ctx context.Context, pg *v1alpha1.PodGroup, 
 	return nil
 }
 
-// splitUnderWay refuses, as a conflict (retried once by onceMoreOnConflict,
+// splitUnderWay refuses, as a conflict (retried by retry.RetryOnConflict,
 // else a 409 asking to try again), a scancel of task index of record pg
 // while a split is under way, for the few milliseconds between its two
 // writes: an index being split has no PodGroup to cancel yet, and ending

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
@@ -443,7 +444,7 @@ func (b *Backend) asSlurmGroup(ctx context.Context, id uint32, pg *v1alpha1.PodG
 // UpdateJob changes hold, time limit, name or comment in spec.slurm, and
 // the priority annotation.
 func (b *Backend) UpdateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate) error {
-	return onceMoreOnConflict(func() error { return b.updateJob(ctx, id, u) })
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return b.updateJob(ctx, id, u) })
 }
 
 func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate) error {
@@ -528,7 +529,7 @@ func (b *Backend) writeStatus(ctx context.Context, pg *v1alpha1.PodGroup, change
 }
 
 // refusal words an API server's refusal of a change for the client. A
-// conflict stays an API error, so onceMoreOnConflict can try again.
+// conflict stays an API error, so retry.RetryOnConflict can try again.
 func refusal(err error, pg *v1alpha1.PodGroup) error {
 	switch {
 	case apierrors.IsInvalid(err):
@@ -546,7 +547,7 @@ func (b *Backend) SignalJob(ctx context.Context, id uint32, req slurmapi.CancelR
 		return slurmapi.Errorf(http.StatusNotImplemented, slurmapi.ErrNotSupported, "signal",
 			"only cancelling (KILL, TERM, INT) is supported; signal %d is not delivered to pods", req.Signal)
 	}
-	return onceMoreOnConflict(func() error { return b.cancel(ctx, id, req.ArrayTask) })
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return b.cancel(ctx, id, req.ArrayTask) })
 }
 
 // cancel ends job id; the id of an array cancels every task of it not
@@ -641,7 +642,7 @@ func (b *Backend) deletePods(ctx context.Context, pg *v1alpha1.PodGroup) error {
 // RequeueJob returns a started or finished job to PENDING: its pods go,
 // its group is Pending again with one more requeue, held if asked.
 func (b *Backend) RequeueJob(ctx context.Context, id uint32, hold bool) error {
-	return onceMoreOnConflict(func() error { return b.requeue(ctx, id, hold) })
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return b.requeue(ctx, id, hold) })
 }
 
 func (b *Backend) requeue(ctx context.Context, id uint32, hold bool) error {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -29,7 +30,7 @@ const (
 // resumed node that still carries it gets a warning, not a lifted taint.
 func (b *Backend) UpdateNode(ctx context.Context, name string, u slurmapi.NodeUpdate) (string, error) {
 	var warning string
-	err := onceMoreOnConflict(func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var n corev1.Node
 		if err := b.c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 			if apierrors.IsNotFound(err) {

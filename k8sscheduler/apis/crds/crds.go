@@ -11,6 +11,8 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	crdv1 "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
@@ -71,7 +73,7 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	for _, want := range defs {
-		if err := waitEstablished(ctx, api, want.Name); err != nil {
+		if err := WaitEstablished(ctx, api, want.Name); err != nil {
 			return err
 		}
 	}
@@ -101,21 +103,21 @@ func waitWatchable(ctx context.Context, dyn dynamic.Interface, crd *apiextension
 	}
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 	one := int64(1)
-	for {
+	err := wait.PollUntilContextCancel(ctx, establishPoll, true, func(ctx context.Context) (bool, error) {
 		w, err := dyn.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: "0", TimeoutSeconds: &one})
 		if err == nil {
 			w.Stop()
-			return nil
+			return true, nil
 		}
 		if !apierrors.IsTooManyRequests(err) {
-			return fmt.Errorf("crds: watching %s: %w", crd.Name, err)
+			return false, fmt.Errorf("crds: watching %s: %w", crd.Name, err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("crds: %s not watchable: %w", crd.Name, ctx.Err())
-		case <-time.After(establishPoll):
-		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("crds: %s not watchable: %w", crd.Name, ctx.Err())
 	}
+	return err
 }
 
 // apply creates want, or replaces the spec of the existing CRD of that name;
@@ -137,26 +139,26 @@ func apply(ctx context.Context, api crdv1.CustomResourceDefinitionInterface, wan
 	return nil
 }
 
-// waitEstablished polls until the CRD is Established, failing at once if
+// WaitEstablished polls until the CRD is Established, failing at once if
 // its names clash with another resource.
-func waitEstablished(ctx context.Context, api crdv1.CustomResourceDefinitionInterface, name string) error {
-	for {
+func WaitEstablished(ctx context.Context, api crdv1.CustomResourceDefinitionInterface, name string) error {
+	err := wait.PollUntilContextCancel(ctx, establishPoll, true, func(ctx context.Context) (bool, error) {
 		crd, err := api.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("crds: waiting for %s: %w", name, err)
+			return false, fmt.Errorf("crds: waiting for %s: %w", name, err)
 		}
 		for _, c := range crd.Status.Conditions {
 			switch {
 			case c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue:
-				return nil
+				return true, nil
 			case c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse:
-				return fmt.Errorf("crds: %s not accepted: %s", name, c.Message)
+				return false, fmt.Errorf("crds: %s not accepted: %s", name, c.Message)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("crds: %s not established: %w", name, ctx.Err())
-		case <-time.After(establishPoll):
-		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("crds: %s not established: %w", name, ctx.Err())
 	}
+	return err
 }
