@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/dashboard"
 	"github.com/sluicehq/sluice/accounting/metrics"
@@ -160,18 +158,7 @@ func (s *Server) shareTree() (func(context.Context) ([]accounting.ShareAssoc, er
 	if err != nil {
 		return nil, fmt.Errorf("fair-share tree reader: %w", err)
 	}
-	return shareTreeFrom(c), nil
-}
-
-// shareTreeFrom reads the tree from the Queues c lists.
-func shareTreeFrom(c client.Reader) func(context.Context) ([]accounting.ShareAssoc, error) {
-	return func(ctx context.Context) ([]accounting.ShareAssoc, error) {
-		assocs, err := kube.Associations(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		return slurmapi.ShareAssocs(assocs), nil
-	}
+	return kube.ShareTree(c), nil
 }
 
 // RecordValidation records a node's validation run in the ledger's health history.

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,55 +254,5 @@ func TestWebhookCertDir(t *testing.T) {
 				t.Errorf("WebhookCertDir() = %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestPickCommandHonoursSymlinkNames(t *testing.T) {
-	tests := []struct {
-		argv     []string
-		wantName string
-		wantArgs int
-	}{
-		{[]string{"/usr/bin/sluice", "server", "--listen", ":1"}, "server", 2},
-		{[]string{"/usr/local/bin/version"}, "version", 0},
-		{[]string{"sluice"}, "", 0},
-	}
-	for _, tt := range tests {
-		name, args := pickCommand(tt.argv)
-		if name != tt.wantName || len(args) != tt.wantArgs {
-			t.Errorf("pickCommand(%q) = %q, %q", tt.argv, name, args)
-		}
-	}
-}
-
-func TestUnknownCommandExitsTwo(t *testing.T) {
-	var out, errOut strings.Builder
-	if code := runMain([]string{"sluice", "sbatchh"}, &out, &errOut); code != 2 {
-		t.Fatalf("exit code %d, want 2", code)
-	}
-	if !strings.Contains(errOut.String(), `unknown command "sbatchh"`) {
-		t.Errorf("stderr = %q", errOut.String())
-	}
-}
-
-func TestParseFlags(t *testing.T) {
-	tests := []struct {
-		args      []string
-		wantHelp  bool
-		wantUsage bool
-	}{
-		{[]string{"--help"}, true, false},
-		{[]string{"--bogus"}, false, true},
-		{[]string{"--n", "3"}, false, false},
-	}
-	for _, tt := range tests {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		fs.Int("n", 0, "")
-		help, err := parseFlags(fs, tt.args)
-		_, isUsage := err.(usageError)
-		if help != tt.wantHelp || isUsage != tt.wantUsage || (err != nil) != tt.wantUsage {
-			t.Errorf("parseFlags(%q) = %v, %v", tt.args, help, err)
-		}
 	}
 }

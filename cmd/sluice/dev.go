@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/kai"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
@@ -32,7 +33,7 @@ func runDev(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice dev [flags]\n\nStarts a local control plane (etcd, kube-apiserver, kube-controller-manager,\nkube-scheduler, kwok) with simulated GPU nodes, then the Sluice server against it.\nCtrl-C stops everything.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	spec := cluster.DefaultSpec()

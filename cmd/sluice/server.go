@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
 func init() {
@@ -28,7 +30,7 @@ func runServer(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice server [flags]\n\nRuns the scheduler, the slurmrestd-compatible REST API, accounting and remediation.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	cfg, err := LoadConfig(*configPath)

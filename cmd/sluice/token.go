@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
 func init() {
@@ -28,14 +29,14 @@ func runToken(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice token [--user U] [--lifespan S]\n\nPrints SLURM_JWT=<token>, signed with the server's key, for\nX-SLURM-USER-TOKEN or `export SLURM_JWT=...` before sluice sbatch/squeue.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if *lifespan <= 0 {
-		return usageError{"--lifespan must be a positive number of seconds"}
+		return cli.UsageError{Msg: "--lifespan must be a positive number of seconds"}
 	}
 	if *userName == "" {
-		return usageError{"--user is required (no current user found)"}
+		return cli.UsageError{Msg: "--user is required (no current user found)"}
 	}
 	path := *keyFile
 	if path == "" {
