@@ -25,12 +25,12 @@ import (
 // leader. Slurm jobs get their pods from the Slurm API's pod factory.
 func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
-	filesystems, err := s.cfg.Slurm.filesystems() // valid: LoadConfig checked
+	filesystems, err := s.cfg.Slurm.PodFilesystems() // valid: serverconfig.Load checked
 	if err != nil {
 		return err
 	}
 	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Filesystems: filesystems, Users: s.users,
-		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage(), LaunchKeySeed: s.launchSeed,
+		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.LauncherImageFor(version), LaunchKeySeed: s.launchSeed,
 		ClusterDomain: s.cfg.Slurm.ClusterDomain, InactiveLimit: time.Duration(s.cfg.Slurm.InactiveLimit)})
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (s *Server) addScheduler() error {
 		BindWorkers:          sc.BindWorkers,
 		Core:                 bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
 
-		GPUReservationNamespace:      s.cfg.gpuReservationNamespace(),
+		GPUReservationNamespace:      s.cfg.GPUReservationNamespace(),
 		GPUReservationImage:          sc.GPUReservationImage,
 		GPUReservationServiceAccount: sc.GPUReservationServiceAccount,
 	}, s.restConfig, s.registry, factory)

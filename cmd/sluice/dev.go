@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/serverconfig"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/kai"
 	"github.com/sluicehq/sluice/slurmapi/cli"
@@ -93,7 +94,7 @@ func runDev(args []string) error {
 	if err != nil {
 		fmt.Printf("users: none mapped (%v)\n", err)
 	}
-	cfg := DefaultConfig()
+	cfg := serverconfig.Default()
 	cfg.Slurm.Users = devUsers(users)
 	// The server has an identity of its own (what only Sluice may write is refused to the
 	// admin kubeconfig printed below), and only the API server's client certificate
@@ -112,7 +113,7 @@ func runDev(args []string) error {
 		cfg.Scheduler.GPUReservationImage = cluster.SluiceImage
 		// As the chart installs them: reservation pods report their device on themselves.
 		cfg.Scheduler.GPUReservationServiceAccount = "sluice-gpu-reservation"
-		if err := rig.GPUReservationAccess(ctx, cfg.gpuReservationNamespace(), cfg.Scheduler.GPUReservationServiceAccount); err != nil {
+		if err := rig.GPUReservationAccess(ctx, cfg.GPUReservationNamespace(), cfg.Scheduler.GPUReservationServiceAccount); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/internal/serverconfig"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/slurmapi"
 )
@@ -59,10 +60,10 @@ func queueUsers(ctx context.Context, cfg *rest.Config) ([]string, map[string][]s
 // devUsers maps users, in order, to uids devFirstUID, devFirstUID+1, ...
 // in group devGroupID: sluice dev refuses users it maps to no one, as a
 // fresh install does.
-func devUsers(users []string) map[string]SlurmUser {
-	m := make(map[string]SlurmUser, len(users))
+func devUsers(users []string) map[string]serverconfig.SlurmUser {
+	m := make(map[string]serverconfig.SlurmUser, len(users))
 	for i, u := range users {
-		m[u] = SlurmUser{UID: int64(devFirstUID + i), GID: devGroupID}
+		m[u] = serverconfig.SlurmUser{UID: int64(devFirstUID + i), GID: devGroupID}
 	}
 	return m
 }
@@ -70,7 +71,7 @@ func devUsers(users []string) map[string]SlurmUser {
 // printUserTokens mints a token for each of users (named on a Queue, with
 // accounts; mapped to ids), so a newcomer can `export SLURM_JWT=...` and
 // submit at once. It returns the first user and token, for the dashboard link.
-func printUserTokens(w io.Writer, users []string, accounts map[string][]string, ids map[string]SlurmUser, keyFile string) (firstUser, firstToken string, err error) {
+func printUserTokens(w io.Writer, users []string, accounts map[string][]string, ids map[string]serverconfig.SlurmUser, keyFile string) (firstUser, firstToken string, err error) {
 	key, err := slurmapi.LoadOrCreateKey(keyFile)
 	if err != nil {
 		return "", "", err

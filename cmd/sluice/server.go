@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/serverconfig"
 	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
@@ -33,7 +34,7 @@ func runServer(args []string) error {
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
-	cfg, err := LoadConfig(*configPath)
+	cfg, err := serverconfig.Load(*configPath)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func override(dst *string, v string) {
 	}
 }
 
-func newLogger(c LogConfig, w *os.File) *slog.Logger {
+func newLogger(c serverconfig.LogConfig, w *os.File) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level)) // Validate already checked it
 	opts := &slog.HandlerOptions{Level: level}
@@ -78,6 +79,6 @@ func newLogger(c LogConfig, w *os.File) *slog.Logger {
 }
 
 // shutdownContext bounds the graceful part of a shutdown.
-func shutdownContext(d Duration) (context.Context, context.CancelFunc) {
+func shutdownContext(d serverconfig.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), time.Duration(d))
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/serverconfig"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/cli"
 )
@@ -23,7 +24,7 @@ func runToken(args []string) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	userName := fs.String("user", currentUser(), "user the token is for (the JWT's sun claim)")
 	lifespan := fs.Int("lifespan", 1800, "seconds the token stays valid")
-	stateDir := fs.String("state-dir", DefaultConfig().StateDir, "the server's state directory (holds jwt.key)")
+	stateDir := fs.String("state-dir", serverconfig.Default().StateDir, "the server's state directory (holds jwt.key)")
 	keyFile := fs.String("key-file", "", "HS256 key file (default STATE-DIR/jwt.key)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice token [--user U] [--lifespan S]\n\nPrints SLURM_JWT=<token>, signed with the server's key, for\nX-SLURM-USER-TOKEN or `export SLURM_JWT=...` before sluice sbatch/squeue.\n\nFlags:")

@@ -1,4 +1,4 @@
-package main
+package serverconfig
 
 import (
 	"errors"
@@ -76,11 +76,11 @@ func (s SlurmConfig) validateIdentity() error {
 	return nil
 }
 
-// userMap is how the pod factory and the REST API map Slurm users, one
+// UserMap is how the pod factory and the REST API map Slurm users, one
 // value they share (and so one LDAP cache): slurm.users, then the passwd
 // and group files (read now: a malformed line stops the server, naming
 // it), then LDAP.
-func (s SlurmConfig) userMap() (kube.UserMap, error) {
+func (s SlurmConfig) UserMap() (kube.UserMap, error) {
 	m := s.inlineUserMap()
 	id := s.Identity
 	if id.PasswdFile != "" {

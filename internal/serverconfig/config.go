@@ -1,4 +1,7 @@
-package main
+// Package serverconfig is the `sluice server` configuration file: its fields and
+// their defaults (Default), reading (Load) and checking (Validate) it, and the forms
+// the server's components take its settings in.
+package serverconfig
 
 import (
 	"bytes"
@@ -69,9 +72,9 @@ type SchedulerConfig struct {
 	GPUReservationServiceAccount string `yaml:"gpuReservationServiceAccount"`
 }
 
-// gpuReservationNamespace is where reservation pods run: the one configured, else the
+// GPUReservationNamespace is where reservation pods run: the one configured, else the
 // leader election namespace.
-func (c Config) gpuReservationNamespace() string {
+func (c Config) GPUReservationNamespace() string {
 	return cmp.Or(c.Scheduler.GPUReservationNamespace, c.LeaderElection.Namespace)
 }
 
@@ -81,7 +84,7 @@ type AccountingConfig struct {
 	// default stateDir/ledger.db) or postgres://... (PostgreSQL).
 	DSN string `yaml:"dsn"`
 	// DSNFile is a file whose content is the DSN (a mounted Secret), so a
-	// database password need not be in the config file. LoadConfig reads
+	// database password need not be in the config file. Load reads
 	// it into DSN; setting both is an error.
 	DSNFile string `yaml:"dsnFile"`
 	// HalfLife is Slurm's PriorityDecayHalfLife for fair-share usage (default 7 days).
@@ -106,7 +109,7 @@ type SlurmConfig struct {
 	// before Identity's sources. Only a user mapped to uid 0 runs as root.
 	Users map[string]SlurmUser `yaml:"users"`
 	// Identity is where the site's other users' identities are: passwd and
-	// group files, then an LDAP directory (config_identity.go).
+	// group files, then an LDAP directory (identity.go).
 	Identity IdentityConfig `yaml:"identity"`
 	// UnmappedUsers is what becomes of users no one maps: "refuse" (their
 	// submissions are refused; the default) or "run" (as DefaultUser).
@@ -119,9 +122,9 @@ type SlurmConfig struct {
 	Filesystems []map[string]any `yaml:"filesystems"`
 }
 
-// filesystems reads the site's filesystems as the pod factory takes them: in the
+// PodFilesystems reads the site's filesystems as the pod factory takes them: in the
 // Kubernetes API's own field names, none unknown, each valid.
-func (s SlurmConfig) filesystems() (kube.Filesystems, error) {
+func (s SlurmConfig) PodFilesystems() (kube.Filesystems, error) {
 	out := make(kube.Filesystems, len(s.Filesystems))
 	for i, raw := range s.Filesystems {
 		data, err := json.Marshal(raw)
@@ -196,9 +199,9 @@ type GovernGPUsConfig struct {
 	TaintNodes bool `yaml:"taintNodes"`
 }
 
-// governGPUs is the webhook's setting: the configured one, with the server's own
+// GovernGPUs is the webhook's setting: the configured one, with the server's own
 // namespaces (GPU reservations, remediation's validations) exempt.
-func (c Config) governGPUs() webhook.GovernGPUs {
+func (c Config) GovernGPUs() webhook.GovernGPUs {
 	g := c.Webhook.GovernGPUs
 	if !g.Enabled {
 		return webhook.GovernGPUs{}
@@ -208,7 +211,7 @@ func (c Config) governGPUs() webhook.GovernGPUs {
 		exempt = webhook.DefaultExemptNamespaces
 	}
 	exempt = slices.Clone(exempt)
-	for _, own := range []string{c.LeaderElection.Namespace, c.gpuReservationNamespace(), c.Remediation.ValidationNamespace} {
+	for _, own := range []string{c.LeaderElection.Namespace, c.GPUReservationNamespace(), c.Remediation.ValidationNamespace} {
 		if own != "" && !slices.Contains(exempt, own) {
 			exempt = append(exempt, own)
 		}
@@ -333,8 +336,8 @@ type LeaderElectionConfig struct {
 	RetryPeriod   Duration `yaml:"retryPeriod"`
 }
 
-// DefaultConfig is what the server runs with when no file is given.
-func DefaultConfig() Config {
+// Default is what the server runs with when no file is given.
+func Default() Config {
 	return Config{
 		StateDir:        ".sluice/state",
 		Listen:          ":6820",
@@ -370,11 +373,11 @@ func DefaultConfig() Config {
 	}
 }
 
-// LoadConfig reads a YAML file over the defaults. Unknown fields are
+// Load reads a YAML file over the defaults. Unknown fields are
 // rejected with their line number, so a typo never silently falls back to a
 // default.
-func LoadConfig(path string) (Config, error) {
-	cfg := DefaultConfig()
+func Load(path string) (Config, error) {
+	cfg := Default()
 	if path == "" {
 		return cfg, cfg.Validate()
 	}
@@ -484,7 +487,7 @@ func (c Config) Validate() error {
 	if c.KAI.Enabled && !c.Webhook.Enabled {
 		return errors.New("kai.enabled needs webhook.enabled: the webhook gives kai-scheduler pods Sluice's schedulerName")
 	}
-	if _, err := c.Slurm.filesystems(); err != nil {
+	if _, err := c.Slurm.PodFilesystems(); err != nil {
 		return err
 	}
 	if err := c.Slurm.validateIdentity(); err != nil {
@@ -548,8 +551,8 @@ func (r RESTConfig) validate() error {
 	return nil
 }
 
-// submitLimits is the REST server's form of the rate limit.
-func (r RESTConfig) submitLimits() slurmapi.SubmitLimits {
+// SubmitLimits is the REST server's form of the rate limit.
+func (r RESTConfig) SubmitLimits() slurmapi.SubmitLimits {
 	out := slurmapi.SubmitLimits{Default: slurmapi.RateLimit{PerSecond: r.SubmitRateLimit.PerSecond, Burst: r.SubmitRateLimit.Burst}}
 	if len(r.SubmitRateLimit.Users) > 0 {
 		out.Users = map[string]slurmapi.RateLimit{}
@@ -560,9 +563,9 @@ func (r RESTConfig) submitLimits() slurmapi.SubmitLimits {
 	return out
 }
 
-// launcherImage is the configured launcher image, else this release's
-// sluice image (a development build names :latest).
-func (s SlurmConfig) launcherImage() string {
+// LauncherImageFor is the configured launcher image, else the sluice image of
+// release version (a development build names :latest).
+func (s SlurmConfig) LauncherImageFor(version string) string {
 	if s.LauncherImage != "" {
 		return s.LauncherImage
 	}

@@ -1,4 +1,4 @@
-package main
+package serverconfig
 
 import (
 	"os"
@@ -33,7 +33,7 @@ func TestPrivateDataConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte("rest:\n  "+tt.yaml+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := LoadConfig(path)
+		c, err := Load(path)
 		if tt.wantErr != nil {
 			for _, says := range tt.wantErr {
 				if err == nil || !strings.Contains(err.Error(), says) {
@@ -46,7 +46,7 @@ func TestPrivateDataConfig(t *testing.T) {
 			t.Fatalf("%s: %v", tt.yaml, err)
 		}
 		var got slurmapi.AuthConfig
-		c.REST.applyPrivateData(&got)
+		c.REST.ApplyPrivateData(&got)
 		if got.PrivateJobs != tt.want.PrivateJobs || got.PrivateAccounts != tt.want.PrivateAccounts ||
 			got.PrivateUsage != tt.want.PrivateUsage || got.PrivateUsers != tt.want.PrivateUsers {
 			t.Errorf("%s: jobs/accounts/usage/users private = %v/%v/%v/%v, want %v/%v/%v/%v", tt.yaml,

@@ -1,4 +1,4 @@
-package main
+package serverconfig
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestLoadConfig(t *testing.T) {
 			"  - {name: home, mountPath: /home, nfs: {server: nfs.example, path: /export/home}}\n" +
 			"  - {name: scratch, mountPath: /scratch, partitions: [h100], persistentVolumeClaim: {claimName: scratch}, readOnly: true}\n",
 			check: func(t *testing.T, c Config) {
-				fss, err := c.Slurm.filesystems()
+				fss, err := c.Slurm.PodFilesystems()
 				if err != nil || len(fss) != 2 || fss[0].NFS == nil || fss[0].NFS.Server != "nfs.example" ||
 					fss[1].PersistentVolumeClaim == nil || fss[1].PersistentVolumeClaim.ClaimName != "scratch" || !fss[1].ReadOnly ||
 					len(fss[1].Partitions) != 1 || fss[1].Partitions[0] != "h100" {
@@ -50,7 +50,7 @@ func TestLoadConfig(t *testing.T) {
 				}
 			}},
 		{name: "submissions are rate limited and the HTTP server has timeouts by default", yaml: "", check: func(t *testing.T, c Config) {
-			l := c.REST.submitLimits()
+			l := c.REST.SubmitLimits()
 			if l.Default.PerSecond <= 0 || l.Default.Burst <= 0 {
 				t.Errorf("default submit limit %+v, want one", l.Default)
 			}
@@ -61,7 +61,7 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{name: "rate limit per user", yaml: "rest:\n  submitRateLimit:\n    perSecond: 5\n    burst: 10\n    users:\n      pipeline: {perSecond: 0}\n",
 			check: func(t *testing.T, c Config) {
-				l := c.REST.submitLimits()
+				l := c.REST.SubmitLimits()
 				if l.Default.PerSecond != 5 || l.Default.Burst != 10 || l.Users["pipeline"].PerSecond != 0 || len(l.Users) != 1 {
 					t.Errorf("limits %+v", l)
 				}
@@ -69,20 +69,20 @@ func TestLoadConfig(t *testing.T) {
 		{name: "negative rate", yaml: "rest:\n  submitRateLimit:\n    users:\n      x: {perSecond: -1}\n", wantErr: "rest.submitRateLimit.users.x"},
 		{name: "negative timeout", yaml: "rest:\n  writeTimeout: -1s\n", wantErr: "rest.writeTimeout"},
 		{name: "GPU pods governed: off by default", yaml: "", check: func(t *testing.T, c Config) {
-			if g := c.governGPUs(); g.Enabled || c.Webhook.GovernGPUs.TaintNodes {
+			if g := c.GovernGPUs(); g.Enabled || c.Webhook.GovernGPUs.TaintNodes {
 				t.Errorf("governGPUs %+v taintNodes %v, want off", g, c.Webhook.GovernGPUs.TaintNodes)
 			}
 		}},
 		{name: "GPU pods governed: the server's namespaces are exempt", yaml: "webhook:\n  governGPUs: {enabled: true, action: refuse, exemptNamespaces: [gpu-operator]}\n" +
 			"scheduler: {gpuReservationNamespace: gpu-reservations}\n",
 			check: func(t *testing.T, c Config) {
-				g := c.governGPUs()
+				g := c.GovernGPUs()
 				if !g.Enabled || g.Action != "refuse" || strings.Join(g.ExemptNamespaces, ",") != "gpu-operator,sluice-system,gpu-reservations" {
 					t.Errorf("governGPUs %+v", g)
 				}
 			}},
 		{name: "GPU pods governed: default exemptions", yaml: "webhook:\n  governGPUs: {enabled: true}\n", check: func(t *testing.T, c Config) {
-			if g := c.governGPUs(); strings.Join(g.ExemptNamespaces, ",") != "kube-system,kube-public,kube-node-lease,sluice-system" {
+			if g := c.GovernGPUs(); strings.Join(g.ExemptNamespaces, ",") != "kube-system,kube-public,kube-node-lease,sluice-system" {
 				t.Errorf("exempt %v", g.ExemptNamespaces)
 			}
 		}},
@@ -156,7 +156,7 @@ func TestLoadConfig(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c, err := LoadConfig(path)
+			c, err := Load(path)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
@@ -206,7 +206,7 @@ func TestLedgerDSNFile(t *testing.T) {
 			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c, err := LoadConfig(path)
+			c, err := Load(path)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
@@ -219,7 +219,7 @@ func TestLedgerDSNFile(t *testing.T) {
 			if c.Accounting.DSN != tt.wantDSN {
 				t.Errorf("DSN %q, want %q", c.Accounting.DSN, tt.wantDSN)
 			}
-			// server.go validates again after its flag overrides: the DSN
+			// cmd/sluice/server.go validates again after its flag overrides: the DSN
 			// read from the file is not a conflict then.
 			if err := c.Validate(); err != nil {
 				t.Errorf("Validate after loading: %v", err)
@@ -245,11 +245,13 @@ func TestWebhookCertDir(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c, err := LoadConfig(path)
+			c, err := Load(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			override(&c.StateDir, tt.stateDirFlag)
+			if tt.stateDirFlag != "" { // as cmd/sluice/server.go's --state-dir
+				c.StateDir = tt.stateDirFlag
+			}
 			if got := c.WebhookCertDir(); got != tt.want {
 				t.Errorf("WebhookCertDir() = %q, want %q", got, tt.want)
 			}

@@ -1,4 +1,4 @@
-package main
+package serverconfig
 
 import (
 	"context"
@@ -23,14 +23,14 @@ func TestUserMapSources(t *testing.T) {
 	if err := os.WriteFile(group, []byte("nlp:x:3000:bob\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := DefaultConfig().Slurm
+	s := Default().Slurm
 	s.Users = map[string]SlurmUser{"alice": {UID: 1001, GID: 1000}}
 	s.Identity = IdentityConfig{PasswdFile: passwd, GroupFile: group,
 		LDAP: LDAPConfig{URL: "ldap://127.0.0.1:1", UserBase: "ou=people,dc=example,dc=org"}}
 	if err := s.validateIdentity(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.userMap()
+	m, err := s.UserMap()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,27 +52,7 @@ func TestUserMapSources(t *testing.T) {
 	if err := os.WriteFile(passwd, []byte("alice:x:2001\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.userMap(); err == nil || !strings.Contains(err.Error(), passwd+" line 1") {
+	if _, err := s.UserMap(); err == nil || !strings.Contains(err.Error(), passwd+" line 1") {
 		t.Errorf("a malformed passwd file: %v, want an error naming %s line 1", err, passwd)
-	}
-}
-
-// TestDevUsers: sluice dev maps every user it hands a token to, in name
-// order, to uids of their own in one group.
-func TestDevUsers(t *testing.T) {
-	got := devUsers([]string{"alice", "bob", "carol"})
-	want := map[string]SlurmUser{"alice": {UID: 1001, GID: 1000}, "bob": {UID: 1002, GID: 1000}, "carol": {UID: 1003, GID: 1000}}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for u, ids := range want {
-		if g := got[u]; g.UID != ids.UID || g.GID != ids.GID {
-			t.Errorf("%s: %+v, want %+v", u, g, ids)
-		}
-	}
-	cfg := DefaultConfig()
-	cfg.Slurm.Users = got
-	if err := cfg.Validate(); err != nil {
-		t.Errorf("the dev config: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package serverconfig
 
 import (
 	"fmt"
@@ -41,8 +41,8 @@ func validPrivateData(values []string) error {
 	return nil
 }
 
-// applyPrivateData sets auth's PrivateData from the configuration.
-func (r RESTConfig) applyPrivateData(auth *slurmapi.AuthConfig) {
+// ApplyPrivateData sets auth's PrivateData from the configuration.
+func (r RESTConfig) ApplyPrivateData(auth *slurmapi.AuthConfig) {
 	auth.PrivateJobs = slices.Contains(r.PrivateData, privateJobs)
 	auth.PrivateAccounts = slices.Contains(r.PrivateData, privateAccounts)
 	auth.PrivateUsage = slices.Contains(r.PrivateData, privateUsage)
