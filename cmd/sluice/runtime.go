@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/recorder"
 	"github.com/sluicehq/sluice/internal/serverconfig"
+	"github.com/sluicehq/sluice/internal/servermem"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,8 +92,8 @@ func NewServer(cfg serverconfig.Config, log *slog.Logger) (*Server, error) {
 	// The scheduler binds many pods at once; client-side throttling must not
 	// be the bottleneck (the API server's own flow control still applies).
 	restConfig.QPS, restConfig.Burst = 1000, 2000
-	if os.Getenv(memProfileEnv) != "" {
-		restConfig.Wrap(wrapRefusals)
+	if os.Getenv(servermem.ProfileEnv) != "" {
+		restConfig.Wrap(servermem.WrapRefusals)
 	}
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {

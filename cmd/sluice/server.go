@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/serverconfig"
+	"github.com/sluicehq/sluice/internal/servermem"
 	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
@@ -52,9 +53,9 @@ func runServer(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer startMemProfile()()
+	defer servermem.StartProfile()()
 	log := newLogger(cfg.Log, os.Stderr)
-	applyMemoryLimit(log)
+	servermem.ApplyLimit(log)
 	srv, err := NewServer(cfg, log)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package servermem
 
 import (
 	"net/http"
@@ -21,7 +21,7 @@ func TestRefusalsLogWhatWasAnswered429(t *testing.T) {
 	defer srv.Close()
 	refusals = refusalLog{}
 	t.Cleanup(func() { refusals = refusalLog{} })
-	client := &http.Client{Transport: wrapRefusals(http.DefaultTransport)}
+	client := &http.Client{Transport: WrapRefusals(http.DefaultTransport)}
 	for _, path := range []string{"/apis/scheduling.sluice.dev/v1alpha1/podgroups?watch=true", "/api/v1/pods"} {
 		resp, err := client.Get(srv.URL + path)
 		if err != nil {

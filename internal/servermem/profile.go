@@ -1,4 +1,4 @@
-package main
+package servermem
 
 import (
 	"context"
@@ -16,16 +16,16 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// memProfileEnv names a path prefix: when set, `sluice server` writes its heap profile at
+// ProfileEnv names a path prefix: when set, `sluice server` writes its heap profile at
 // the largest live heap it reaches (PREFIX.PID) and, as it stops, its API requests and
 // those answered 429 (PREFIX.PID.requests). The scale benchmark sets it for the memory
 // by owner in docs/benchmarks.md; the harness's server processes inherit it.
-const memProfileEnv = "SLUICE_HEAP_PROFILE"
+const ProfileEnv = "SLUICE_HEAP_PROFILE"
 
-// startMemProfile starts what memProfileEnv asks for; the returned stop writes the
+// StartProfile starts what ProfileEnv asks for; the returned stop writes the
 // request counts. Without it, it does nothing.
-func startMemProfile() (stop func()) {
-	prefix := os.Getenv(memProfileEnv)
+func StartProfile() (stop func()) {
+	prefix := os.Getenv(ProfileEnv)
 	if prefix == "" {
 		return func() {}
 	}
@@ -97,7 +97,7 @@ func writeRequestCounts(w io.Writer) {
 	refusals.write(w)
 }
 
-// refusals keeps, while memProfileEnv is set, each API request answered 429: its time,
+// refusals keeps, while ProfileEnv is set, each API request answered 429: its time,
 // method, path and Retry-After, so a benchmark's request counts say which requests
 // priority and fairness, or a watch cache still starting, turned away.
 var refusals refusalLog
@@ -110,8 +110,8 @@ type refusalLog struct {
 // refusalLogMax bounds what a long run keeps.
 const refusalLogMax = 100
 
-// wrapRefusals is the rest.Config wrapper that records 429s into refusals.
-func wrapRefusals(next http.RoundTripper) http.RoundTripper { return refusalRecorder{next} }
+// WrapRefusals is the rest.Config wrapper that records 429s into refusals.
+func WrapRefusals(next http.RoundTripper) http.RoundTripper { return refusalRecorder{next} }
 
 type refusalRecorder struct{ next http.RoundTripper }
 

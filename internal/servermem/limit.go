@@ -1,4 +1,7 @@
-package main
+// Package servermem holds `sluice server`'s memory to its container and measures it: the
+// Go runtime's soft limit from the container's (limit.go), and the heap and API request
+// profiles the scale benchmark reads (profile.go).
+package servermem
 
 import (
 	"log/slog"
@@ -20,10 +23,10 @@ const memoryLimitEnv = "SLUICE_MEMORY_LIMIT"
 // outside Go).
 const memoryLimitShare = 0.9
 
-// applyMemoryLimit sets the Go runtime's soft memory limit from memoryLimitEnv, unless
+// ApplyLimit sets the Go runtime's soft memory limit from memoryLimitEnv, unless
 // GOMEMLIMIT is set (the runtime has read it already: an operator's own choice wins). It
 // returns the limit set, 0 when none.
-func applyMemoryLimit(log *slog.Logger) int64 {
+func ApplyLimit(log *slog.Logger) int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0
 	}
