@@ -1,4 +1,4 @@
-package main
+package devrig
 
 import (
 	"context"
@@ -28,9 +28,9 @@ const (
 	devGroupID  = 1000
 )
 
-// queueUsers are the users named on the rig's Queues, by name, with the
+// QueueUsers are the users named on the rig's Queues, by name, with the
 // accounts (queues) each is in.
-func queueUsers(ctx context.Context, cfg *rest.Config) ([]string, map[string][]string, error) {
+func QueueUsers(ctx context.Context, cfg *rest.Config) ([]string, map[string][]string, error) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, nil, err
@@ -57,10 +57,10 @@ func queueUsers(ctx context.Context, cfg *rest.Config) ([]string, map[string][]s
 	return users, accounts, nil
 }
 
-// devUsers maps users, in order, to uids devFirstUID, devFirstUID+1, ...
+// Users maps users, in order, to uids devFirstUID, devFirstUID+1, ...
 // in group devGroupID: sluice dev refuses users it maps to no one, as a
 // fresh install does.
-func devUsers(users []string) map[string]serverconfig.SlurmUser {
+func Users(users []string) map[string]serverconfig.SlurmUser {
 	m := make(map[string]serverconfig.SlurmUser, len(users))
 	for i, u := range users {
 		m[u] = serverconfig.SlurmUser{UID: int64(devFirstUID + i), GID: devGroupID}
@@ -68,10 +68,10 @@ func devUsers(users []string) map[string]serverconfig.SlurmUser {
 	return m
 }
 
-// printUserTokens mints a token for each of users (named on a Queue, with
+// PrintUserTokens mints a token for each of users (named on a Queue, with
 // accounts; mapped to ids), so a newcomer can `export SLURM_JWT=...` and
 // submit at once. It returns the first user and token, for the dashboard link.
-func printUserTokens(w io.Writer, users []string, accounts map[string][]string, ids map[string]serverconfig.SlurmUser, keyFile string) (firstUser, firstToken string, err error) {
+func PrintUserTokens(w io.Writer, users []string, accounts map[string][]string, ids map[string]serverconfig.SlurmUser, keyFile string) (firstUser, firstToken string, err error) {
 	key, err := slurmapi.LoadOrCreateKey(keyFile)
 	if err != nil {
 		return "", "", err

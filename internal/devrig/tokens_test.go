@@ -1,4 +1,4 @@
-package main
+package devrig
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // TestDevUsers: sluice dev maps every user it hands a token to, in name
 // order, to uids of their own in one group.
 func TestDevUsers(t *testing.T) {
-	got := devUsers([]string{"alice", "bob", "carol"})
+	got := Users([]string{"alice", "bob", "carol"})
 	want := map[string]serverconfig.SlurmUser{"alice": {UID: 1001, GID: 1000}, "bob": {UID: 1002, GID: 1000}, "carol": {UID: 1003, GID: 1000}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)

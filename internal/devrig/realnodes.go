@@ -1,4 +1,4 @@
-package main
+package devrig
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
-// realPool is the pool `sluice dev --real-nodes N` adds: partition real, two stand-in
-// GPUs a node (a device plugin with no driver behind it hands them out).
-func withRealNodes(spec cluster.Spec, n int) (cluster.Spec, error) {
+// WithRealNodes adds the pool `sluice dev --real-nodes N` asks for: partition real, two
+// stand-in GPUs a node (a device plugin with no driver behind it hands them out).
+func WithRealNodes(spec cluster.Spec, n int) (cluster.Spec, error) {
 	for _, p := range spec.NodePools {
 		if p.Name == "real" {
 			return spec, fmt.Errorf("--real-nodes adds a pool named real, and the spec has one already")
@@ -26,15 +26,15 @@ func withRealNodes(spec cluster.Spec, n int) (cluster.Spec, error) {
 	return spec, spec.Validate()
 }
 
-// sharedDir is the real partition's shared filesystem: a directory of the state dir,
+// SharedDir is the real partition's shared filesystem: a directory of the state dir,
 // mounted into every job pod at the same path (a hostPath; every real node is this
 // machine), as a site mounts /home on login and compute nodes alike.
-func sharedDir(stateDir string) string { return filepath.Join(stateDir, "shared") }
+func SharedDir(stateDir string) string { return filepath.Join(stateDir, "shared") }
 
-// createRealPartition applies partition real: the real nodes and the rig's job image for
-// jobs that name none; it makes the shared directory realFilesystem mounts.
-func createRealPartition(ctx context.Context, cfg *rest.Config, stateDir string) error {
-	dir := sharedDir(stateDir)
+// CreateRealPartition applies partition real: the real nodes and the rig's job image for
+// jobs that name none; it makes the shared directory RealFilesystem mounts.
+func CreateRealPartition(ctx context.Context, cfg *rest.Config, stateDir string) error {
+	dir := SharedDir(stateDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -60,10 +60,10 @@ func createRealPartition(ctx context.Context, cfg *rest.Config, stateDir string)
 	return nil
 }
 
-// realFilesystem is the shared directory as a site filesystem of partition real (a
+// RealFilesystem is the shared directory as a site filesystem of partition real (a
 // hostPath: every real node is this machine), as the site's config declares one.
-func realFilesystem(stateDir string) map[string]any {
-	dir := sharedDir(stateDir)
+func RealFilesystem(stateDir string) map[string]any {
+	dir := SharedDir(stateDir)
 	return map[string]any{"name": "shared", "mountPath": dir, "partitions": []any{"real"},
 		"hostPath": map[string]any{"path": dir, "type": "Directory"}}
 }

@@ -1,4 +1,7 @@
-package main
+// Package devrig is what `sluice dev` sets up around the local rig (test/cluster) for the
+// server it runs there: the seed objects it applies, the real nodes' partition and shared
+// directory, and the users it maps to uids and hands tokens to.
+package devrig
 
 import (
 	"bytes"
@@ -19,9 +22,9 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// applyFile server-side-applies every object of a multi-document YAML file,
+// ApplyFile server-side-applies every object of a multi-document YAML file,
 // the way `kubectl apply --server-side` would, and returns how many.
-func applyFile(ctx context.Context, cfg *rest.Config, path string) (int, error) {
+func ApplyFile(ctx context.Context, cfg *rest.Config, path string) (int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
@@ -29,7 +32,7 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) (int, error) 
 	return applyYAML(ctx, cfg, data)
 }
 
-// applyYAML is applyFile of YAML in memory.
+// applyYAML is ApplyFile of YAML in memory.
 func applyYAML(ctx context.Context, cfg *rest.Config, data []byte) (int, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
