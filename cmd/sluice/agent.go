@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/remediation/agent"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
 func init() {
@@ -36,18 +37,18 @@ func runAgent(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice agent --node-name NODE [flags]\n\nWatches the node's GPUs (NVML: XID events, NVLink, PCIe, row remapping, ECC, lost GPUs)\nand InfiniBand ports, and publishes what it finds as NodeConditions and per-GPU health.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if *list {
 		return listGPUs(os.Stdout)
 	}
 	if *node == "" {
-		return usageError{"--node-name (or $NODE_NAME) is required"}
+		return cli.UsageError{Msg: "--node-name (or $NODE_NAME) is required"}
 	}
 	rates, err := parseRates(*ibRates)
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	restConfig, err := loadRESTConfig(*kubeconfig)
 	if err != nil {

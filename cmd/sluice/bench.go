@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sluicehq/sluice/slurmapi/cli"
 	"github.com/sluicehq/sluice/test/bench"
 )
 
@@ -39,7 +40,7 @@ func runBench(args []string) error {
 	inBatches := fs.Bool("pending-in-batches", true, "with --submit: run the server with rest.pendingInBatches, the default (pending jobs stay in their submit batch); false writes a PodGroup per job")
 	slurmrestd := fs.String("slurmrestd", "auto", "with --submit: run real slurmrestd beside Sluice: auto (where the packages are installed), on, off")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the harness (with the bare binder) to this file, of each sluice server process to this file with .server.PID appended and of each sluice-scheduler process with .sluice.PID")
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if *runServerArgs {
@@ -54,7 +55,7 @@ func runBench(args []string) error {
 		return runServer(fs.Args())
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
+		return cli.UsageError{Msg: fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
 	}
 	if *scale {
 		*nodes, *pods = 2000, 16000
@@ -129,12 +130,12 @@ func runSubmitBench(ctx context.Context, self, jobs, kinds string, clients int, 
 	for _, f := range strings.Split(jobs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
-			return usageError{fmt.Sprintf("bench: --jobs %q: want positive numbers, comma-separated", jobs)}
+			return cli.UsageError{Msg: fmt.Sprintf("bench: --jobs %q: want positive numbers, comma-separated", jobs)}
 		}
 		opts.Jobs = append(opts.Jobs, n)
 	}
 	if slurmrestd != "auto" && slurmrestd != "on" && slurmrestd != "off" {
-		return usageError{fmt.Sprintf("bench: --slurmrestd %q: want auto, on or off", slurmrestd)}
+		return cli.UsageError{Msg: fmt.Sprintf("bench: --slurmrestd %q: want auto, on or off", slurmrestd)}
 	}
 	if cpuProfile != "" {
 		opts.ServerCommand = []string{self, "bench", "--cpuprofile", cpuProfile + ".server", "--run-server", "--"}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/internal/serverconfig"
 	"github.com/sluicehq/sluice/k8sscheduler/gputaint"
 	"github.com/sluicehq/sluice/k8sscheduler/webhook"
 	"github.com/sluicehq/sluice/remediation/controller"
@@ -59,7 +60,7 @@ func (s *Server) addComponents() error {
 // schedulerNames are every spec.schedulerName whose pods Sluice takes.
 func (s *Server) schedulerNames() []string {
 	names := append([]string{s.cfg.SchedulerName}, s.cfg.Webhook.ExtraSchedulerNames...)
-	return append(names, s.cfg.KAI.schedulerNames(names)...)
+	return append(names, s.cfg.KAI.SchedulerNames(names)...)
 }
 
 // addWebhook serves the admission webhook on every replica and registers
@@ -89,14 +90,14 @@ func (s *Server) addWebhook() error {
 		SchedulerNames: s.schedulerNames(),
 		ClientCAFile:   w.ClientCAFile,
 		ClientNames:    w.ClientNames,
-		GovernGPUs:     s.cfg.governGPUs(),
+		GovernGPUs:     s.cfg.GovernGPUs(),
 		Client:         s.kube,
 		Log:            s.log.With("component", "webhook"),
 	})
 	if err != nil {
 		return err
 	}
-	reg := webhook.Registration{CABundle: hook.CABundle(), SchedulerNames: s.schedulerNames(), GovernGPUs: s.cfg.governGPUs()}
+	reg := webhook.Registration{CABundle: hook.CABundle(), SchedulerNames: s.schedulerNames(), GovernGPUs: s.cfg.GovernGPUs()}
 	if w.ServiceName != "" {
 		reg.Service = &admissionregistrationv1.ServiceReference{Name: w.ServiceName, Namespace: w.ServiceNamespace}
 	} else {
@@ -138,7 +139,7 @@ func (s *Server) authConfig() (*slurmapi.AuthConfig, error) {
 		slurmUser = defaultSlurmUser
 	}
 	auth := &slurmapi.AuthConfig{Key: key, Operators: r.Operators, Admins: r.Admins, Coordinators: r.Coordinators, SlurmUser: slurmUser}
-	r.applyPrivateData(auth)
+	r.ApplyPrivateData(auth)
 	return auth, nil
 }
 
@@ -164,7 +165,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 	if err != nil {
 		return fmt.Errorf("job launchers: %w", err)
 	}
-	if s.users, err = s.cfg.Slurm.userMap(); err != nil {
+	if s.users, err = s.cfg.Slurm.UserMap(); err != nil {
 		return err
 	}
 	ledger := accounting.Ledger{Store: s.ledger, Usage: accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}}
@@ -174,7 +175,7 @@ func (s *Server) addREST(auth *slurmapi.AuthConfig) error {
 		MaxBodyBytes: r.MaxBodyBytes,
 		Submit: slurmapi.SubmitPolicy{ShardsPerGPU: r.ShardsPerGPU, MaxArraySize: r.MaxArraySize,
 			CheckUser: s.users.CheckSubmitter},
-		SubmitLimits:   r.submitLimits(),
+		SubmitLimits:   r.SubmitLimits(),
 		SchedulerStats: schedulerStats(s.registry),
 		Steps:          launchers,
 		MaxJobID:       backend.JobIDs().MaxSlurm(),
@@ -232,7 +233,7 @@ func (s *Server) highestLedgerJobID(ctx context.Context) (uint32, error) {
 }
 
 // idleValidation turns the config's idle validation schedule into the controller's.
-func idleValidation(c IdleValidationConfig) controller.IdleValidation {
+func idleValidation(c serverconfig.IdleValidationConfig) controller.IdleValidation {
 	if !c.Enabled {
 		return controller.IdleValidation{Interval: -1}
 	}

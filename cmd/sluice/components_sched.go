@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/dashboard"
 	"github.com/sluicehq/sluice/accounting/metrics"
@@ -27,12 +25,12 @@ import (
 // leader. Slurm jobs get their pods from the Slurm API's pod factory.
 func (s *Server) addScheduler() error {
 	sc := s.cfg.Scheduler
-	filesystems, err := s.cfg.Slurm.filesystems() // valid: LoadConfig checked
+	filesystems, err := s.cfg.Slurm.PodFilesystems() // valid: serverconfig.Load checked
 	if err != nil {
 		return err
 	}
 	factory, err := kube.NewPodFactory(s.restConfig, kube.PodOptions{Filesystems: filesystems, Users: s.users,
-		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.launcherImage(), LaunchKeySeed: s.launchSeed,
+		DefaultImage: s.cfg.Slurm.DefaultImage, LauncherImage: s.cfg.Slurm.LauncherImageFor(version), LaunchKeySeed: s.launchSeed,
 		ClusterDomain: s.cfg.Slurm.ClusterDomain, InactiveLimit: time.Duration(s.cfg.Slurm.InactiveLimit)})
 	if err != nil {
 		return err
@@ -61,7 +59,7 @@ func (s *Server) addScheduler() error {
 		BindWorkers:          sc.BindWorkers,
 		Core:                 bridge.Config{UsageFactor: sc.UsageFactor, AgingInterval: time.Duration(sc.AgingInterval)},
 
-		GPUReservationNamespace:      s.cfg.gpuReservationNamespace(),
+		GPUReservationNamespace:      s.cfg.GPUReservationNamespace(),
 		GPUReservationImage:          sc.GPUReservationImage,
 		GPUReservationServiceAccount: sc.GPUReservationServiceAccount,
 	}, s.restConfig, s.registry, factory)
@@ -160,18 +158,7 @@ func (s *Server) shareTree() (func(context.Context) ([]accounting.ShareAssoc, er
 	if err != nil {
 		return nil, fmt.Errorf("fair-share tree reader: %w", err)
 	}
-	return shareTreeFrom(c), nil
-}
-
-// shareTreeFrom reads the tree from the Queues c lists.
-func shareTreeFrom(c client.Reader) func(context.Context) ([]accounting.ShareAssoc, error) {
-	return func(ctx context.Context) ([]accounting.ShareAssoc, error) {
-		assocs, err := kube.Associations(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		return slurmapi.ShareAssocs(assocs), nil
-	}
+	return kube.ShareTree(c), nil
 }
 
 // RecordValidation records a node's validation run in the ledger's health history.

@@ -10,8 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/devrig"
+	"github.com/sluicehq/sluice/internal/serverconfig"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/crds"
 	"github.com/sluicehq/sluice/k8sscheduler/kai"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 	"github.com/sluicehq/sluice/test/cluster"
 )
 
@@ -32,7 +35,7 @@ func runDev(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice dev [flags]\n\nStarts a local control plane (etcd, kube-apiserver, kube-controller-manager,\nkube-scheduler, kwok) with simulated GPU nodes, then the Sluice server against it.\nCtrl-C stops everything.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	spec := cluster.DefaultSpec()
@@ -48,7 +51,7 @@ func runDev(args []string) error {
 	}
 	opts := cluster.Options{Spec: spec, Dir: filepath.Join(stateDir, "rig"), Assets: *assets, Log: os.Stdout}
 	if *realNodes > 0 {
-		if opts.Spec, err = withRealNodes(spec, *realNodes); err != nil {
+		if opts.Spec, err = devrig.WithRealNodes(spec, *realNodes); err != nil {
 			return err
 		}
 		if opts.SluiceBinary, err = os.Executable(); err != nil {
@@ -75,25 +78,25 @@ func runDev(args []string) error {
 		}
 	}
 	if *seed != "" {
-		n, err := applyFile(ctx, rig.RESTConfig(), *seed)
+		n, err := devrig.ApplyFile(ctx, rig.RESTConfig(), *seed)
 		if err != nil {
 			return fmt.Errorf("seeding %s: %w", *seed, err)
 		}
 		fmt.Printf("seed: applied %d objects from %s\n", n, *seed)
 	}
 	if *realNodes > 0 {
-		if err := createRealPartition(ctx, rig.RESTConfig(), stateDir); err != nil {
+		if err := devrig.CreateRealPartition(ctx, rig.RESTConfig(), stateDir); err != nil {
 			return err
 		}
 	}
 
 	// Every user the rig hands a token to runs as their own uid; the rest are refused.
-	users, accounts, err := queueUsers(ctx, rig.RESTConfig())
+	users, accounts, err := devrig.QueueUsers(ctx, rig.RESTConfig())
 	if err != nil {
 		fmt.Printf("users: none mapped (%v)\n", err)
 	}
-	cfg := DefaultConfig()
-	cfg.Slurm.Users = devUsers(users)
+	cfg := serverconfig.Default()
+	cfg.Slurm.Users = devrig.Users(users)
 	// The server has an identity of its own (what only Sluice may write is refused to the
 	// admin kubeconfig printed below), and only the API server's client certificate
 	// reaches its webhook.
@@ -107,11 +110,11 @@ func runDev(args []string) error {
 	if *realNodes > 0 {
 		// Nothing is pulled on the rig: the real nodes hold the images it built.
 		cfg.Slurm.LauncherImage = cluster.SluiceImage
-		cfg.Slurm.Filesystems = append(cfg.Slurm.Filesystems, realFilesystem(stateDir))
+		cfg.Slurm.Filesystems = append(cfg.Slurm.Filesystems, devrig.RealFilesystem(stateDir))
 		cfg.Scheduler.GPUReservationImage = cluster.SluiceImage
 		// As the chart installs them: reservation pods report their device on themselves.
 		cfg.Scheduler.GPUReservationServiceAccount = "sluice-gpu-reservation"
-		if err := rig.GPUReservationAccess(ctx, cfg.gpuReservationNamespace(), cfg.Scheduler.GPUReservationServiceAccount); err != nil {
+		if err := rig.GPUReservationAccess(ctx, cfg.GPUReservationNamespace(), cfg.Scheduler.GPUReservationServiceAccount); err != nil {
 			return err
 		}
 	}
@@ -138,7 +141,7 @@ Sluice is running on a local rig (%d nodes). In another terminal:
 
   export SLUICE_URL=http://%s      # the slurmrestd-compatible REST API
 `, opts.Spec.NodeCount(), rig.Kubeconfig, addr)
-	user, token, err := printUserTokens(os.Stdout, users, accounts, cfg.Slurm.Users, jwtKeyPath(cfg.StateDir))
+	user, token, err := devrig.PrintUserTokens(os.Stdout, users, accounts, cfg.Slurm.Users, jwtKeyPath(cfg.StateDir))
 	if err != nil {
 		fmt.Printf("  (no user tokens: %v)\n", err)
 	}
@@ -151,7 +154,7 @@ Sluice is running on a local rig (%d nodes). In another terminal:
   # on the real nodes (run from %s, which every job pod mounts at the same path):
   cd %s && sluice sbatch -p real --wrap 'hostname; id; nvidia-smi -L || echo no driver'
   sluice logs 1
-`, sharedDir(stateDir), sharedDir(stateDir))
+`, devrig.SharedDir(stateDir), devrig.SharedDir(stateDir))
 	}
 	fmt.Printf(`
   sluice sbatch examples/train.sh && sluice squeue

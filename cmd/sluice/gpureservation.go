@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sluicehq/sluice/k8sscheduler/gpureservation"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
 func init() {
@@ -24,7 +25,7 @@ func runGPUReservation(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice gpu-reservation\n\nRuns in the reservation pod the scheduler creates for each shared GPU: writes the device\nthe kubelet gave it ($NVIDIA_VISIBLE_DEVICES) on its own pod ($POD_NAMESPACE/$POD_NAME),\nthen holds it until the pod is deleted.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	rc, err := loadRESTConfig(*kubeconfig)

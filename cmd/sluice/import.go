@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/k8sscheduler/kai"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
@@ -36,9 +37,9 @@ func runImport(args []string) error {
 			fs.Usage()
 			return nil
 		}
-		return usageError{"name what to import from: sluice import kai [--dry-run]"}
+		return cli.UsageError{Msg: "name what to import from: sluice import kai [--dry-run]"}
 	}
-	if help, err := parseFlags(fs, args[1:]); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args[1:]); help || err != nil {
 		return err
 	}
 	cfg, err := loadRESTConfig(*kubeconfig)

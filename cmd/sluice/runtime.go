@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/accounting/recorder"
+	"github.com/sluicehq/sluice/internal/serverconfig"
+	"github.com/sluicehq/sluice/internal/servermem"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +49,7 @@ type component struct {
 // Server is `sluice server`: one process, many components, one HTTP listener
 // for the REST API, probes and metrics.
 type Server struct {
-	cfg        Config
+	cfg        serverconfig.Config
 	log        *slog.Logger
 	restConfig *rest.Config
 	kube       kubernetes.Interface
@@ -81,7 +83,7 @@ type Server struct {
 
 // NewServer connects to the cluster and prepares the HTTP routes; nothing
 // runs until Run.
-func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
+func NewServer(cfg serverconfig.Config, log *slog.Logger) (*Server, error) {
 	routeLibraryLogs(log)
 	restConfig, err := loadRESTConfig(cfg.Kubeconfig)
 	if err != nil {
@@ -90,8 +92,8 @@ func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
 	// The scheduler binds many pods at once; client-side throttling must not
 	// be the bottleneck (the API server's own flow control still applies).
 	restConfig.QPS, restConfig.Burst = 1000, 2000
-	if os.Getenv(memProfileEnv) != "" {
-		restConfig.Wrap(wrapRefusals)
+	if os.Getenv(servermem.ProfileEnv) != "" {
+		restConfig.Wrap(servermem.WrapRefusals)
 	}
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {

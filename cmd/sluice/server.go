@@ -9,6 +9,10 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/serverconfig"
+	"github.com/sluicehq/sluice/internal/servermem"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
 func init() {
@@ -28,10 +32,10 @@ func runServer(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: sluice server [flags]\n\nRuns the scheduler, the slurmrestd-compatible REST API, accounting and remediation.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
-	cfg, err := LoadConfig(*configPath)
+	cfg, err := serverconfig.Load(*configPath)
 	if err != nil {
 		return err
 	}
@@ -49,9 +53,9 @@ func runServer(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer startMemProfile()()
+	defer servermem.StartProfile()()
 	log := newLogger(cfg.Log, os.Stderr)
-	applyMemoryLimit(log)
+	servermem.ApplyLimit(log)
 	srv, err := NewServer(cfg, log)
 	if err != nil {
 		return err
@@ -65,7 +69,7 @@ func override(dst *string, v string) {
 	}
 }
 
-func newLogger(c LogConfig, w *os.File) *slog.Logger {
+func newLogger(c serverconfig.LogConfig, w *os.File) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level)) // Validate already checked it
 	opts := &slog.HandlerOptions{Level: level}
@@ -76,6 +80,6 @@ func newLogger(c LogConfig, w *os.File) *slog.Logger {
 }
 
 // shutdownContext bounds the graceful part of a shutdown.
-func shutdownContext(d Duration) (context.Context, context.CancelFunc) {
+func shutdownContext(d serverconfig.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), time.Duration(d))
 }

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/serverconfig"
 	"github.com/sluicehq/sluice/slurmapi"
+	"github.com/sluicehq/sluice/slurmapi/cli"
 )
 
 func init() {
@@ -22,20 +24,20 @@ func runToken(args []string) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	userName := fs.String("user", currentUser(), "user the token is for (the JWT's sun claim)")
 	lifespan := fs.Int("lifespan", 1800, "seconds the token stays valid")
-	stateDir := fs.String("state-dir", DefaultConfig().StateDir, "the server's state directory (holds jwt.key)")
+	stateDir := fs.String("state-dir", serverconfig.Default().StateDir, "the server's state directory (holds jwt.key)")
 	keyFile := fs.String("key-file", "", "HS256 key file (default STATE-DIR/jwt.key)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: sluice token [--user U] [--lifespan S]\n\nPrints SLURM_JWT=<token>, signed with the server's key, for\nX-SLURM-USER-TOKEN or `export SLURM_JWT=...` before sluice sbatch/squeue.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if help, err := parseFlags(fs, args); help || err != nil {
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if *lifespan <= 0 {
-		return usageError{"--lifespan must be a positive number of seconds"}
+		return cli.UsageError{Msg: "--lifespan must be a positive number of seconds"}
 	}
 	if *userName == "" {
-		return usageError{"--user is required (no current user found)"}
+		return cli.UsageError{Msg: "--user is required (no current user found)"}
 	}
 	path := *keyFile
 	if path == "" {

@@ -286,7 +286,7 @@ func TestSQLiteLedgerHasOneReplica(t *testing.T) {
 }
 
 // serverConfig is the server configuration file the chart's ConfigMap holds,
-// decoded with the field names of cmd/sluice's Config.
+// decoded with the field names of internal/serverconfig's Config.
 type renderedConfig struct {
 	StateDir       string `yaml:"stateDir"`
 	LeaderElection struct {
