@@ -18,22 +18,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/sluicehq/sluice/accounting"
-	"github.com/sluicehq/sluice/accounting/recorder"
-	"github.com/sluicehq/sluice/internal/serverconfig"
-	"github.com/sluicehq/sluice/internal/servermem"
-	"github.com/sluicehq/sluice/slurmapi/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/accounting/recorder"
+	"github.com/sluicehq/sluice/internal/serverconfig"
+	"github.com/sluicehq/sluice/internal/servermem"
+	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
 // component is one long-running part of the server. Leader-only components
@@ -257,36 +256,13 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}()
 
-	var always, leaderOnly []component
-	for _, c := range s.components {
-		if c.leaderOnly {
-			leaderOnly = append(leaderOnly, c)
-		} else {
-			always = append(always, c)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.runComponents(ctx); err != nil {
+			fail(err)
 		}
-	}
-	startAll := func(ctx context.Context, cs []component) {
-		for _, c := range cs {
-			wg.Add(1)
-			go func(c component) {
-				defer wg.Done()
-				s.log.Info("component starting", "component", c.name)
-				if err := c.run(ctx); err != nil && ctx.Err() == nil {
-					fail(fmt.Errorf("%s: %w", c.name, err))
-				}
-			}(c)
-		}
-	}
-	startAll(ctx, always)
-	if len(leaderOnly) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.runAsLeader(ctx, func(lctx context.Context) { startAll(lctx, leaderOnly) }); err != nil {
-				fail(err)
-			}
-		}()
-	}
+	}()
 
 	<-ctx.Done()
 	s.log.Info("shutting down")
@@ -305,68 +281,6 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	default:
 		return nil
-	}
-}
-
-// runAsLeader runs start while this replica holds the Lease. Losing the
-// Lease ends the process (the safe choice: a replica that might still be
-// binding must not keep running next to the new leader).
-func (s *Server) runAsLeader(ctx context.Context, start func(context.Context)) error {
-	le := s.cfg.LeaderElection
-	if !le.Enabled {
-		s.setLeader(true)
-		start(ctx)
-		return nil
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.LeaseName},
-		Client:     s.kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: s.identity},
-	}
-	lost := make(chan struct{})
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   time.Duration(le.LeaseDuration),
-		RenewDeadline:   time.Duration(le.RenewDeadline),
-		RetryPeriod:     time.Duration(le.RetryPeriod),
-		ReleaseOnCancel: true,
-		Name:            le.LeaseName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				s.log.Info("became leader", "lease", le.Namespace+"/"+le.LeaseName, "identity", s.identity)
-				s.setLeader(true)
-				start(lctx)
-			},
-			OnStoppedLeading: func() {
-				s.setLeader(false)
-				close(lost)
-			},
-			OnNewLeader: func(id string) {
-				if id != s.identity {
-					s.log.Info("following leader", "leader", id)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	elector.Run(ctx)
-	select {
-	case <-lost:
-		if ctx.Err() == nil {
-			return errors.New("lost the leader Lease")
-		}
-	default:
-	}
-	return nil
-}
-
-func (s *Server) setLeader(v bool) {
-	if v {
-		s.leader.Set(1)
-	} else {
-		s.leader.Set(0)
 	}
 }
 
