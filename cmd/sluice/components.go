@@ -48,7 +48,7 @@ func (s *Server) addComponents() error {
 	}
 	if g := s.cfg.Webhook.GovernGPUs; s.cfg.Webhook.Enabled && g.Enabled && g.TaintNodes {
 		s.addComponent(component{name: "gpu-taint", leaderOnly: true, run: func(ctx context.Context) error {
-			return gputaint.Run(ctx, s.informers, s.kube, s.log.With("component", "gpu-taint"))
+			return gputaint.Run(ctx, s.informers, s.kube)
 		}})
 	}
 	if s.cfg.KAI.Enabled {

@@ -9,7 +9,7 @@ import (
 // addKAI runs the mirror of KAI's Queues and PodGroups on the leader; its PodGroups are
 // jobs with ids from the Slurm API's counter (addREST ran first).
 func (s *Server) addKAI() error {
-	mirror, err := kai.NewMirror(s.restConfig, s.jobIDs.Next, s.log.With("component", "kai"))
+	mirror, err := kai.NewMirror(s.restConfig, s.jobIDs.Next)
 	if err != nil {
 		return fmt.Errorf("KAI mirror: %w", err)
 	}

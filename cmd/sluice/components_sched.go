@@ -37,7 +37,7 @@ func (s *Server) addScheduler() error {
 	}
 	// Fair share is corrected by the ledger's decayed usage (addAccounting ran first).
 	usage := recorder.UsageSource{Store: s.ledger, Config: accounting.UsageConfig{HalfLife: time.Duration(s.cfg.Accounting.HalfLife)}}
-	grouper, err := podgrouper.NewController(s.restConfig, s.schedulerNames(), s.log.With("component", "podgrouper"))
+	grouper, err := podgrouper.NewController(s.restConfig, s.schedulerNames())
 	if err != nil {
 		return fmt.Errorf("pod grouper: %w", err)
 	}

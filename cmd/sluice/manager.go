@@ -80,6 +80,9 @@ func (r componentRunnable) NeedLeaderElection() bool { return r.c.leaderOnly }
 // component's failure.
 func (r componentRunnable) Start(ctx context.Context) error {
 	r.s.log.Info("component starting", "component", r.c.name)
+	// Components log through the logr.Logger their context carries (klog.FromContext),
+	// named after them; the server's slog handler is its sink.
+	ctx = logr.NewContext(ctx, logr.FromSlogHandler(r.s.log.Handler()).WithValues("component", r.c.name))
 	if err := r.c.run(ctx); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("%s: %w", r.c.name, err)
 	}

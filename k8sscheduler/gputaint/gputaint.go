@@ -11,7 +11,6 @@ package gputaint
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +20,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -52,7 +52,8 @@ func NeedsTaint(n *corev1.Node) bool {
 
 // Run taints GPU nodes as the node informer of informers (the server's shared cache) shows
 // them, until ctx ends. A failed write is retried with backoff.
-func Run(ctx context.Context, informers crcache.Informers, client kubernetes.Interface, log *slog.Logger) error {
+func Run(ctx context.Context, informers crcache.Informers, client kubernetes.Interface) error {
+	log := klog.FromContext(ctx)
 	inf, err := informers.GetInformer(ctx, &corev1.Node{})
 	if err != nil {
 		return fmt.Errorf("gputaint: node informer: %w", err)
@@ -84,7 +85,7 @@ func Run(ctx context.Context, informers crcache.Informers, client kubernetes.Int
 			return nil
 		}
 		if err := taint(ctx, client, name); err != nil && ctx.Err() == nil {
-			log.Warn("gputaint: tainting a GPU node", "node", name, "err", err)
+			log.Error(err, "gputaint: tainting a GPU node", "node", name)
 			queue.AddRateLimited(name)
 		} else {
 			queue.Forget(name)

@@ -3,7 +3,6 @@ package kai
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -22,7 +21,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -44,7 +46,7 @@ type Mirror struct {
 	c    client.Client
 	kube kubernetes.Interface
 	ids  func(context.Context) (uint32, error)
-	log  *slog.Logger
+	log  logr.Logger // the context Run was given
 	// events explains on a KAI object why it was not mirrored, where `kubectl describe`
 	// shows it to the user who wrote it; set by Run.
 	events record.EventRecorder
@@ -55,7 +57,7 @@ type Mirror struct {
 const NotMirrored = "NotMirrored"
 
 // NewMirror builds a mirror; ids numbers the PodGroups it creates (nil: none).
-func NewMirror(cfg *rest.Config, ids func(context.Context) (uint32, error), log *slog.Logger) (*Mirror, error) {
+func NewMirror(cfg *rest.Config, ids func(context.Context) (uint32, error)) (*Mirror, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -76,15 +78,13 @@ func NewMirror(cfg *rest.Config, ids func(context.Context) (uint32, error), log 
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Mirror{dyn: dyn, disc: disc, c: c, kube: kube, ids: ids, log: log}, nil
+	return &Mirror{dyn: dyn, disc: disc, c: c, kube: kube, ids: ids}, nil
 }
 
 // Run mirrors until ctx ends, first waiting for the cluster to serve KAI's Queue and
 // PodGroup.
 func (m *Mirror) Run(ctx context.Context) error {
+	m.log = klog.FromContext(ctx)
 	for logged := false; !m.served(); logged = true {
 		if !logged {
 			m.log.Info("KAI mode: waiting for KAI's Queue and PodGroup CRDs (scheduling.run.ai)")
@@ -163,7 +163,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			return nil
 		case <-resync:
 			if err := m.syncQueues(ctx, queues.GetStore().List()); err != nil {
-				m.log.Warn("KAI mode: mirroring KAI Queues", "err", err)
+				m.log.Error(err, "KAI mode: mirroring KAI Queues")
 				go func() {
 					select {
 					case <-ctx.Done():
@@ -209,7 +209,7 @@ func (m *Mirror) syncQueues(ctx context.Context, objs []any) error {
 		byName[u.GetName()] = u
 		q, err := DecodeQueue(u)
 		if err != nil {
-			m.log.Warn("KAI mode: a KAI Queue Sluice cannot read", "queue", u.GetName(), "err", err)
+			m.log.Error(err, "KAI mode: a KAI Queue Sluice cannot read", "queue", u.GetName())
 			m.warn(u, "Sluice cannot read this Queue: %v", err)
 			continue
 		}
@@ -222,7 +222,7 @@ func (m *Mirror) syncQueues(ctx context.Context, objs []any) error {
 	plan := PlanQueues(kai, have.Items, true)
 	for _, ch := range plan {
 		if ch.Action == Skip {
-			m.log.Warn("KAI mode: KAI Queue not mirrored", "queue", ch.Name, "reason", ch.Reason)
+			m.log.Info("KAI mode: KAI Queue not mirrored", "queue", ch.Name, "reason", ch.Reason)
 			if u := byName[ch.Name]; u != nil {
 				m.warn(u, "not mirrored into a Sluice Queue: %s", ch.Reason)
 			}
@@ -246,7 +246,7 @@ func (m *Mirror) statusWorker(ctx context.Context, work workqueue.TypedRateLimit
 			}
 		}
 		if err != nil && ctx.Err() == nil {
-			m.log.Info("KAI mode: writing a KAI Queue's status (retried)", "queue", name, "err", err)
+			m.log.Error(err, "KAI mode: writing a KAI Queue's status (retried)", "queue", name)
 			work.AddRateLimited(name)
 		} else {
 			work.Forget(name)
@@ -263,7 +263,7 @@ func (m *Mirror) podGroupWorker(ctx context.Context, work workqueue.TypedRateLim
 		}
 		err := m.syncPodGroup(ctx, key, store)
 		if err != nil && ctx.Err() == nil {
-			m.log.Warn("KAI mode: mirroring KAI PodGroup", "podgroup", key, "err", err)
+			m.log.Error(err, "KAI mode: mirroring KAI PodGroup", "podgroup", key)
 			work.AddRateLimited(key)
 		} else {
 			work.Forget(key)
@@ -286,13 +286,13 @@ func (m *Mirror) syncPodGroup(ctx context.Context, key string, store toolscache.
 	}
 	kpg, err := DecodePodGroup(u)
 	if err != nil {
-		m.log.Warn("KAI mode: a KAI PodGroup Sluice cannot read", "podgroup", key, "err", err)
+		m.log.Error(err, "KAI mode: a KAI PodGroup Sluice cannot read", "podgroup", key)
 		m.warn(u, "Sluice cannot read this PodGroup: %v", err)
 		return nil
 	}
 	want, err := SluicePodGroup(kpg)
 	if err != nil {
-		m.log.Warn("KAI mode: KAI PodGroup not mirrored", "podgroup", key, "err", err)
+		m.log.Error(err, "KAI mode: KAI PodGroup not mirrored", "podgroup", key)
 		m.warn(u, "not mirrored into a Sluice PodGroup, so its pods wait: %v", err)
 		return nil
 	}
@@ -300,7 +300,7 @@ func (m *Mirror) syncPodGroup(ctx context.Context, key string, store toolscache.
 	err = m.c.Get(ctx, types.NamespacedName{Namespace: want.Namespace, Name: want.Name}, have)
 	if err == nil {
 		if !ownedBy(have, kpg.UID) {
-			m.log.Warn("KAI mode: a Sluice PodGroup of the KAI PodGroup's name exists and is not its mirror: left as it is", "podgroup", key)
+			m.log.Info("KAI mode: a Sluice PodGroup of the KAI PodGroup's name exists and is not its mirror: left as it is", "podgroup", key)
 			m.warn(u, "not mirrored: a Sluice PodGroup %s/%s exists that was not written from it; left as it is", have.Namespace, have.Name)
 		}
 		return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -21,7 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -36,7 +38,7 @@ type Controller struct {
 	kube  kubernetes.Interface
 	c     client.Client
 	names []string
-	log   *slog.Logger
+	log   logr.Logger // the context Run was given
 	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	ids   JobIDSource
 	// made remembers the groups named at admission that exist, by namespace, name and
@@ -61,7 +63,7 @@ func (g *Controller) WithJobIDs(ids JobIDSource) *Controller {
 }
 
 // NewController watches the pods of the given scheduler names.
-func NewController(cfg *rest.Config, schedulerNames []string, log *slog.Logger) (*Controller, error) {
+func NewController(cfg *rest.Config, schedulerNames []string) (*Controller, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -79,10 +81,7 @@ func NewController(cfg *rest.Config, schedulerNames []string, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Controller{kube: kube, c: c, names: schedulerNames, log: log, made: map[string]struct{}{},
+	return &Controller{kube: kube, c: c, names: schedulerNames, made: map[string]struct{}{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())}, nil
 }
 
@@ -142,6 +141,7 @@ func (g *Controller) grouped(key types.NamespacedName, pod *corev1.Pod) {
 
 // Run groups pods until ctx ends.
 func (g *Controller) Run(ctx context.Context) error {
+	g.log = klog.FromContext(ctx)
 	defer g.queue.ShutDown()
 	if g.fed {
 		g.work(ctx, g.fedPod)
@@ -218,7 +218,7 @@ func (g *Controller) next(ctx context.Context, get func(types.NamespacedName) *c
 		return true
 	}
 	if err := g.group(ctx, pod); err != nil {
-		g.log.Warn("grouping pod", "pod", key.String(), "err", err)
+		g.log.Error(err, "grouping pod", "pod", key.String())
 		if jobIDsUsedUp(err) {
 			g.warnNoJobID(ctx, pod, err)
 		}

@@ -30,7 +30,7 @@ func runController(t *testing.T, feed string) (client.Client, string, context.Co
 	rig := e2e.Rig(t)
 	ns := e2e.Namespace(t, rig)
 	ctx, cancel := context.WithCancel(context.Background())
-	ctrl, err := podgrouper.NewController(rig.RESTConfig(), []string{v1alpha1.DefaultSchedulerName}, nil)
+	ctrl, err := podgrouper.NewController(rig.RESTConfig(), []string{v1alpha1.DefaultSchedulerName})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -35,6 +35,6 @@ func (g *Controller) warnNoJobID(ctx context.Context, pod *corev1.Pod, cause err
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
 	if _, err := g.kube.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		g.log.Warn("event on a pod without a job id", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		g.log.Error(err, "event on a pod without a job id", "pod", pod.Namespace+"/"+pod.Name)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestNoJobIDIsAnEventOnThePod(t *testing.T) {
 		t.Fatal("jobIDsUsedUp does not tell used-up ids from another failure")
 	}
 	kube := fake.NewClientset()
-	g := &Controller{kube: kube, log: slog.New(slog.DiscardHandler)}
+	g := &Controller{kube: kube}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: "u1"}}
 	g.warnNoJobID(context.Background(), pod, wrapped)
 	events, err := kube.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})

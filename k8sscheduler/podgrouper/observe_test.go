@@ -47,7 +47,7 @@ func TestObserverQueuesOnlyPodsThatNeedAGroup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := NewController(&rest.Config{Host: "https://127.0.0.1:1"}, []string{"sluice"}, nil)
+			g, err := NewController(&rest.Config{Host: "https://127.0.0.1:1"}, []string{"sluice"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,15 +3,16 @@ package agent
 import (
 	"context"
 	"fmt"
-	"log"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
@@ -39,6 +40,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 type agent struct {
 	cfg       Config
+	log       logr.Logger // the context's, from loop on
 	client    kubernetes.Interface
 	events    *eventWriter
 	lib       nvml.Interface // nil when NVML is unavailable
@@ -77,12 +79,13 @@ func (a *agent) close() {
 }
 
 func (a *agent) loop(ctx context.Context) error {
+	a.log = klog.FromContext(ctx)
 	xids := make(chan health.XIDRecord, 16)
 	poke := make(chan struct{}, 1)
 	if a.lib != nil {
 		go func() {
 			if err := watchEvents(ctx, a.lib, a.cfg.EventWait, xids, poke); err != nil {
-				log.Printf("agent %s: XID events unavailable, polling only: %v", a.cfg.NodeName, err)
+				klog.FromContext(ctx).Error(err, "agent: XID events unavailable, polling only", "node", a.cfg.NodeName)
 			}
 		}()
 	}
@@ -93,7 +96,7 @@ func (a *agent) loop(ctx context.Context) error {
 	defer poll.Stop()
 	for {
 		if err := a.cycle(ctx); err != nil && ctx.Err() == nil {
-			log.Printf("agent %s: %v", a.cfg.NodeName, err)
+			klog.FromContext(ctx).Error(err, "agent: health report", "node", a.cfg.NodeName)
 		}
 		select {
 		case <-ctx.Done():
@@ -180,7 +183,7 @@ func (a *agent) read(node *corev1.Node, now time.Time) health.Readings {
 	if a.cfg.FaultFile != "" {
 		faults, err := readFaults(a.cfg.FaultFile)
 		if err != nil {
-			log.Printf("agent %s: %v", a.cfg.NodeName, err)
+			a.log.Error(err, "agent: fault file", "node", a.cfg.NodeName)
 		}
 		before := len(r.XIDs)
 		faults.apply(&r, a.polls, now)

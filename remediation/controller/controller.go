@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"log"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -141,10 +141,6 @@ func nodeAndPodInformers(ctx context.Context, shared crcache.Informers, client k
 	return nodes, pods, func(context.Context) func() { return func() {} }, nil
 }
 
-func (c *controller) logf(format string, args ...any) {
-	log.Printf("remediation: "+format, args...)
-}
-
 type controller struct {
 	cfg    Config
 	client kubernetes.Interface
@@ -171,7 +167,7 @@ func (c *controller) next(ctx context.Context) bool {
 	after, err := c.reconcile(ctx, name)
 	switch {
 	case err != nil && ctx.Err() == nil:
-		log.Printf("remediation: node %s: %v", name, err)
+		klog.FromContext(ctx).Error(err, "remediation: retrying", "node", name)
 		c.queue.AddRateLimited(name)
 	case after > 0:
 		c.queue.Forget(name)

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
@@ -28,7 +29,7 @@ func (c *controller) idleLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		if err := c.sweepIdle(ctx); err != nil && ctx.Err() == nil {
-			c.logf("idle validation: %v", err)
+			klog.FromContext(ctx).Error(err, "remediation: idle validation")
 		}
 	}
 }
@@ -52,7 +53,7 @@ func (c *controller) sweepIdle(ctx context.Context) error {
 		run, _, _ := health.ParseLastValidation(n.Annotations) // unreadable: validated anew
 		if run.Kind == health.ValidationIdle && run.Result == health.ValidationRunning {
 			if still, err := c.followIdle(ctx, n, part, run); err != nil {
-				c.logf("idle validation of %s: %v", n.Name, err)
+				klog.FromContext(ctx).Error(err, "remediation: idle validation", "node", n.Name)
 			} else if still {
 				running[part]++
 			}
@@ -88,7 +89,7 @@ func (c *controller) sweepIdle(ctx context.Context) error {
 				break
 			}
 			if err := c.startIdle(ctx, cand.node, part); err != nil {
-				c.logf("idle validation of %s: %v", cand.node.Name, err)
+				klog.FromContext(ctx).Error(err, "remediation: idle validation", "node", cand.node.Name)
 				continue
 			}
 			running[part]++

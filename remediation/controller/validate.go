@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
@@ -134,11 +135,11 @@ func (c *controller) recordRepairValidation(ctx context.Context, node *corev1.No
 	run := health.ValidationRun{Kind: health.ValidationRepair, Pod: st.ValidationPod, StartedAt: st.ValidationAt,
 		FinishedAt: c.now(), Result: result, Detail: detail}
 	if err := c.updateNode(ctx, node.Name, func(n *corev1.Node) { setAnnotation(n, health.LastValidationAnnotation, run.Format()) }); err != nil {
-		c.logf("node %s: record validation: %v", node.Name, err)
+		klog.FromContext(ctx).Error(err, "remediation: recording a validation", "node", node.Name)
 	}
 	if result == health.ValidationPassed {
 		if err := c.setValidationCondition(ctx, node.Name, corev1.ConditionFalse, health.ReasonValidationPassed, run.Summary(run.FinishedAt)); err != nil {
-			c.logf("node %s: %s condition: %v", node.Name, health.ValidationFailed, err)
+			klog.FromContext(ctx).Error(err, "remediation: writing a condition", "node", node.Name, "condition", health.ValidationFailed)
 		}
 	}
 	if c.cfg.History != nil {

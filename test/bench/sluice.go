@@ -26,7 +26,7 @@ import (
 func RunSluice(ctx context.Context, rc *rest.Config) error {
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = 1000, 2000 // sluice server's client limits
-	grouper, err := podgrouper.NewController(rc, []string{sluiceName}, nil)
+	grouper, err := podgrouper.NewController(rc, []string{sluiceName})
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func slurmSite(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grouper, err := podgrouper.NewController(cfg, []string{v1alpha1.DefaultSchedulerName}, nil)
+	grouper, err := podgrouper.NewController(cfg, []string{v1alpha1.DefaultSchedulerName})
 	if err != nil {
 		t.Fatal(err)
 	}
