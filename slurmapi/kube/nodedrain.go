@@ -26,13 +26,7 @@ const (
 func formatDrainTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // parseDrainTime reads a DrainTimeAnnotation value.
-func parseDrainTime(value string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, value)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("annotation %s: %w", DrainTimeAnnotation, err)
-	}
-	return t, nil
-}
+func parseDrainTime(value string) (time.Time, error) { return time.Parse(time.RFC3339, value) }
 
 // UpdateNode drains a node by cordoning it, the Kubernetes way to keep
 // new work off a node while its pods run to their end (the scheduler

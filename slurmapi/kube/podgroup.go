@@ -62,13 +62,7 @@ const (
 func formatShards(shards int) string { return strconv.Itoa(shards) }
 
 // parseShards reads a ShardsAnnotation value.
-func parseShards(value string) (int, error) {
-	n, err := strconv.Atoi(value)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", ShardsAnnotation, err)
-	}
-	return n, nil
-}
+func parseShards(value string) (int, error) { return strconv.Atoi(value) }
 
 // annotations are the job's GPU type, begin time and priority, if any.
 func annotations(d *slurmapi.JobDesc) map[string]string {

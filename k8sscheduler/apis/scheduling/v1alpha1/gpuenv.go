@@ -42,14 +42,13 @@ func FormatGPUPortion(portion float64) string { return strconv.FormatFloat(porti
 // ParseGPUPortion reads a GPUPortionAnnotation value, refusing a portion outside [0,1]
 // as ParseGPUAssignment does.
 func ParseGPUPortion(value string) (float64, error) {
-	p, err := strconv.ParseFloat(value, 64)
-	if err == nil && (p < 0 || p > 1) {
-		err = fmt.Errorf("%v is not in [0,1]", p)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", GPUPortionAnnotation, err)
-	}
-	return p, nil
+	return parseValue(GPUPortionAnnotation, value, func(s string) (float64, error) {
+		p, err := strconv.ParseFloat(s, 64)
+		if err == nil && (p < 0 || p > 1) {
+			err = fmt.Errorf("%v is not in [0,1]", p)
+		}
+		return p, err
+	})
 }
 
 // FormatMPSThreadPercentage writes an MPSThreadPercentageAnnotation value: a percentage
@@ -59,14 +58,13 @@ func FormatMPSThreadPercentage(percent int) string { return strconv.Itoa(percent
 // ParseMPSThreadPercentage reads an MPSThreadPercentageAnnotation value, refusing one
 // outside 1..100.
 func ParseMPSThreadPercentage(value string) (int, error) {
-	p, err := strconv.Atoi(value)
-	if err == nil && (p < 1 || p > 100) {
-		err = fmt.Errorf("%d is not in 1..100", p)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", MPSThreadPercentageAnnotation, err)
-	}
-	return p, nil
+	return parseValue(MPSThreadPercentageAnnotation, value, func(s string) (int, error) {
+		p, err := strconv.Atoi(s)
+		if err == nil && (p < 1 || p > 100) {
+			err = fmt.Errorf("%d is not in 1..100", p)
+		}
+		return p, err
+	})
 }
 
 // FormatMPSMemoryLimit writes an MPSMemoryLimitAnnotation value from the limit of each
@@ -93,7 +91,7 @@ func ParseMPSMemoryLimit(value string) ([]int64, error) {
 		mib, found := strings.CutSuffix(limit, "M")
 		n, err := strconv.ParseInt(mib, 10, 64)
 		if !ok || !found || dev != strconv.Itoa(i) || err != nil || n < 0 {
-			return nil, fmt.Errorf("annotation %s: %q is not %d=<MiB>M", MPSMemoryLimitAnnotation, part, i)
+			return nil, fmt.Errorf("%s: %q is not %d=<MiB>M", MPSMemoryLimitAnnotation, part, i)
 		}
 		out[i] = n
 	}

@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -15,11 +14,7 @@ func FormatPriority(priority int64) string { return strconv.FormatInt(priority, 
 
 // ParsePriority reads a PriorityAnnotation value.
 func ParsePriority(value string) (int64, error) {
-	p, err := strconv.ParseInt(value, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", PriorityAnnotation, err)
-	}
-	return p, nil
+	return parseValue(PriorityAnnotation, value, decimalInt64)
 }
 
 // FormatNice writes a NiceAnnotation value, in decimal.
@@ -27,11 +22,7 @@ func FormatNice(nice int64) string { return strconv.FormatInt(nice, 10) }
 
 // ParseNice reads a NiceAnnotation value.
 func ParseNice(value string) (int64, error) {
-	n, err := strconv.ParseInt(value, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", NiceAnnotation, err)
-	}
-	return n, nil
+	return parseValue(NiceAnnotation, value, decimalInt64)
 }
 
 // FormatBeginTime writes a BeginTimeAnnotation value: RFC 3339 in UTC, to the second
@@ -40,9 +31,5 @@ func FormatBeginTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // ParseBeginTime reads a BeginTimeAnnotation value.
 func ParseBeginTime(value string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, value)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("annotation %s: %w", BeginTimeAnnotation, err)
-	}
-	return t, nil
+	return parseValue(BeginTimeAnnotation, value, rfc3339)
 }

@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"fmt"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,11 +12,8 @@ func FormatJobID(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
 
 // ParseJobID reads a JobIDLabel value (or a text FormatJobID wrote): a decimal uint32.
 func ParseJobID(value string) (uint32, error) {
-	id, err := strconv.ParseUint(value, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("label %s: %w", JobIDLabel, err)
-	}
-	return uint32(id), nil
+	id, err := parseValue(JobIDLabel, value, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 32) })
+	return uint32(id), err
 }
 
 // JobIDOf reads JobIDLabel from labels: 0 when it is missing or not a positive number.

@@ -1,9 +1,6 @@
 package v1alpha1
 
-import (
-	"fmt"
-	"strconv"
-)
+import "strconv"
 
 // Values of the labels on a job's pods (JobIDLabel's are in jobid.go).
 
@@ -12,9 +9,5 @@ func FormatNodeIndex(index int) string { return strconv.Itoa(index) }
 
 // ParseNodeIndex reads a NodeIndexLabel value.
 func ParseNodeIndex(value string) (int, error) {
-	i, err := strconv.Atoi(value)
-	if err != nil {
-		return 0, fmt.Errorf("label %s: %w", NodeIndexLabel, err)
-	}
-	return i, nil
+	return parseValue(NodeIndexLabel, value, strconv.Atoi)
 }

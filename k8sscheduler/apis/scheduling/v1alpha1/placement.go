@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -39,11 +38,7 @@ func FormatSwitches(switches int) string { return strconv.Itoa(switches) }
 
 // ParseSwitches reads a SwitchesAnnotation value.
 func ParseSwitches(value string) (int, error) {
-	n, err := strconv.Atoi(value)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", SwitchesAnnotation, err)
-	}
-	return n, nil
+	return parseValue(SwitchesAnnotation, value, strconv.Atoi)
 }
 
 // FormatSwitchesWait writes a SwitchesWaitAnnotation value: whole seconds, in decimal
@@ -54,11 +49,8 @@ func FormatSwitchesWait(wait time.Duration) string {
 
 // ParseSwitchesWait reads a SwitchesWaitAnnotation value.
 func ParseSwitchesWait(value string) (time.Duration, error) {
-	s, err := strconv.ParseInt(value, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", SwitchesWaitAnnotation, err)
-	}
-	return time.Duration(s) * time.Second, nil
+	s, err := parseValue(SwitchesWaitAnnotation, value, decimalInt64)
+	return time.Duration(s) * time.Second, err
 }
 
 // NodeConstraint is what a user wrote for a job's node affinity, the value of

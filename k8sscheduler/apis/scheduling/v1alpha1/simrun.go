@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -15,11 +14,7 @@ func FormatSimDuration(d time.Duration) string { return d.String() }
 
 // ParseSimDuration reads a SimDurationAnnotation value.
 func ParseSimDuration(value string) (time.Duration, error) {
-	d, err := time.ParseDuration(value)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", SimDurationAnnotation, err)
-	}
-	return d, nil
+	return parseValue(SimDurationAnnotation, value, time.ParseDuration)
 }
 
 // FormatSimExitCode writes a SimExitCodeAnnotation value, in decimal.
@@ -27,9 +22,5 @@ func FormatSimExitCode(code int) string { return strconv.Itoa(code) }
 
 // ParseSimExitCode reads a SimExitCodeAnnotation value.
 func ParseSimExitCode(value string) (int, error) {
-	c, err := strconv.Atoi(value)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", SimExitCodeAnnotation, err)
-	}
-	return c, nil
+	return parseValue(SimExitCodeAnnotation, value, strconv.Atoi)
 }

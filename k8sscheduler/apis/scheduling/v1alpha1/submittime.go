@@ -1,9 +1,6 @@
 package v1alpha1
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // SubmitTime is when the workload was submitted: the SubmitTimeAnnotation a Slurm job
 // acknowledged in a batch carries (its PodGroup is created later), else the PodGroup's
@@ -21,9 +18,5 @@ func FormatSubmitTime(t time.Time) string { return t.UTC().Format(time.RFC3339Na
 
 // ParseSubmitTime reads a SubmitTimeAnnotation value.
 func ParseSubmitTime(value string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, value)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("annotation %s: %w", SubmitTimeAnnotation, err)
-	}
-	return t, nil
+	return parseValue(SubmitTimeAnnotation, value, rfc3339Nano)
 }
