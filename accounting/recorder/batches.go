@@ -2,7 +2,6 @@ package recorder
 
 import (
 	"context"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -163,8 +162,8 @@ func (s *state) batchedLocked(k string) (groupWork, bool) {
 			return groupWork{}, false
 		}
 	}
-	id, _ := strconv.ParseInt(b.id, 10, 64) // BatchedPodGroup checked it is the job id label
-	return groupWork{key: k, id: id, pg: b.pg, batched: b, deleted: s.unstored[k] == b, unstored: s.unstored[k] == b}, true
+	id, _ := v1alpha1.ParseJobID(b.id) // BatchedPodGroup checked it is the job id label
+	return groupWork{key: k, id: int64(id), pg: b.pg, batched: b, deleted: s.unstored[k] == b, unstored: s.unstored[k] == b}, true
 }
 
 // recordedLocked drops the decoded copy of batched job k once it is written.

@@ -24,8 +24,8 @@ const manifestIDBase = int64(1) << 32
 // from the group's UID, the same after every restart, so a manifest workload is recorded
 // once however often it is seen.
 func JobID(pg *v1alpha1.PodGroup) int64 {
-	if id, err := strconv.ParseInt(pg.Labels[v1alpha1.JobIDLabel], 10, 64); err == nil && id > 0 {
-		return id
+	if id := v1alpha1.JobIDOf(pg.Labels); id > 0 {
+		return int64(id)
 	}
 	h := fnv.New64a()
 	h.Write([]byte(pg.UID))

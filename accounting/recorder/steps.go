@@ -3,7 +3,6 @@ package recorder
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +28,8 @@ func stepsOf(jobID int64, pg *v1alpha1.PodGroup, pods []*corev1.Pod) (msg string
 	// name, after the real one went, is not read.
 	batch := jobstate.PodName(pg, 0)
 	for _, p := range pods {
-		if p.Name != batch || p.Labels[v1alpha1.NodeIndexLabel] != "0" || p.Labels[v1alpha1.JobIDLabel] != strconv.FormatInt(jobID, 10) {
+		index, err := v1alpha1.ParseNodeIndex(p.Labels[v1alpha1.NodeIndexLabel])
+		if p.Name != batch || err != nil || index != 0 || int64(v1alpha1.JobIDOf(p.Labels)) != jobID {
 			continue
 		}
 		for _, c := range p.Status.ContainerStatuses {

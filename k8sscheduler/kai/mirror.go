@@ -3,7 +3,6 @@ package kai
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -313,7 +312,7 @@ func (m *Mirror) syncPodGroup(ctx context.Context, key string, store toolscache.
 		if err != nil {
 			return fmt.Errorf("a job id: %w", err)
 		}
-		want.Labels = map[string]string{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
+		want.Labels = map[string]string{v1alpha1.JobIDLabel: v1alpha1.FormatJobID(id)}
 	}
 	if err := m.c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err

@@ -3,7 +3,6 @@ package podgrouper
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,7 +107,7 @@ func numbered(ctx context.Context, pg *v1alpha1.PodGroup, ids JobIDSource) error
 	if pg.Labels == nil {
 		pg.Labels = map[string]string{}
 	}
-	pg.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
+	pg.Labels[v1alpha1.JobIDLabel] = v1alpha1.FormatJobID(id)
 	return nil
 }
 

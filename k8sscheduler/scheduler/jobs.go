@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -248,12 +247,13 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 		j.Preemptible = false
 	}
 	// An operator's priority adds to what the pods' PriorityClass gives;
-	// a nice takes off. The sum saturates rather than wraps around.
+	// a nice takes off. The sum saturates rather than wraps around. Either
+	// outside int32, the core's priority, is left out.
 	prio := int64(j.Priority)
-	if p, err := strconv.ParseInt(pg.Annotations[v1alpha1.PriorityAnnotation], 10, 32); err == nil {
+	if p, err := v1alpha1.ParsePriority(pg.Annotations[v1alpha1.PriorityAnnotation]); err == nil && p == int64(int32(p)) {
 		prio += p
 	}
-	if n, err := strconv.ParseInt(pg.Annotations[v1alpha1.NiceAnnotation], 10, 32); err == nil {
+	if n, err := v1alpha1.ParseNice(pg.Annotations[v1alpha1.NiceAnnotation]); err == nil && n == int64(int32(n)) {
 		prio -= n
 	}
 	j.Priority = int32(min(max(prio, math.MinInt32), math.MaxInt32))

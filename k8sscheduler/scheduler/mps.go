@@ -1,10 +1,7 @@
 package scheduler
 
 import (
-	"fmt"
 	"math"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -43,13 +40,13 @@ func mpsLimits(a v1alpha1.GPUAssignment) map[string]string {
 		return nil
 	}
 	pct := max(1, min(100, int(math.Ceil(a.Portion*100-1e-9))))
-	out := map[string]string{v1alpha1.MPSThreadPercentageAnnotation: strconv.Itoa(pct)}
+	out := map[string]string{v1alpha1.MPSThreadPercentageAnnotation: v1alpha1.FormatMPSThreadPercentage(pct)}
 	if a.GPUMemoryMiB > 0 {
-		limits := make([]string, len(a.GPUs))
-		for i := range a.GPUs {
-			limits[i] = fmt.Sprintf("%d=%dM", i, a.GPUMemoryMiB)
+		limits := make([]int64, len(a.GPUs))
+		for i := range limits {
+			limits[i] = a.GPUMemoryMiB
 		}
-		out[v1alpha1.MPSMemoryLimitAnnotation] = strings.Join(limits, ",")
+		out[v1alpha1.MPSMemoryLimitAnnotation] = v1alpha1.FormatMPSMemoryLimit(limits)
 	}
 	return out
 }

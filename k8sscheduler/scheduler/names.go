@@ -1,9 +1,6 @@
 package scheduler
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -42,17 +39,10 @@ func assignmentOf(b *bridge.Bind) (v1alpha1.GPUAssignment, bool) {
 
 // assignmentAnnotations renders the assignment as the three pod annotations (and MPS's).
 func assignmentAnnotations(a v1alpha1.GPUAssignment) map[string]string {
-	ids := make([]string, len(a.GPUs))
-	for i, g := range a.GPUs {
-		ids[i] = g.UUID
-		if ids[i] == "" {
-			ids[i] = strconv.Itoa(int(g.Index))
-		}
-	}
 	out := map[string]string{
 		v1alpha1.GPUAssignmentAnnotation:  a.Encode(),
-		v1alpha1.VisibleDevicesAnnotation: strings.Join(ids, ","),
-		v1alpha1.GPUPortionAnnotation:     strconv.FormatFloat(a.Portion, 'f', -1, 64),
+		v1alpha1.VisibleDevicesAnnotation: v1alpha1.FormatVisibleDevices(a.DeviceIDs()),
+		v1alpha1.GPUPortionAnnotation:     v1alpha1.FormatGPUPortion(a.Portion),
 	}
 	for k, v := range mpsLimits(a) {
 		out[k] = v

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,7 +149,7 @@ func placementOf(ann map[string]string) bridge.Placement {
 		RequiredLevel:  firstSet(ann[v1alpha1.TopologyRequiredAnnotation], ann[v1alpha1.KAITopologyRequiredAnnotation]),
 		PreferredLevel: firstSet(ann[v1alpha1.TopologyPreferredAnnotation], ann[v1alpha1.KAITopologyPreferredAnnotation]),
 	}
-	p.Exclusive, _ = strconv.ParseBool(ann[v1alpha1.ExclusiveAnnotation])
+	p.Exclusive = v1alpha1.ParseExclusive(ann[v1alpha1.ExclusiveAnnotation])
 	return p
 }
 
@@ -217,15 +216,15 @@ func (g *groupEntry) placement(pg *v1alpha1.PodGroup, j *bridge.Job) bool {
 		return true
 	}
 	j.Placement.OnePerNode = true
-	g.switches, _ = strconv.Atoi(pg.Annotations[v1alpha1.SwitchesAnnotation])
-	if s, err := strconv.ParseInt(pg.Annotations[v1alpha1.SwitchesWaitAnnotation], 10, 64); err == nil && s > 0 {
-		g.switchWait = time.Duration(s) * time.Second
+	g.switches, _ = v1alpha1.ParseSwitches(pg.Annotations[v1alpha1.SwitchesAnnotation])
+	if w, err := v1alpha1.ParseSwitchesWait(pg.Annotations[v1alpha1.SwitchesWaitAnnotation]); err == nil && w > 0 {
+		g.switchWait = w
 	}
 	cons := plainConstraints
 	if raw := pg.Annotations[v1alpha1.NodeAffinityAnnotation]; raw != "" {
-		var ns corev1.NodeSelector
-		if err := json.Unmarshal([]byte(raw), &ns); err != nil {
-			return g.block(bridge.ReasonBadConstraints, "annotation %s is not a JSON node selector: %v", v1alpha1.NodeAffinityAnnotation, err)
+		ns, err := v1alpha1.ParseNodeAffinity(raw)
+		if err != nil {
+			return g.block(bridge.ReasonBadConstraints, "%v", err)
 		}
 		cons = newConstraints(nil, &ns, nil)
 		if text := pg.Annotations[v1alpha1.NodeConstraintAnnotation]; text != "" {

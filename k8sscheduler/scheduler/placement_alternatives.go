@@ -2,11 +2,8 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,16 +16,16 @@ import (
 // lists (-p a,b) and the choices of a matching or (--constraint [a|b]), each a required
 // node affinity all its nodes satisfy. The core tries them in order (bridge.Alternative).
 func (g *groupEntry) readAlternatives(pg *v1alpha1.PodGroup) bool {
-	if list := pg.Annotations[v1alpha1.PartitionsAnnotation]; list != "" {
-		g.altParts = strings.Split(list, ",")
+	if parts := v1alpha1.ParsePartitions(pg.Annotations[v1alpha1.PartitionsAnnotation]); len(parts) > 0 {
+		g.altParts = parts
 	}
 	raw := pg.Annotations[v1alpha1.NodeAffinityChoicesAnnotation]
 	if raw == "" {
 		return true
 	}
-	var choices []corev1.NodeSelector
-	if err := json.Unmarshal([]byte(raw), &choices); err != nil || len(choices) == 0 {
-		return g.block(bridge.ReasonBadConstraints, "annotation %s is not a JSON list of node selectors: %v", v1alpha1.NodeAffinityChoicesAnnotation, err)
+	choices, err := v1alpha1.ParseNodeAffinityChoices(raw)
+	if err != nil {
+		return g.block(bridge.ReasonBadConstraints, "%v", err)
 	}
 	text := pg.Annotations[v1alpha1.NodeConstraintAnnotation]
 	for i := range choices {

@@ -48,7 +48,7 @@ func (g *groupEntry) keepLost() {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[v1alpha1.SubmitTimeAnnotation] = pg.SubmitTime().UTC().Format(time.RFC3339Nano)
+	annotations[v1alpha1.SubmitTimeAnnotation] = v1alpha1.FormatSubmitTime(pg.SubmitTime())
 	g.lost = &lostGroup{pg: &v1alpha1.PodGroup{
 		TypeMeta: pg.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: pg.Name, Namespace: pg.Namespace, Labels: pg.Labels,

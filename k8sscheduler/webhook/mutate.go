@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,7 +162,7 @@ func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool)
 		return nil, 0
 	}
 	a.given.add(pod.Namespace+"/"+pod.Name, id, time.Now())
-	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: strconv.FormatUint(uint64(id), 10)}}, id
+	return []patchOp{{Op: "add", Path: "/metadata/labels/" + escapePointer(v1alpha1.JobIDLabel), Value: v1alpha1.FormatJobID(id)}}, id
 }
 
 // gpuEnv is the environment every container of a shared-GPU pod gets: each

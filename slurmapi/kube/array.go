@@ -50,6 +50,10 @@ const (
 	arraySplitAhead = 4
 )
 
+// formatArrayTask writes an ArrayTaskLabel value: the task's index, in decimal. (The
+// ArrayJobLabel's value is a job id: v1alpha1.FormatJobID.)
+func formatArrayTask(index int) string { return strconv.Itoa(index) }
+
 // arrayRecord reports whether pg is an array's record with tasks not
 // split off yet.
 func arrayRecord(pg *v1alpha1.PodGroup) bool {
@@ -75,25 +79,25 @@ func pendingIndices(pg *v1alpha1.PodGroup) ([]int, error) {
 // recordJobID is the array job id of the array whose record (or task) is
 // pg: the id the last task inherits.
 func recordJobID(pg *v1alpha1.PodGroup) (uint32, error) {
-	id, err := strconv.ParseUint(pg.Labels[ArrayJobLabel], 10, 32)
+	id, err := v1alpha1.ParseJobID(pg.Labels[ArrayJobLabel])
 	if err != nil {
 		return 0, fmt.Errorf("PodGroup %s/%s has no valid %s label", pg.Namespace, pg.Name, ArrayJobLabel)
 	}
-	return uint32(id), nil
+	return id, nil
 }
 
 // asTask makes pg (a copy of the record) the task with index and id.
 func asTask(pg *v1alpha1.PodGroup, index int, id uint32) {
-	arrayID, _ := strconv.ParseInt(pg.Labels[ArrayJobLabel], 10, 64)
-	task := int32(index)
+	id32, _ := v1alpha1.ParseJobID(pg.Labels[ArrayJobLabel])
+	arrayID, task := int64(id32), int32(index)
 	restoreMembers(pg)
 	s := pg.Spec.Slurm
 	s.ArrayJobID, s.ArrayTaskID = &arrayID, &task
 	s.Dependency = "" // the record's dependency was met before any split
 	delete(pg.Annotations, ArrayPendingAnnotation)
 	delete(pg.Annotations, ArraySplitAnnotation)
-	pg.Labels[v1alpha1.JobIDLabel] = strconv.FormatUint(uint64(id), 10)
-	pg.Labels[ArrayTaskLabel] = strconv.Itoa(index)
+	pg.Labels[v1alpha1.JobIDLabel] = v1alpha1.FormatJobID(id)
+	pg.Labels[ArrayTaskLabel] = formatArrayTask(index)
 }
 
 // newTask is the PodGroup of a task split off the record.
@@ -160,11 +164,11 @@ func (l *Lifecycle) splitArray(ctx context.Context, pg *v1alpha1.PodGroup) (time
 // arrayRecordOf is the key of the record of the array task pg belongs to,
 // so a task's start or end lets the record split more.
 func arrayRecordOf(pg *v1alpha1.PodGroup) (client.ObjectKey, bool) {
-	arrayID, err := strconv.ParseUint(pg.Labels[ArrayJobLabel], 10, 32)
+	arrayID, err := v1alpha1.ParseJobID(pg.Labels[ArrayJobLabel])
 	if err != nil || pg.Labels[ArrayJobLabel] == pg.Labels[v1alpha1.JobIDLabel] {
 		return client.ObjectKey{}, false
 	}
-	return client.ObjectKey{Namespace: pg.Namespace, Name: PodGroupName(uint32(arrayID))}, true
+	return client.ObjectKey{Namespace: pg.Namespace, Name: PodGroupName(arrayID)}, true
 }
 
 // markArrayTaskLimits gives an array record that waits only because %max
@@ -191,8 +195,8 @@ func markArrayTaskLimits(jobs []slurmapi.Job) {
 // ArrayTask is task index of array arrayID: its own PodGroup once split
 // off, before that the array's record; 404 when the array has no such task.
 func (b *Backend) ArrayTask(ctx context.Context, arrayID uint32, index int) (slurmapi.Job, error) {
-	idText := strconv.FormatUint(uint64(arrayID), 10)
-	pgs, err := b.listGroups(ctx, client.MatchingLabels{ArrayJobLabel: idText, ArrayTaskLabel: strconv.Itoa(index)})
+	idText := v1alpha1.FormatJobID(arrayID)
+	pgs, err := b.listGroups(ctx, client.MatchingLabels{ArrayJobLabel: idText, ArrayTaskLabel: formatArrayTask(index)})
 	if err != nil {
 		return slurmapi.Job{}, err
 	}

@@ -37,7 +37,7 @@ type plannedTask struct {
 func formatPlan(plan []plannedTask) string {
 	parts := make([]string, len(plan))
 	for i, t := range plan {
-		parts[i] = strconv.Itoa(t.index) + "=" + strconv.FormatUint(uint64(t.id), 10)
+		parts[i] = strconv.Itoa(t.index) + "=" + v1alpha1.FormatJobID(t.id)
 	}
 	return strings.Join(parts, ",")
 }
@@ -52,11 +52,11 @@ func splitPlan(pg *v1alpha1.PodGroup) ([]plannedTask, error) {
 	for _, part := range strings.Split(text, ",") {
 		index, id, ok := strings.Cut(part, "=")
 		i, err1 := strconv.Atoi(index)
-		n, err2 := strconv.ParseUint(id, 10, 32)
+		n, err2 := v1alpha1.ParseJobID(id)
 		if !ok || err1 != nil || err2 != nil || i < 0 || n == 0 {
 			return nil, fmt.Errorf("PodGroup %s/%s: %s %q is not index=id,...", pg.Namespace, pg.Name, ArraySplitAnnotation, text)
 		}
-		plan = append(plan, plannedTask{index: i, id: uint32(n)})
+		plan = append(plan, plannedTask{index: i, id: n})
 	}
 	return plan, nil
 }

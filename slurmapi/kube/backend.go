@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -206,7 +205,7 @@ func (b *Backend) Submit(ctx context.Context, d *slurmapi.JobDesc) (res slurmapi
 	// as its PodGroup, never batched: a batch named after its id may exist already, and
 	// the collision would fail every other job of the retry's batch.
 	if b.batch != nil && !fromClaim {
-		pg.Annotations[SubmitTimeAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+		pg.Annotations[SubmitTimeAnnotation] = v1alpha1.FormatSubmitTime(time.Now())
 		err := b.batch.store(ctx, id, pg)
 		switch {
 		case err == nil:
@@ -298,7 +297,7 @@ func (b *Backend) podGroups(ctx context.Context, id uint32) ([]v1alpha1.PodGroup
 	}
 	var sel client.ListOption = client.HasLabels{v1alpha1.JobIDLabel}
 	if id != 0 {
-		sel = client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
+		sel = client.MatchingLabels{v1alpha1.JobIDLabel: v1alpha1.FormatJobID(id)}
 	}
 	stored, err := b.listGroups(ctx, sel)
 	if err != nil {
@@ -463,13 +462,13 @@ func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 		if pg.Annotations == nil {
 			pg.Annotations = map[string]string{}
 		}
-		pg.Annotations[PriorityAnnotation] = strconv.FormatInt(*u.Priority, 10)
+		pg.Annotations[PriorityAnnotation] = v1alpha1.FormatPriority(*u.Priority)
 	}
 	if u.Nice != nil {
 		if pg.Annotations == nil {
 			pg.Annotations = map[string]string{}
 		}
-		pg.Annotations[v1alpha1.NiceAnnotation] = strconv.FormatInt(*u.Nice, 10)
+		pg.Annotations[v1alpha1.NiceAnnotation] = v1alpha1.FormatNice(*u.Nice)
 	}
 	if u.TimeLimit != nil {
 		if *u.TimeLimit < 0 {
@@ -505,7 +504,7 @@ func (b *Backend) updateJob(ctx context.Context, id uint32, u slurmapi.JobUpdate
 			if pg.Annotations == nil {
 				pg.Annotations = map[string]string{}
 			}
-			pg.Annotations[v1alpha1.PartitionsAnnotation] = *u.Partition
+			pg.Annotations[v1alpha1.PartitionsAnnotation] = v1alpha1.FormatPartitions(parts)
 		} else {
 			delete(pg.Annotations, v1alpha1.PartitionsAnnotation)
 		}

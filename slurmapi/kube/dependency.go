@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,14 +131,14 @@ func singletonMet(ctx context.Context, r client.Reader, pg *v1alpha1.PodGroup) e
 	if err := r.List(ctx, &list, client.HasLabels{v1alpha1.JobIDLabel}); err != nil {
 		return fmt.Errorf("read jobs for singleton: %w", err)
 	}
-	self, _ := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
+	self := v1alpha1.JobIDOf(pg.Labels)
 	for i := range list.Items {
 		o := &list.Items[i]
 		os := o.Spec.Slurm
 		if os == nil || os.Name != pg.Spec.Slurm.Name || os.User != pg.Spec.Slurm.User || jobstate.PhaseFinal(o.Status.Phase) {
 			continue
 		}
-		if id, _ := strconv.ParseUint(o.Labels[v1alpha1.JobIDLabel], 10, 32); id != 0 && id < self {
+		if id := v1alpha1.JobIDOf(o.Labels); id != 0 && id < self {
 			return &NotEligible{Reason: "Dependency", Message: fmt.Sprintf("singleton: job %d of the same name and user has not ended", id)}
 		}
 	}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
@@ -28,8 +29,8 @@ func setView(j *slurmapi.Job, job *jobstate.Job) {
 			j.Reason = reasonStoreRefused
 		}
 	}
-	if list := pg.Annotations[v1alpha1.PartitionsAnnotation]; list != "" && v.State == jobstate.Pending {
-		j.Desc.Partition = list // as Slurm shows -p a,b until the job starts, then where it runs
+	if parts := v1alpha1.ParsePartitions(pg.Annotations[v1alpha1.PartitionsAnnotation]); len(parts) > 0 && v.State == jobstate.Pending {
+		j.Desc.Partition = strings.Join(parts, ",") // as Slurm shows -p a,b until the job starts, then where it runs
 	}
 	j.StartTime, j.EndTime, j.ExitCode = v.Start, v.End, int(v.ExitCode)
 	nodes := pg.Status.Nodes // in member order, as the job's nodes are numbered

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -284,7 +283,7 @@ func (l *Lifecycle) reconcile(ctx context.Context, key client.ObjectKey) (time.D
 	noted := l.disrupted[key]
 	l.mu.Unlock()
 	var seen jobstate.State
-	if i, err := strconv.Atoi(noted.index); err == nil && noted.pod == PodName(&pg, i) && !jobstate.PhaseFinal(pg.Status.Phase) {
+	if i, err := v1alpha1.ParseNodeIndex(noted.index); err == nil && noted.pod == PodName(&pg, i) && !jobstate.PhaseFinal(pg.Status.Phase) {
 		seen = noted.why // a pod of this run was disrupted and may be gone already
 	}
 	v := judge(&pg, pods, seen, limit, l.now())

@@ -23,6 +23,12 @@ const (
 	DrainTimeAnnotation   = "sluice.dev/drain-time" // RFC 3339
 )
 
+// formatDrainTime writes a DrainTimeAnnotation value: RFC 3339 in UTC, to the second.
+func formatDrainTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// parseDrainTime reads a DrainTimeAnnotation value.
+func parseDrainTime(value string) (time.Time, error) { return time.Parse(time.RFC3339, value) }
+
 // UpdateNode drains a node by cordoning it, the Kubernetes way to keep
 // new work off a node while its pods run to their end (the scheduler
 // places nothing on an unschedulable node), or resumes it by lifting the
@@ -45,7 +51,7 @@ func (b *Backend) UpdateNode(ctx context.Context, name string, u slurmapi.NodeUp
 			n.Spec.Unschedulable = true
 			n.Annotations[DrainReasonAnnotation] = u.Reason
 			n.Annotations[DrainUserAnnotation] = u.User
-			n.Annotations[DrainTimeAnnotation] = time.Now().UTC().Format(time.RFC3339)
+			n.Annotations[DrainTimeAnnotation] = formatDrainTime(time.Now())
 		} else {
 			// Only a cordon a Slurm drain set is Slurm's to lift: one from
 			// kubectl drain, an autoscaler or an upgrade is the cluster's.
@@ -74,6 +80,6 @@ func (b *Backend) UpdateNode(ctx context.Context, name string, u slurmapi.NodeUp
 
 // drainRecord is the reason, user and time a drain left on the Node.
 func drainRecord(n *corev1.Node) (reason, user string, at time.Time) {
-	at, _ = time.Parse(time.RFC3339, n.Annotations[DrainTimeAnnotation])
+	at, _ = parseDrainTime(n.Annotations[DrainTimeAnnotation])
 	return n.Annotations[DrainReasonAnnotation], n.Annotations[DrainUserAnnotation], at
 }

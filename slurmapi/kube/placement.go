@@ -1,11 +1,8 @@
 package kube
 
 import (
-	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -20,31 +17,29 @@ import (
 func placementAnnotations(d *slurmapi.JobDesc, ann map[string]string) {
 	switch choices := nodeAffinities(d); {
 	case len(choices) == 1:
-		raw, _ := json.Marshal(choices[0])
-		ann[v1alpha1.NodeAffinityAnnotation] = string(raw)
+		ann[v1alpha1.NodeAffinityAnnotation] = v1alpha1.FormatNodeAffinity(choices[0])
 		ann[v1alpha1.NodeConstraintAnnotation] = constraintText(d)
 	case len(choices) > 1: // a matching or: the scheduler tries each in order
-		raw, _ := json.Marshal(choices)
-		ann[v1alpha1.NodeAffinityChoicesAnnotation] = string(raw)
+		ann[v1alpha1.NodeAffinityChoicesAnnotation] = v1alpha1.FormatNodeAffinityChoices(choices)
 		ann[v1alpha1.NodeConstraintAnnotation] = constraintText(d)
 	}
 	if parts := d.Partitions(); len(parts) > 1 {
-		ann[v1alpha1.PartitionsAnnotation] = strings.Join(parts, ",")
+		ann[v1alpha1.PartitionsAnnotation] = v1alpha1.FormatPartitions(parts)
 	}
 	if d.Exclusive {
-		ann[v1alpha1.ExclusiveAnnotation] = "true"
+		ann[v1alpha1.ExclusiveAnnotation] = v1alpha1.FormatExclusive(true)
 	}
 	if d.Switches > 0 {
-		ann[v1alpha1.SwitchesAnnotation] = strconv.Itoa(d.Switches)
+		ann[v1alpha1.SwitchesAnnotation] = v1alpha1.FormatSwitches(d.Switches)
 		if d.SwitchWait > 0 {
-			ann[v1alpha1.SwitchesWaitAnnotation] = strconv.FormatInt(int64(d.SwitchWait/time.Second), 10)
+			ann[v1alpha1.SwitchesWaitAnnotation] = v1alpha1.FormatSwitchesWait(d.SwitchWait)
 		}
 	}
 }
 
 // nodeAffinities is the required node affinity of a job's pods, one per choice of a
 // matching or (--constraint [a|b]), nil when it asks for no particular nodes.
-func nodeAffinities(d *slurmapi.JobDesc) []*corev1.NodeSelector {
+func nodeAffinities(d *slurmapi.JobDesc) []corev1.NodeSelector {
 	if d.Constraint == "" && len(d.NodeList) == 0 && len(d.Exclude) == 0 {
 		return nil
 	}
@@ -52,7 +47,7 @@ func nodeAffinities(d *slurmapi.JobDesc) []*corev1.NodeSelector {
 	if d.Constraint != "" {
 		choices, _ = sbatch.ParseConstraintChoices(d.Constraint) // checked at submission
 	}
-	out := make([]*corev1.NodeSelector, len(choices))
+	out := make([]corev1.NodeSelector, len(choices))
 	for i, alts := range choices {
 		out[i] = nodeAffinity(d, alts)
 	}
@@ -62,7 +57,7 @@ func nodeAffinities(d *slurmapi.JobDesc) []*corev1.NodeSelector {
 // nodeAffinity is one choice's node affinity. Each alternative of --constraint is a term;
 // with --nodelist, each is crossed with each listed node (a field selector takes one name
 // per requirement); every term leaves out the --exclude nodes.
-func nodeAffinity(d *slurmapi.JobDesc, alts [][]string) *corev1.NodeSelector {
+func nodeAffinity(d *slurmapi.JobDesc, alts [][]string) corev1.NodeSelector {
 	var exclude []corev1.NodeSelectorRequirement
 	for _, n := range d.Exclude {
 		exclude = append(exclude, corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{n}})
@@ -71,7 +66,7 @@ func nodeAffinity(d *slurmapi.JobDesc, alts [][]string) *corev1.NodeSelector {
 	if len(d.NodeList) > 0 {
 		nodes = d.NodeList
 	}
-	ns := &corev1.NodeSelector{}
+	var ns corev1.NodeSelector
 	for _, alt := range alts {
 		var exprs []corev1.NodeSelectorRequirement
 		for _, f := range alt {
@@ -98,29 +93,26 @@ func featureRequirement(f string) corev1.NodeSelectorRequirement {
 	if strings.Contains(f, "/") {
 		return corev1.NodeSelectorRequirement{Key: f, Operator: corev1.NodeSelectorOpExists}
 	}
-	return corev1.NodeSelectorRequirement{Key: v1alpha1.FeatureLabelPrefix + f, Operator: corev1.NodeSelectorOpExists}
+	return corev1.NodeSelectorRequirement{Key: v1alpha1.FeatureLabel(f), Operator: corev1.NodeSelectorOpExists}
 }
 
 // constraintText is the job's node options as a user wrote them, for why-pending.
 func constraintText(d *slurmapi.JobDesc) string {
-	var parts []string
-	if d.Constraint != "" {
-		parts = append(parts, "--constraint="+d.Constraint)
-	}
+	c := v1alpha1.NodeConstraint{Constraint: d.Constraint}
 	if len(d.NodeList) > 0 {
-		parts = append(parts, "--nodelist="+sbatch.HostList(d.NodeList))
+		c.NodeList = sbatch.HostList(d.NodeList)
 	}
 	if len(d.Exclude) > 0 {
-		parts = append(parts, "--exclude="+sbatch.HostList(d.Exclude))
+		c.Exclude = sbatch.HostList(d.Exclude)
 	}
-	return strings.Join(parts, " ")
+	return c.Format()
 }
 
 // nodeFeatures are a node's Slurm features: its sluice.dev/feature.NAME labels.
 func nodeFeatures(labels map[string]string) []string {
 	var out []string
 	for k := range labels {
-		if f, ok := strings.CutPrefix(k, v1alpha1.FeatureLabelPrefix); ok && f != "" {
+		if f, ok := v1alpha1.FeatureOfLabel(k); ok {
 			out = append(out, f)
 		}
 	}
@@ -130,20 +122,17 @@ func nodeFeatures(labels map[string]string) []string {
 
 // readPlacement reads back what placementAnnotations wrote.
 func readPlacement(ann map[string]string, d *slurmapi.JobDesc) {
-	d.Exclusive = ann[v1alpha1.ExclusiveAnnotation] == "true"
-	d.Switches, _ = strconv.Atoi(ann[v1alpha1.SwitchesAnnotation])
-	if s, err := strconv.ParseInt(ann[v1alpha1.SwitchesWaitAnnotation], 10, 64); err == nil {
-		d.SwitchWait = time.Duration(s) * time.Second
+	d.Exclusive = v1alpha1.ParseExclusive(ann[v1alpha1.ExclusiveAnnotation])
+	d.Switches, _ = v1alpha1.ParseSwitches(ann[v1alpha1.SwitchesAnnotation])
+	if w, err := v1alpha1.ParseSwitchesWait(ann[v1alpha1.SwitchesWaitAnnotation]); err == nil {
+		d.SwitchWait = w
 	}
-	for _, opt := range strings.Fields(ann[v1alpha1.NodeConstraintAnnotation]) {
-		name, v, _ := strings.Cut(opt, "=")
-		switch name {
-		case "--constraint":
-			d.Constraint = v
-		case "--nodelist":
-			d.NodeList, _ = sbatch.ParseNodeList(v)
-		case "--exclude":
-			d.Exclude, _ = sbatch.ParseNodeList(v)
-		}
+	c := v1alpha1.ParseNodeConstraint(ann[v1alpha1.NodeConstraintAnnotation])
+	d.Constraint = c.Constraint
+	if c.NodeList != "" {
+		d.NodeList, _ = sbatch.ParseNodeList(c.NodeList)
+	}
+	if c.Exclude != "" {
+		d.Exclude, _ = sbatch.ParseNodeList(c.Exclude)
 	}
 }

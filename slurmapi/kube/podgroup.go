@@ -58,6 +58,12 @@ const (
 	CommandAnnotation = "sluice.dev/command"
 )
 
+// formatShards writes a ShardsAnnotation value, in decimal.
+func formatShards(shards int) string { return strconv.Itoa(shards) }
+
+// parseShards reads a ShardsAnnotation value.
+func parseShards(value string) (int, error) { return strconv.Atoi(value) }
+
 // annotations are the job's GPU type, begin time and priority, if any.
 func annotations(d *slurmapi.JobDesc) map[string]string {
 	ann := map[string]string{}
@@ -65,16 +71,16 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 		ann[GPUTypeAnnotation] = d.GPUs.Type
 	}
 	if !d.BeginTime.IsZero() {
-		ann[BeginTimeAnnotation] = d.BeginTime.UTC().Format(time.RFC3339)
+		ann[BeginTimeAnnotation] = v1alpha1.FormatBeginTime(d.BeginTime)
 	}
 	if d.GPUs.Shards > 0 {
-		ann[ShardsAnnotation] = strconv.Itoa(d.GPUs.Shards)
+		ann[ShardsAnnotation] = formatShards(d.GPUs.Shards)
 	}
 	if d.Priority > 0 {
-		ann[PriorityAnnotation] = strconv.FormatInt(d.Priority, 10)
+		ann[PriorityAnnotation] = v1alpha1.FormatPriority(d.Priority)
 	}
 	if d.Nice != 0 {
-		ann[v1alpha1.NiceAnnotation] = strconv.FormatInt(d.Nice, 10)
+		ann[v1alpha1.NiceAnnotation] = v1alpha1.FormatNice(d.Nice)
 	}
 	if d.Signal != "" {
 		ann[SignalAnnotation] = d.Signal
@@ -89,7 +95,7 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 
 // beginTime is the job's --begin, zero if none (or unreadable).
 func beginTime(pg *v1alpha1.PodGroup) time.Time {
-	t, _ := time.Parse(time.RFC3339, pg.Annotations[BeginTimeAnnotation])
+	t, _ := v1alpha1.ParseBeginTime(pg.Annotations[BeginTimeAnnotation])
 	return t
 }
 
@@ -98,8 +104,7 @@ func beginTime(pg *v1alpha1.PodGroup) time.Time {
 // CPUs, memory and GPUs (or a GPU share), and the job description in
 // spec.slurm. Creating it is the job's only API write while it is pending.
 func PodGroupFor(d *slurmapi.JobDesc, id uint32) *v1alpha1.PodGroup {
-	idText := strconv.FormatUint(uint64(id), 10)
-	labels := map[string]string{v1alpha1.JobIDLabel: idText, v1alpha1.QueueLabel: d.Account}
+	labels := map[string]string{v1alpha1.JobIDLabel: v1alpha1.FormatJobID(id), v1alpha1.QueueLabel: d.Account}
 	partition := "" // the first listed; the job's list is in PartitionsAnnotation
 	if parts := d.Partitions(); len(parts) > 0 {
 		partition = parts[0]
@@ -188,11 +193,11 @@ func slurmJob(d *slurmapi.JobDesc) *v1alpha1.SlurmJob {
 // JobFromPodGroup reads a PodGroup as a Slurm job: a Slurm-submitted one
 // from its spec.slurm, a manifest workload from what its spec states.
 func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
-	id, err := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
+	id, err := v1alpha1.ParseJobID(pg.Labels[v1alpha1.JobIDLabel])
 	if err != nil || id == 0 {
 		return slurmapi.Job{}, fmt.Errorf("PodGroup %s/%s has no valid %s label", pg.Namespace, pg.Name, v1alpha1.JobIDLabel)
 	}
-	j := slurmapi.Job{ID: uint32(id), SubmitTime: pg.SubmitTime(), Manifest: pg.Spec.Slurm == nil}
+	j := slurmapi.Job{ID: id, SubmitTime: pg.SubmitTime(), Manifest: pg.Spec.Slurm == nil}
 	j.Desc = descFromPodGroup(pg)
 	if arrayRecord(pg) {
 		j.ArrayJobID, j.ArrayPending = j.ID, pg.Annotations[ArrayPendingAnnotation]
@@ -202,7 +207,7 @@ func JobFromPodGroup(pg *v1alpha1.PodGroup) (slurmapi.Job, error) {
 		task := int(*s.ArrayTaskID)
 		j.ArrayTaskID = &task
 	}
-	j.Priority, _ = strconv.ParseInt(pg.Annotations[PriorityAnnotation], 10, 64)
+	j.Priority, _ = v1alpha1.ParsePriority(pg.Annotations[PriorityAnnotation])
 	j.CPUs, j.TRESReq = tres(pg)
 	setView(&j, &jobstate.Job{Kind: jobstate.KindOf(pg), Group: pg})
 	return j, nil
@@ -227,9 +232,9 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 	}
 	d.GPUs.Type = pg.Annotations[GPUTypeAnnotation]
 	if d.GPUs.Fraction > 0 {
-		d.GPUs.Shards, _ = strconv.Atoi(pg.Annotations[ShardsAnnotation])
+		d.GPUs.Shards, _ = parseShards(pg.Annotations[ShardsAnnotation])
 	}
-	d.Nice, _ = strconv.ParseInt(pg.Annotations[v1alpha1.NiceAnnotation], 10, 64)
+	d.Nice, _ = v1alpha1.ParseNice(pg.Annotations[v1alpha1.NiceAnnotation])
 	readPlacement(pg.Annotations, &d)
 	s := pg.Spec.Slurm
 	if s == nil {
@@ -295,7 +300,7 @@ func tres(pg *v1alpha1.PodGroup) (int, string) {
 	if share > 0 {
 		// A share of a GPU, as Sluice counts it; gres/shard as asked.
 		s += ",gres/gpu=" + strconv.FormatFloat(math.Round(share*1e4)/1e4, 'f', -1, 64)
-		if shards, err := strconv.Atoi(pg.Annotations[ShardsAnnotation]); err == nil && shards > 0 {
+		if shards, err := parseShards(pg.Annotations[ShardsAnnotation]); err == nil && shards > 0 {
 			s += fmt.Sprintf(",gres/shard=%d", int64(shards)*nodes)
 		}
 	}

@@ -204,8 +204,7 @@ func outputFiles(pg *v1alpha1.PodGroup, node string) (stdout, stderr string) {
 // job's run on node.
 func filenameFields(pg *v1alpha1.PodGroup, node string) sbatch.FilenameFields {
 	s := pg.Spec.Slurm
-	id, _ := strconv.ParseUint(pg.Labels[v1alpha1.JobIDLabel], 10, 32)
-	f := sbatch.FilenameFields{JobID: uint32(id), Name: s.Name, User: s.User, Node: node}
+	f := sbatch.FilenameFields{JobID: v1alpha1.JobIDOf(pg.Labels), Name: s.Name, User: s.User, Node: node}
 	if s.ArrayJobID != nil && s.ArrayTaskID != nil {
 		task := int(*s.ArrayTaskID)
 		f.ArrayJobID, f.ArrayTaskID = uint32(*s.ArrayJobID), &task
@@ -228,7 +227,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 	s := pg.Spec.Slurm
 	labels := map[string]string{
 		v1alpha1.JobIDLabel: pg.Labels[v1alpha1.JobIDLabel], v1alpha1.QueueLabel: pg.Spec.Queue,
-		SlurmPodLabel: "true", NodeIndexLabel: strconv.Itoa(index),
+		SlurmPodLabel: "true", NodeIndexLabel: v1alpha1.FormatNodeIndex(index),
 	}
 	if pg.Spec.Partition != "" {
 		labels[v1alpha1.PartitionLabel] = pg.Spec.Partition

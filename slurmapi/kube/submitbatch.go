@@ -123,7 +123,7 @@ func (w *batcher) join(id uint32, data string) *submitBatch {
 			w.flush(b)
 		})
 	}
-	b.data[strconv.FormatUint(uint64(id), 10)] = data
+	b.data[v1alpha1.FormatJobID(id)] = data
 	b.first = min(b.first, id)
 	b.size += len(data)
 	if len(b.data) >= w.maxJobs {

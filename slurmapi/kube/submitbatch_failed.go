@@ -41,7 +41,7 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // did not decode) in namespace ns when pg was refused.
 func failedJob(id uint32, ns string, pg *v1alpha1.PodGroup) *v1alpha1.PodGroup {
 	out := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: PodGroupName(id), Namespace: ns, Labels: map[string]string{v1alpha1.JobIDLabel: fmt.Sprint(id)}},
+		ObjectMeta: metav1.ObjectMeta{Name: PodGroupName(id), Namespace: ns, Labels: map[string]string{v1alpha1.JobIDLabel: v1alpha1.FormatJobID(id)}},
 		Spec:       v1alpha1.PodGroupSpec{MinMember: 1, Queue: "unknown", Slurm: &v1alpha1.SlurmJob{User: "unknown", Nodes: 1, Tasks: 1, CPUsPerTask: 1}},
 	}
 	if pg == nil {

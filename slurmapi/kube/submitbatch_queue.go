@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -228,8 +227,8 @@ func lowestID(cm *corev1.ConfigMap) uint32 {
 
 // jobKey reads a batch's data key as the job id it is.
 func jobKey(k string) uint32 {
-	id, _ := strconv.ParseUint(k, 10, 32)
-	return uint32(id)
+	id, _ := v1alpha1.ParseJobID(k)
+	return id
 }
 
 // sleep waits d or until ctx ends.

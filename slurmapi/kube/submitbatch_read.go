@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,7 +60,7 @@ func batchedJobs(cm *corev1.ConfigMap, id uint32) []v1alpha1.PodGroup {
 		read  bool
 	)
 	for key := range cm.Data {
-		if id != 0 && key != strconv.FormatUint(uint64(id), 10) {
+		if id != 0 && key != v1alpha1.FormatJobID(id) {
 			continue
 		}
 		pg, err := jobstate.BatchedPodGroup(cm, key)

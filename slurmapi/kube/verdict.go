@@ -2,7 +2,6 @@ package kube
 
 import (
 	"slices"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,14 +29,14 @@ type verdict struct {
 func currentRun(pg *v1alpha1.PodGroup, pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
-		i, err := strconv.Atoi(p.Labels[NodeIndexLabel])
+		i, err := v1alpha1.ParseNodeIndex(p.Labels[NodeIndexLabel])
 		if err == nil && p.Name == jobstate.PodName(pg, i) {
 			out = append(out, p)
 		}
 	}
 	slices.SortFunc(out, func(a, b *corev1.Pod) int {
-		x, _ := strconv.Atoi(a.Labels[NodeIndexLabel])
-		y, _ := strconv.Atoi(b.Labels[NodeIndexLabel])
+		x, _ := v1alpha1.ParseNodeIndex(a.Labels[NodeIndexLabel])
+		y, _ := v1alpha1.ParseNodeIndex(b.Labels[NodeIndexLabel])
 		return x - y
 	})
 	return out

@@ -378,7 +378,7 @@ func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 			return fmt.Errorf("a job id for pod %s: %w", name, err)
 		}
 		pod.Labels = map[string]string{v1alpha1.QueueLabel: queue, v1alpha1.PartitionLabel: poolName,
-			v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}
+			v1alpha1.JobIDLabel: v1alpha1.FormatJobID(id)}
 		pod.Annotations = map[string]string{v1alpha1.PodGroupAnnotation: podgrouper.GroupOfOneName(name, id), v1alpha1.PodGroupDerivedAnnotation: "true"}
 	}
 	if _, err := h.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {

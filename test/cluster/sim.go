@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -24,7 +23,7 @@ const (
 // annotations; typed arguments avoid hand-written values kwok cannot parse.
 func SimulatedRun(d time.Duration, exitCode int) map[string]string {
 	return map[string]string{
-		AnnotationSimDuration: d.String(),
-		AnnotationSimExitCode: strconv.Itoa(exitCode),
+		AnnotationSimDuration: v1alpha1.FormatSimDuration(d),
+		AnnotationSimExitCode: v1alpha1.FormatSimExitCode(exitCode),
 	}
 }

@@ -3,7 +3,6 @@ package jobstate
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -256,7 +255,7 @@ func inCurrentRun(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
 	if pg.Spec.Slurm == nil {
 		return true
 	}
-	i, err := strconv.Atoi(p.Labels[v1alpha1.NodeIndexLabel])
+	i, err := v1alpha1.ParseNodeIndex(p.Labels[v1alpha1.NodeIndexLabel])
 	return err == nil && p.Name == PodName(pg, i)
 }
 

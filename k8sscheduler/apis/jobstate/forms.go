@@ -3,7 +3,6 @@ package jobstate
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,7 +49,7 @@ func ImpliedPodGroup(pod *corev1.Pod) *v1alpha1.PodGroup {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Annotations[v1alpha1.PodGroupAnnotation], Namespace: pod.Namespace,
 			Labels:      map[string]string{v1alpha1.JobIDLabel: pod.Labels[v1alpha1.JobIDLabel]},
-			Annotations: map[string]string{v1alpha1.SubmitTimeAnnotation: pod.CreationTimestamp.UTC().Format(time.RFC3339Nano)},
+			Annotations: map[string]string{v1alpha1.SubmitTimeAnnotation: v1alpha1.FormatSubmitTime(pod.CreationTimestamp.Time)},
 			// Owned by the pod, so it goes with it, as the pod grouper's groups do.
 			OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}},
 			CreationTimestamp: pod.CreationTimestamp,

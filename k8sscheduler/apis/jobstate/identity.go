@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -182,7 +181,7 @@ func Read(ctx context.Context, r client.Reader, groups []v1alpha1.PodGroup, id u
 // found is false when neither exists.
 func Find(ctx context.Context, r client.Reader, id uint32) (job Job, found bool, err error) {
 	var list v1alpha1.PodGroupList
-	if err := r.List(ctx, &list, client.MatchingLabels{v1alpha1.JobIDLabel: strconv.FormatUint(uint64(id), 10)}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingLabels{v1alpha1.JobIDLabel: v1alpha1.FormatJobID(id)}); err != nil {
 		return Job{}, false, fmt.Errorf("list the PodGroup of job %d: %w", id, err)
 	}
 	jobs, err := Read(ctx, r, list.Items, id)
@@ -198,7 +197,7 @@ func Find(ctx context.Context, r client.Reader, id uint32) (job Job, found bool,
 func numberedPods(id uint32) client.MatchingLabelsSelector {
 	op, values := selection.Exists, []string(nil)
 	if id != 0 {
-		op, values = selection.Equals, []string{strconv.FormatUint(uint64(id), 10)}
+		op, values = selection.Equals, []string{v1alpha1.FormatJobID(id)}
 	}
 	numbered, _ := labels.NewRequirement(v1alpha1.JobIDLabel, op, values)
 	notSlurm, _ := labels.NewRequirement(v1alpha1.SlurmJobPodLabel, selection.DoesNotExist, nil)

@@ -18,7 +18,7 @@ func PendingReason(pg *v1alpha1.PodGroup, now time.Time) string {
 	if pg.Spec.Slurm != nil && pg.Spec.Slurm.Hold {
 		return "JobHeldUser"
 	}
-	if begin, err := time.Parse(time.RFC3339, pg.Annotations[v1alpha1.BeginTimeAnnotation]); err == nil && now.Before(begin) {
+	if begin, err := v1alpha1.ParseBeginTime(pg.Annotations[v1alpha1.BeginTimeAnnotation]); err == nil && now.Before(begin) {
 		return "BeginTime"
 	}
 	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionEligible); c != nil && c.Status == metav1.ConditionFalse {

@@ -102,7 +102,7 @@ func Start(t testing.TB, pods []*corev1.Pod, key string, secrets ...*corev1.Secr
 	// factory numbers nodes as their names sort, the core binds them as it likes).
 	peers := make([]string, len(pods))
 	for i, pod := range pods {
-		k, err := strconv.Atoi(pod.Labels[v1alpha1.NodeIndexLabel])
+		k, err := v1alpha1.ParseNodeIndex(pod.Labels[v1alpha1.NodeIndexLabel])
 		if err != nil || k < 0 || k >= len(pods) || peers[k] != "" {
 			t.Fatalf("pod %s: node index label %q", pod.Name, pod.Labels[v1alpha1.NodeIndexLabel])
 		}

@@ -103,7 +103,7 @@ func fitWaits(entries []batchedWaitEntry) []batchedWaitEntry {
 func groupWaits(waits map[string]BatchedWait, messages bool) []batchedWaitEntry {
 	by := map[BatchedWait][]uint64{}
 	for key, w := range waits {
-		id, err := strconv.ParseUint(key, 10, 32)
+		id, err := ParseJobID(key)
 		if err != nil || w.Reason == "" {
 			continue
 		}
@@ -112,7 +112,7 @@ func groupWaits(waits map[string]BatchedWait, messages bool) []batchedWaitEntry 
 		} else {
 			w.Message = ""
 		}
-		by[w] = append(by[w], id)
+		by[w] = append(by[w], uint64(id))
 	}
 	entries := make([]batchedWaitEntry, 0, len(by))
 	for w, jobs := range by {

@@ -6,13 +6,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// FormatJobID writes a JobIDLabel value. The same text names the job elsewhere: an array's
+// ArrayJobLabel, a submit batch's data key (SubmitBatchLabel).
+func FormatJobID(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
+
+// ParseJobID reads a JobIDLabel value (or a text FormatJobID wrote): a decimal uint32.
+func ParseJobID(value string) (uint32, error) {
+	id, err := parseValue(JobIDLabel, value, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 32) })
+	return uint32(id), err
+}
+
 // JobIDOf reads JobIDLabel from labels: 0 when it is missing or not a positive number.
 func JobIDOf(labels map[string]string) uint32 {
-	id, err := strconv.ParseUint(labels[JobIDLabel], 10, 32)
-	if err != nil {
-		return 0
-	}
-	return uint32(id)
+	id, _ := ParseJobID(labels[JobIDLabel])
+	return id
 }
 
 // OwningPod is the owner reference of the bare pod that owns pg (a group of one's written
