@@ -59,13 +59,13 @@ func (r *Recorder) ReadSubmitBatches(list func() ([]*corev1.ConfigMap, error)) {
 // written once and never changed (a job leaves one only when the whole batch is removed;
 // only the scheduler's pending-reasons annotation changes), so a batch is read the first
 // time it is seen, by its UID, and never again.
-func (r *Recorder) readBatches() {
+func (r *Recorder) readBatches(ctx context.Context) {
 	if r.batches == nil {
 		return
 	}
 	cms, err := r.batches()
 	if err != nil { // the scheduler has not listed them yet: keep what is known
-		klog.V(4).InfoS("submit batches not read yet", "err", err)
+		klog.FromContext(ctx).V(4).Info("submit batches not read yet", "err", err)
 		return
 	}
 	live := make(map[types.UID]bool, len(cms))
@@ -175,13 +175,13 @@ func (s *state) recordedLocked(k string) {
 
 // decodeBatched decodes the batch's copy of each batched job in work that has none,
 // outside the state's lock: the batch decoded when it was first seen, so it decodes again.
-func decodeBatched(work []groupWork) []groupWork {
+func decodeBatched(ctx context.Context, work []groupWork) []groupWork {
 	out := work[:0]
 	for _, w := range work {
 		if b := w.batched; b != nil && w.pg == nil {
 			pg, err := jobstate.BatchedPodGroup(b.batch, b.id)
 			if err != nil {
-				klog.ErrorS(err, "a batched job no longer decodes", "podGroup", w.key)
+				klog.FromContext(ctx).Error(err, "a batched job no longer decodes", "podGroup", w.key)
 				continue
 			}
 			w.pg = pg
@@ -205,7 +205,7 @@ func (r *Recorder) confirmUnstored(ctx context.Context, work []groupWork) []grou
 		stored, err := r.isStored(ctx, client.ObjectKeyFromObject(w.pg))
 		switch {
 		case err != nil:
-			klog.InfoS("cannot tell whether a job dropped from its submit batch was stored; asking again", "podGroup", w.key, "err", err)
+			klog.FromContext(ctx).Info("cannot tell whether a job dropped from its submit batch was stored; asking again", "podGroup", w.key, "err", err)
 			retry = append(retry, w)
 		case stored:
 			r.st.forgetUnstored(w.key)

@@ -174,7 +174,7 @@ func TestFlushRecordsBatchedJobs(t *testing.T) {
 			ctx := context.Background()
 			for _, ev := range tt.events {
 				ev(r, rig)
-				r.readBatches()
+				r.readBatches(context.Background())
 				if err := r.flush(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -235,7 +235,7 @@ func TestFlushRecordsAWholeBacklog(t *testing.T) {
 		cms = append(cms, batch(fmt.Sprint(n), pgs...))
 	}
 	r.ReadSubmitBatches(func() ([]*corev1.ConfigMap, error) { return cms, nil })
-	r.readBatches()
+	r.readBatches(context.Background())
 	if err := r.flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func BenchmarkRecorderIngestBatched(b *testing.B) {
 		held = append(held, batch(fmt.Sprint(next), pgs...))
 		b.StartTimer()
 		began, cpuBegan := time.Now(), cpuTime()
-		r.readBatches()
+		r.readBatches(context.Background())
 		if err := r.flush(context.Background()); err != nil {
 			b.Fatal(err)
 		}

@@ -71,7 +71,7 @@ func (r *Recorder) writeStates(ctx context.Context, work []groupWork, now time.T
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if err := r.patchState(ctx, c); err != nil && !apierrors.IsNotFound(err) {
-				klog.InfoS("writing PodGroup state failed; retrying at the next flush", "podGroup", c.w.key, "err", err)
+				klog.FromContext(ctx).Info("writing PodGroup state failed; retrying at the next flush", "podGroup", c.w.key, "err", err)
 				mu.Lock()
 				retry = append(retry, c.w)
 				mu.Unlock()

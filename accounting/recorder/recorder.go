@@ -176,27 +176,27 @@ func (r *Recorder) Run(ctx context.Context) error {
 // ledger's open nodes the cluster no longer has.
 func (r *Recorder) reconcile(ctx context.Context) error {
 	if err := r.writeNodes(ctx, true); err != nil {
-		klog.ErrorS(err, "recording node capacity failed; retrying")
+		klog.FromContext(ctx).Error(err, "recording node capacity failed; retrying")
 		return err
 	}
 	return r.flushLogged(ctx)
 }
 
 func (r *Recorder) flushLogged(ctx context.Context) error {
-	r.readBatches()
+	r.readBatches(ctx)
 	err := r.writeNodes(ctx, false)
 	if err == nil {
 		err = r.flush(ctx)
 	}
 	if err != nil {
-		klog.ErrorS(err, "writing the accounting ledger failed; retrying")
+		klog.FromContext(ctx).Error(err, "writing the accounting ledger failed; retrying")
 	}
 	return err
 }
 
 // flush derives every changed group and writes what differs from the last write.
 func (r *Recorder) flush(ctx context.Context) error {
-	work := r.confirmUnstored(ctx, decodeBatched(r.st.takeDirty()))
+	work := r.confirmUnstored(ctx, decodeBatched(ctx, r.st.takeDirty()))
 	if len(work) == 0 {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (r *Recorder) flush(ctx context.Context) error {
 			jts = append(jts, accounting.Transition{JobID: j.JobID, At: at.UTC().Truncate(time.Second), State: accounting.StateCancelled, Reason: reason})
 		}
 		if err := validate(j, jts); err != nil {
-			klog.ErrorS(err, "a workload cannot be recorded", "podGroup", w.key)
+			klog.FromContext(ctx).Error(err, "a workload cannot be recorded", "podGroup", w.key)
 			continue
 		}
 		fp := fingerprint(j, jts)

@@ -61,7 +61,7 @@ func (l *stepLog) record(ctx context.Context, store accounting.Store, work []gro
 	for _, w := range work {
 		msg, steps, err := stepsOf(w.id, w.pg, w.pods)
 		if err != nil {
-			klog.ErrorS(err, "a job's step report cannot be read", "podGroup", w.key)
+			klog.FromContext(ctx).Error(err, "a job's step report cannot be read", "podGroup", w.key)
 			continue
 		}
 		if len(steps) == 0 || l.written[w.id] == msg {

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -90,7 +89,7 @@ func (s *Scheduler) batchDecoders() toolscache.ResourceEventHandler {
 	return handler(func(cm *corev1.ConfigMap) {
 		byID, errs := jobstate.BatchedJobs(cm)
 		for _, err := range errs {
-			klog.InfoS("a batched job does not decode; the submit queue reports it", "err", err)
+			s.log.Info("a batched job does not decode; the submit queue reports it", "err", err)
 		}
 		jobs := make([]*v1alpha1.PodGroup, 0, len(byID))
 		for _, pg := range byID {

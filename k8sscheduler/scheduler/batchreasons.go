@@ -199,7 +199,7 @@ func (s *Scheduler) batchReasonsWork(cm *corev1.ConfigMap, value string) func(co
 			// Removed, or removed and made anew under its name (the UID differs): the
 			// informer will say so and the book forgets it.
 		default:
-			klog.InfoS("writing a submit batch's pending reasons failed", "batch", ns+"/"+name, "err", err)
+			klog.FromContext(ctx).Info("writing a submit batch's pending reasons failed", "batch", ns+"/"+name, "err", err)
 			s.cache.mu.Lock()
 			if s.batchBook.written[name] == value {
 				delete(s.batchBook.written, name) // the next try compares with what is there

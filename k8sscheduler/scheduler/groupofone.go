@@ -21,7 +21,7 @@ func (s *Scheduler) materializeWork(g *groupEntry, want, prev statusKey, then fu
 	return func(ctx context.Context) {
 		written, err := s.writeImplied(ctx, pg)
 		if err != nil {
-			klog.InfoS("writing a group of one's PodGroup failed; retrying next cycle", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)
+			klog.FromContext(ctx).Info("writing a group of one's PodGroup failed; retrying next cycle", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)
 			s.unwrite(pg.Namespace+"/"+pg.Name, prev)
 		} else {
 			s.groupStatusWork(written, want, statusKey{}, bound)(ctx)

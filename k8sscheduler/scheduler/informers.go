@@ -3,10 +3,11 @@ package scheduler
 import (
 	"fmt"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -121,7 +122,7 @@ func callTyped[T any](obj any, f func(T)) {
 		f(t)
 		return
 	}
-	klog.ErrorS(fmt.Errorf("unexpected object %T", obj), "informer event ignored")
+	utilruntime.HandleError(fmt.Errorf("informer event ignored: unexpected object %T", obj))
 }
 
 func podKey(ns, name string) string { return ns + "/" + name }

@@ -71,14 +71,14 @@ func (s *Scheduler) strayPodsLocked(g *groupEntry) func(context.Context) {
 	}
 	g.strayed, g.dirty = true, true
 	pg, names := g.pg, g.madePods()
-	klog.InfoS("a Slurm job's pods were only partly created by a leader that went away; removing them to place it again",
+	s.log.Info("a Slurm job's pods were only partly created by a leader that went away; removing them to place it again",
 		"podGroup", g.key, "made", names, "members", g.pg.Spec.MinMember)
 	return func(ctx context.Context) {
 		zero := int64(0)
 		for _, name := range names {
 			err := s.kube.CoreV1().Pods(pg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			if err != nil && !apierrors.IsNotFound(err) {
-				klog.ErrorS(err, "removing a partly created Slurm job's pod; retrying next cycle", "pod", pg.Namespace+"/"+name)
+				klog.FromContext(ctx).Error(err, "removing a partly created Slurm job's pod; retrying next cycle", "pod", pg.Namespace+"/"+name)
 				s.cache.mu.Lock()
 				g.strayed, g.dirty = false, true
 				s.cache.mu.Unlock()

@@ -144,7 +144,7 @@ func (s *Scheduler) createReservationWork(at slot) func(context.Context) {
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return
 		}
-		klog.InfoS("creating a GPU reservation failed; retrying next cycle", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		klog.FromContext(ctx).Info("creating a GPU reservation failed; retrying next cycle", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		c := s.cache
 		c.mu.Lock()
 		if r := c.reservations[at]; r != nil && r.pod == "" {
@@ -163,7 +163,7 @@ func (s *Scheduler) deleteReservationWork(at slot, name string, uid types.UID) f
 		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return
 		}
-		klog.InfoS("deleting a GPU reservation failed; retrying next cycle", "pod", ns+"/"+name, "err", err)
+		klog.FromContext(ctx).Info("deleting a GPU reservation failed; retrying next cycle", "pod", ns+"/"+name, "err", err)
 		c := s.cache
 		c.mu.Lock()
 		if r := c.reservations[at]; r != nil && r.uid == uid {

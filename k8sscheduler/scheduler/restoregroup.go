@@ -91,7 +91,7 @@ func (s *Scheduler) restoreLocked(g *groupEntry, now time.Time) func(context.Con
 	return func(ctx context.Context) {
 		written, err := s.writeImplied(ctx, pg)
 		if err != nil {
-			klog.InfoS("writing a deleted PodGroup again failed; retrying", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)
+			klog.FromContext(ctx).Info("writing a deleted PodGroup again failed; retrying", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)
 			return
 		}
 		s.events.Event(written, corev1.EventTypeWarning, ReasonPodGroupRestored, fmt.Sprintf(

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +34,7 @@ import (
 // Scheduler is the Kubernetes adapter of the scheduling core. Run it only while leader.
 type Scheduler struct {
 	cfg     Config
+	log     logr.Logger // the context Run was given, for informer handlers
 	rest    *rest.Config
 	scheme  *runtime.Scheme
 	kube    kubernetes.Interface
@@ -110,6 +113,7 @@ func New(cfg Config, rc *rest.Config, reg prometheus.Registerer, factory PodFact
 // Run watches the cluster and schedules until ctx ends, then waits for the writes in
 // flight. It returns an error only when the informers cannot start.
 func (s *Scheduler) Run(ctx context.Context) error {
+	s.log = klog.FromContext(ctx)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()

@@ -181,7 +181,7 @@ func (s *Scheduler) groupStatusWork(pg *v1alpha1.PodGroup, want, prev statusKey,
 			}
 		})
 		if err != nil {
-			klog.InfoS("writing PodGroup status failed", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)
+			klog.FromContext(ctx).Info("writing PodGroup status failed", "podGroup", pg.Namespace+"/"+pg.Name, "err", err)
 			s.unwrite(pg.Namespace+"/"+pg.Name, prev)
 			return
 		}
@@ -269,7 +269,7 @@ func (s *Scheduler) queueStatus(shares []bridge.QueueShare, now time.Time) []fun
 			q := &v1alpha1.Queue{}
 			q.Name = name
 			if err := s.crs.Status().Patch(ctx, q, client.RawPatch(types.MergePatchType, body)); err != nil {
-				klog.InfoS("writing Queue status failed", "queue", name, "err", err)
+				klog.FromContext(ctx).Info("writing Queue status failed", "queue", name, "err", err)
 			}
 		})
 	}

@@ -31,7 +31,7 @@ func (f *usageFeed) refresh(ctx context.Context, read func(context.Context) ([]b
 	u, err := read(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			klog.InfoS("reading historical usage failed; fair share keeps the last figures", "err", err)
+			klog.FromContext(ctx).Info("reading historical usage failed; fair share keeps the last figures", "err", err)
 		}
 		return
 	}

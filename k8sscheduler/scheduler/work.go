@@ -33,7 +33,7 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind, mps bool) func(context.Co
 		err := s.kube.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
 		if err != nil {
 			s.metrics.bindsFailed.Inc()
-			klog.V(2).InfoS("bind failed; retrying next cycle", "pod", ns+"/"+b.Task, "node", b.Node, "err", err)
+			klog.FromContext(ctx).V(2).Info("bind failed; retrying next cycle", "pod", ns+"/"+b.Task, "node", b.Node, "err", err)
 			s.forget(b.Job, b.Task)
 			return
 		}
@@ -50,14 +50,14 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 		if jobstate.IsBatched(pg) { // a job read from its submit batch: stored as it starts
 			stored, err := s.writeImplied(ctx, pg.DeepCopy())
 			if err != nil {
-				s.createFailed(g, pg, binds, nil, fmt.Errorf("store the job's PodGroup: %w", err))
+				s.createFailed(ctx, g, pg, binds, nil, fmt.Errorf("store the job's PodGroup: %w", err))
 				return
 			}
 			pg = stored
 		}
 		pg, err := s.setRunPartition(ctx, pg, binds) // placement_alternatives.go
 		if err != nil {
-			s.createFailed(g, pg, binds, nil, err)
+			s.createFailed(ctx, g, pg, binds, nil, err)
 			return
 		}
 		pods, err := s.factory.Pods(pg, binds)
@@ -65,7 +65,7 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 			err = fmt.Errorf("the pod factory made %d pods for %d binds", len(pods), len(binds))
 		}
 		if err != nil {
-			s.createFailed(g, pg, binds, nil, err)
+			s.createFailed(ctx, g, pg, binds, nil, err)
 			return
 		}
 		s.rekey(g, binds, pods)
@@ -75,7 +75,7 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 			created, err := s.kube.CoreV1().Pods(pg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 			if err != nil {
 				s.metrics.bindsFailed.Inc()
-				s.createFailed(g, pg, binds, made, err)
+				s.createFailed(ctx, g, pg, binds, made, err)
 				return
 			}
 			made = append(made, created)
@@ -125,12 +125,12 @@ func (s *Scheduler) rekey(g *groupEntry, binds []bridge.Bind, pods []*corev1.Pod
 	g.dirty = true
 }
 
-func (s *Scheduler) createFailed(g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, made []*corev1.Pod, err error) {
-	klog.InfoS("creating a Slurm job's pods failed; trying again after a wait", "podGroup", g.key, "err", err)
+func (s *Scheduler) createFailed(ctx context.Context, g *groupEntry, pg *v1alpha1.PodGroup, binds []bridge.Bind, made []*corev1.Pod, err error) {
+	klog.FromContext(ctx).Info("creating a Slurm job's pods failed; trying again after a wait", "podGroup", g.key, "err", err)
 	for _, p := range made {
 		zero := int64(0)
 		if derr := s.kube.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); derr != nil && !apierrors.IsNotFound(derr) {
-			klog.ErrorS(derr, "removing a partly created Slurm job", "pod", p.Namespace+"/"+p.Name)
+			klog.FromContext(ctx).Error(derr, "removing a partly created Slurm job", "pod", p.Namespace+"/"+p.Name)
 		}
 	}
 	c := s.cache
@@ -155,7 +155,7 @@ func (s *Scheduler) evictWork(ns, name string, uid types.UID, e bridge.Eviction)
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 		err := s.kube.PolicyV1().Evictions(ns).Evict(ctx, ev)
 		if err != nil && !apierrors.IsNotFound(err) {
-			klog.InfoS("eviction refused; retrying next cycle", "pod", ns+"/"+name, "err", err)
+			klog.FromContext(ctx).Info("eviction refused; retrying next cycle", "pod", ns+"/"+name, "err", err)
 			s.cache.mu.Lock()
 			delete(s.evicting, ns+"/"+name)
 			s.cache.mu.Unlock()
@@ -174,7 +174,7 @@ func (s *Scheduler) yieldWork(ns, name string, uid types.UID, y bridge.Yield) fu
 	return func(ctx context.Context) {
 		err := s.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			klog.InfoS("removing an idle-node validation failed; retrying next cycle", "pod", ns+"/"+name, "err", err)
+			klog.FromContext(ctx).Info("removing an idle-node validation failed; retrying next cycle", "pod", ns+"/"+name, "err", err)
 			s.cache.mu.Lock()
 			delete(s.evicting, ns+"/"+name)
 			s.cache.mu.Unlock()

@@ -69,7 +69,7 @@ func (l *Lifecycle) markEligibility(ctx context.Context, pg *v1alpha1.PodGroup) 
 func (l *Lifecycle) wakeDependents(ctx context.Context) {
 	var list v1alpha1.PodGroupList
 	if err := l.cache.List(ctx, &list, client.HasLabels{v1alpha1.JobIDLabel}); err != nil {
-		klog.InfoS("slurm lifecycle: dependents of an ended job wait for their next change", "err", err)
+		klog.FromContext(ctx).Info("slurm lifecycle: dependents of an ended job wait for their next change", "err", err)
 		return
 	}
 	for i := range list.Items {

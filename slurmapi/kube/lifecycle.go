@@ -230,7 +230,7 @@ func (l *Lifecycle) work(ctx context.Context) {
 		again, err := l.reconcile(ctx, key)
 		switch {
 		case err != nil:
-			klog.InfoS("slurm lifecycle: retrying", "podGroup", key, "err", err)
+			klog.FromContext(ctx).Info("slurm lifecycle: retrying", "podGroup", key, "err", err)
 			l.queue.AddRateLimited(key)
 		case again > 0:
 			l.queue.Forget(key)

@@ -40,7 +40,7 @@ func (q *SubmitQueue) KeepPending(batches func() ([]*corev1.ConfigMap, error), g
 func (q *SubmitQueue) runKeeping(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if err := q.keepPass(ctx); err != nil {
-			klog.InfoS("submit queue: batches wait for the next pass", "err", err)
+			klog.FromContext(ctx).Info("submit queue: batches wait for the next pass", "err", err)
 		}
 		sleep(ctx, keepPassEvery)
 	}

@@ -64,7 +64,7 @@ func (q *SubmitQueue) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		rv, err := q.drain(ctx)
 		if err != nil {
-			klog.InfoS("submit queue: batches wait for the next pass", "err", err)
+			klog.FromContext(ctx).Info("submit queue: batches wait for the next pass", "err", err)
 			sleep(ctx, q.retry)
 			continue
 		}
@@ -110,7 +110,7 @@ func (q *SubmitQueue) waitForBatch(ctx context.Context, rv string) {
 	w, err := q.c.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(q.namespace), client.HasLabels{SubmitBatchLabel},
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: &timeout, AllowWatchBookmarks: false}})
 	if err != nil {
-		klog.InfoS("submit queue: watching batches failed, listing again shortly", "err", err)
+		klog.FromContext(ctx).Info("submit queue: watching batches failed, listing again shortly", "err", err)
 		sleep(ctx, q.retry)
 		return
 	}
@@ -197,7 +197,7 @@ func (q *SubmitQueue) create(ctx context.Context, cm *corev1.ConfigMap, key stri
 // refuse keeps a batched job that cannot become its PodGroup as a failed
 // job and reports it with a Warning Event on its batch and in the log.
 func (q *SubmitQueue) refuse(ctx context.Context, cm *corev1.ConfigMap, key string, pg *v1alpha1.PodGroup, why error) error {
-	klog.ErrorS(why, "submit queue: the cluster refused a batched job; it is kept as FAILED", "batch", cm.Name, "job", key)
+	klog.FromContext(ctx).Error(why, "submit queue: the cluster refused a batched job; it is kept as FAILED", "batch", cm.Name, "job", key)
 	if err := q.keepFailed(ctx, cm.Namespace, key, pg, why); err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (q *SubmitQueue) refuse(ctx context.Context, cm *corev1.ConfigMap, key stri
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
 	if err := q.c.Create(ctx, ev); err != nil {
-		klog.ErrorS(err, "submit queue: recording the refusal failed", "batch", cm.Name, "job", key)
+		klog.FromContext(ctx).Error(err, "submit queue: recording the refusal failed", "batch", cm.Name, "job", key)
 	}
 	return nil
 }

@@ -46,14 +46,14 @@ func (b *Backend) batchedGroups(ctx context.Context, id uint32) ([]v1alpha1.PodG
 	}
 	var out []v1alpha1.PodGroup
 	for i := range batches {
-		out = append(out, batchedJobs(&batches[i], id)...)
+		out = append(out, batchedJobs(ctx, &batches[i], id)...)
 	}
 	return out, nil
 }
 
 // batchedJobs decodes the jobs of batch cm (only id, unless 0), each with
 // why it waits as the batch says.
-func batchedJobs(cm *corev1.ConfigMap, id uint32) []v1alpha1.PodGroup {
+func batchedJobs(ctx context.Context, cm *corev1.ConfigMap, id uint32) []v1alpha1.PodGroup {
 	var (
 		out   []v1alpha1.PodGroup
 		waits map[string]v1alpha1.BatchedWait
@@ -69,7 +69,7 @@ func batchedJobs(cm *corev1.ConfigMap, id uint32) []v1alpha1.PodGroup {
 		}
 		pg.CreationTimestamp = metav1.NewTime(pg.SubmitTime())
 		if !read {
-			waits, read = pendingReasons(cm), true
+			waits, read = pendingReasons(ctx, cm), true
 		}
 		if w, ok := waits[key]; ok {
 			pg.Status.Conditions = []metav1.Condition{w.Condition()}
@@ -81,10 +81,10 @@ func batchedJobs(cm *corev1.ConfigMap, id uint32) []v1alpha1.PodGroup {
 
 // pendingReasons reads why batch cm's jobs wait; a value that does not
 // parse (not the scheduler's) says nothing, and its jobs read None.
-func pendingReasons(cm *corev1.ConfigMap) map[string]v1alpha1.BatchedWait {
+func pendingReasons(ctx context.Context, cm *corev1.ConfigMap) map[string]v1alpha1.BatchedWait {
 	waits, err := v1alpha1.ParsePendingReasons(cm.Annotations[v1alpha1.PendingReasonsAnnotation])
 	if err != nil {
-		klog.InfoS("a submit batch's pending reasons do not parse; its jobs read None", "batch", cm.Namespace+"/"+cm.Name, "err", err)
+		klog.FromContext(ctx).Info("a submit batch's pending reasons do not parse; its jobs read None", "batch", cm.Namespace+"/"+cm.Name, "err", err)
 		return nil
 	}
 	return waits

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestBatchedJobsReadTheirBatchsReasons(t *testing.T) {
 				cm.Annotations = map[string]string{v1alpha1.PendingReasonsAnnotation: tc.value}
 			}
 			got := map[string]string{}
-			for _, pg := range batchedJobs(cm, tc.id) {
+			for _, pg := range batchedJobs(context.Background(), cm, tc.id) {
 				if !jobstate.IsBatched(&pg) {
 					t.Errorf("job %s does not read as batched", pg.Name)
 				}

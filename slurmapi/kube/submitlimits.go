@@ -136,7 +136,7 @@ func (s *submitCounts) refresh(ctx context.Context) error {
 	defer s.mu.Unlock()
 	s.refreshing = false
 	if err != nil {
-		klog.InfoS("counting jobs for MaxSubmitJobs failed; the counts stay as they were", "err", err)
+		klog.FromContext(ctx).Info("counting jobs for MaxSubmitJobs failed; the counts stay as they were", "err", err)
 		if s.counts == nil {
 			s.since = nil
 			return err
