@@ -7,7 +7,10 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/go-logr/logr"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/internal/serverconfig"
@@ -64,7 +67,9 @@ func (s *Server) schedulerNames() []string {
 }
 
 // addWebhook serves the admission webhook on every replica and registers
-// it (a Service in-cluster, its loopback URL outside) once it listens.
+// it (a Service in-cluster, its loopback URL outside) once its certificate is
+// ready: one cert-controller keeps in a Secret of the server's namespace, or one
+// provided in webhook.certDir with its ca.crt (the chart's webhook.tls.existingSecret).
 func (s *Server) addWebhook() error {
 	w := s.cfg.Webhook
 	// Reads a pod's owners at admission to name its PodGroup, sparing the pod a patch.
@@ -77,6 +82,15 @@ func (s *Server) addWebhook() error {
 	if err != nil {
 		return fmt.Errorf("webhook queue reader: %w", err)
 	}
+	certDir := s.cfg.WebhookCertDir()
+	var certSecret types.NamespacedName
+	if !webhook.CertProvided(certDir) {
+		certSecret = types.NamespacedName{Namespace: s.cfg.LeaderElection.Namespace, Name: webhook.DefaultCertSecret}
+	}
+	var service *admissionregistrationv1.ServiceReference
+	if w.ServiceName != "" {
+		service = &admissionregistrationv1.ServiceReference{Name: w.ServiceName, Namespace: w.ServiceNamespace}
+	}
 	hook, err := webhook.New(webhook.Config{
 		Informers: s.informers,
 		Owners:    owners,
@@ -85,23 +99,20 @@ func (s *Server) addWebhook() error {
 		// only if they have to wait or are evicted (addREST ran first).
 		JobIDs:         s.jobIDs.Next,
 		Addr:           w.Addr,
-		StateDir:       s.cfg.WebhookCertDir(),
+		CertDir:        certDir,
+		CertSecret:     certSecret,
 		Hosts:          w.Hosts,
+		Service:        service,
 		SchedulerNames: s.schedulerNames(),
 		ClientCAFile:   w.ClientCAFile,
 		ClientNames:    w.ClientNames,
 		GovernGPUs:     s.cfg.GovernGPUs(),
 		Client:         s.kube,
-		Log:            s.log.With("component", "webhook"),
+		RESTConfig:     s.restConfig,
+		Log:            logr.FromSlogHandler(s.log.Handler()).WithValues("component", "webhook"),
 	})
 	if err != nil {
 		return err
-	}
-	reg := webhook.Registration{CABundle: hook.CABundle(), SchedulerNames: s.schedulerNames(), GovernGPUs: s.cfg.GovernGPUs()}
-	if w.ServiceName != "" {
-		reg.Service = &admissionregistrationv1.ServiceReference{Name: w.ServiceName, Namespace: w.ServiceNamespace}
-	} else {
-		reg.URL = hook.URL()
 	}
 	s.addComponent(component{name: "webhook", run: func(ctx context.Context) error {
 		// Sluice's labels and annotations stay Sluice's: the admission policy exempts only
@@ -113,10 +124,7 @@ func (s *Server) addWebhook() error {
 		if err := webhook.RegisterPolicy(ctx, s.kube, webhook.Policy{Users: []string{self}, SchedulerNames: s.schedulerNames()}); err != nil {
 			return err
 		}
-		reg.Users = []string{self} // the pods the server creates itself are never governed
-		if err := webhook.Register(ctx, s.restConfig, reg); err != nil {
-			return fmt.Errorf("registering the webhook: %w", err)
-		}
+		// Registers the webhook (the pods the server creates itself never governed) and serves it.
 		return hook.Run(ctx)
 	}})
 	return nil

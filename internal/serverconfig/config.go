@@ -157,15 +157,16 @@ type SlurmUser struct {
 // defaulting, GPU-sharing validation, GPU environment wiring).
 type WebhookConfig struct {
 	Enabled bool `yaml:"enabled"`
-	// CertDir holds the CA and serving certificate (webhook-ca.crt/.key,
-	// webhook.crt/.key). Empty means stateDir/webhook, where the server
-	// makes its own; in a multi-replica install it is a mounted Secret, so
-	// every replica serves the CA the registration carries.
+	// CertDir is where the webhook server reads its serving certificate and key
+	// (tls.crt, tls.key), copied there from the Secret cert-controller's rotator
+	// keeps; a ca.crt already in it is a certificate the site provides, served as
+	// it is. Empty means stateDir/webhook.
 	CertDir string `yaml:"certDir"`
 	// Addr is where the webhook serves HTTPS; port 0 picks a free port.
 	Addr string `yaml:"addr"`
-	// Hosts are the names its certificate is valid for (default 127.0.0.1,
-	// localhost; the Service's DNS names in a cluster).
+	// Hosts are the DNS names its certificate is valid for (default localhost;
+	// the Service's DNS names in a cluster, NAME.NAMESPACE.svc first); IP
+	// addresses are ignored with a warning, as cert-controller writes DNS names only.
 	Hosts []string `yaml:"hosts"`
 	// ServiceName and ServiceNamespace register the webhook behind a
 	// Service (in-cluster); empty registers its URL (outside the cluster).

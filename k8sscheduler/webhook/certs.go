@@ -2,269 +2,228 @@ package webhook
 
 import (
 	"bytes"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// Lifetimes. The CA is long-lived because replacing it means re-registering
-// its bundle with the API server, which only happens at startup; the serving
-// certificate is short-lived and is replaced while running.
+// DefaultCertSecret is the Secret `sluice server` keeps the webhook's CA and serving
+// certificate in (Config.CertSecret), in its own namespace.
+const DefaultCertSecret = "sluice-webhook-certs"
+
+// The files in Config.CertDir and the keys of Config.CertSecret (cert-controller's names).
 const (
-	caValidity         = 10 * 365 * 24 * time.Hour
-	caRenewBefore      = 365 * 24 * time.Hour
-	servingValidity    = 365 * 24 * time.Hour
-	servingRenewBefore = 30 * 24 * time.Hour
-	// clockSkew backdates NotBefore so an API server whose clock runs a
-	// little behind still accepts a certificate made a moment ago.
-	clockSkew = time.Hour
+	caFile   = "ca.crt"
+	certFile = "tls.crt"
+	keyFile  = "tls.key"
 )
 
-// File names in the state directory.
-const (
-	caCertFile      = "webhook-ca.crt"
-	caKeyFile       = "webhook-ca.key"
-	servingCertFile = "webhook.crt"
-	servingKeyFile  = "webhook.key"
-)
+// rotators numbers the rotators of this process: controller-runtime refuses a second
+// controller of the same name, and a test runs several servers one after the other.
+var rotators atomic.Int32
 
-// certStore holds the webhook's CA and its current serving certificate.
-// The serving certificate is swapped atomically; handshakes read it through
-// getCertificate.
-type certStore struct {
+// CertProvided says whether dir holds a certificate someone else manages, with the CA
+// that signed it (ca.crt, as a mounted Secret of cert-manager's has): the server
+// then serves it as it is (Config.CertSecret empty). The server writes no ca.crt there.
+func CertProvided(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, caFile))
+	return err == nil
+}
+
+// providedCA reads the CA of a certificate provided in dir (Config.CertSecret empty),
+// checking that the serving pair is there for the webhook server to load.
+func providedCA(dir string) ([]byte, error) {
+	ca, err := os.ReadFile(filepath.Join(dir, caFile))
+	if err != nil {
+		return nil, fmt.Errorf("webhook: provided certificate: %w", err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("webhook: provided certificate: %s holds no PEM certificate", filepath.Join(dir, caFile))
+	}
+	if _, err := tls.LoadX509KeyPair(filepath.Join(dir, certFile), filepath.Join(dir, keyFile)); err != nil {
+		return nil, fmt.Errorf("webhook: provided certificate: %w", err)
+	}
+	return ca, nil
+}
+
+// rotation is cert-controller's rotator over Config.CertSecret, run by a controller-runtime
+// manager of its own, and the copy of the Secret's serving pair in Config.CertDir.
+type rotation struct {
+	ready  chan struct{} // closed by the rotator: certificate valid, files present, CA injected
+	copied *certCopy
+}
+
+// startRotation creates the Secret when missing, then runs the rotator until ctx ends.
+// It returns once the rotator is ready and the Secret's serving pair is in the
+// directory, or with the error that stopped it; done then yields the manager's end.
+func (s *Server) startRotation(ctx context.Context) (r *rotation, done <-chan error, err error) {
+	key := s.cfg.CertSecret
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "sluice"}},
+		Type: corev1.SecretTypeOpaque,
+	}
+	// The rotator only reads and updates it: it must exist.
+	if _, err := s.cfg.Client.CoreV1().Secrets(key.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, fmt.Errorf("webhook: certificate Secret %s: %w", key, err)
+	}
+	// A pair left by an earlier run would tell the rotator the certificate is in place.
+	if err := os.MkdirAll(s.cfg.CertDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("webhook: certificate directory: %w", err)
+	}
+	for _, f := range []string{certFile, keyFile} {
+		if err := os.Remove(filepath.Join(s.cfg.CertDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("webhook: certificate directory: %w", err)
+		}
+	}
+	mgr, err := manager.New(s.cfg.RESTConfig, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// The manager's own cache holds the one Secret, for the copy below.
+		Cache: crcache.Options{ByObject: map[client.Object]crcache.ByObject{&corev1.Secret{}: {
+			Namespaces: map[string]crcache.Config{key.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", key.Name),
+		}}},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook: certificate rotator: %w", err)
+	}
+	r = &rotation{ready: make(chan struct{}), copied: newCertCopy(s.cfg.CertDir, s.cfg.Log)}
+	name := "sluice-webhook-certs"
+	if n := rotators.Add(1); n > 1 {
+		name = fmt.Sprintf("%s-%d", name, n)
+	}
+	err = rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      key,
+		CertDir:        s.cfg.CertDir,
+		CAName:         "sluice-webhook-ca",
+		CAOrganization: "sluice",
+		DNSName:        s.cfg.Hosts[0],
+		ExtraDNSNames:  s.cfg.Hosts[1:],
+		IsReady:        r.ready,
+		Webhooks:       []rotator.WebhookInfo{{Name: DefaultConfigurationName, Type: rotator.Mutating}},
+		// Every replica serves the webhook, so every replica needs the files.
+		RequireLeaderElection: false,
+		ControllerName:        name,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook: certificate rotator: %w", err)
+	}
+	informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Secret{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook: certificate Secret informer: %w", err)
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    r.copied.from,
+		UpdateFunc: func(_, obj any) { r.copied.from(obj) },
+	}); err != nil {
+		return nil, nil, fmt.Errorf("webhook: certificate Secret informer: %w", err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- mgr.Start(ctx) }()
+	for _, wait := range []<-chan struct{}{r.ready, r.copied.first} {
+		select {
+		case <-wait:
+		case err := <-ended:
+			if err == nil {
+				err = ctx.Err()
+			}
+			return nil, nil, fmt.Errorf("webhook: certificate rotator: %w", err)
+		}
+	}
+	return r, ended, nil
+}
+
+// certCopy writes the Secret's serving pair into the directory the webhook server
+// reads, as the kubelet writes a mounted Secret: cert-controller only waits for the
+// files. Outside the cluster (`sluice dev`) there is no kubelet; inside, this is
+// sooner than the kubelet's sync (up to a minute), so a new CA and the certificate
+// it signed reach the API server and the webhook server together.
+type certCopy struct {
 	dir   string
-	hosts []string
-
-	caPEM  []byte
-	caCert *x509.Certificate
-	caKey  crypto.Signer
-
-	serving atomic.Pointer[tls.Certificate]
+	log   logr.Logger
+	mu    sync.Mutex
+	cert  []byte                 // the pair last written
+	ca    atomic.Pointer[[]byte] // the Secret's CA, as last seen with a good pair
+	first chan struct{}          // closed on the first write
 }
 
-// loadOrCreateCerts reuses the CA and serving certificate in dir when they
-// are intact and not due for renewal at now (and the serving one covers
-// hosts), and writes new ones otherwise. A damaged file is replaced, not an
-// error: it holds nothing that cannot be made again. what lists the files it
-// (re)generated and why, for the log.
-func loadOrCreateCerts(dir string, hosts []string, now time.Time) (store *certStore, what []string, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("webhook: state directory: %w", err)
-	}
-	s := &certStore{dir: dir, hosts: hosts}
-	if why := s.loadCA(now); why != "" {
-		if err := s.createCA(now); err != nil {
-			return nil, nil, err
-		}
-		what = append(what, "new CA: "+why)
-	}
-	renewed, err := s.renewServingIfDue(now)
-	if err != nil {
-		return nil, nil, err
-	}
-	if renewed != "" {
-		what = append(what, "new serving certificate: "+renewed)
-	}
-	return s, what, nil
+func newCertCopy(dir string, log logr.Logger) *certCopy {
+	return &certCopy{dir: dir, log: log, first: make(chan struct{})}
 }
 
-// loadCA loads the CA from disk, returning why it cannot be used ("" when it can).
-func (s *certStore) loadCA(now time.Time) string {
-	ca, key, why := readPair(filepath.Join(s.dir, caCertFile), filepath.Join(s.dir, caKeyFile))
-	if why != "" {
-		return why
-	}
-	switch {
-	case !ca.IsCA:
-		return caCertFile + " is not a CA certificate"
-	case now.Before(ca.NotBefore):
-		return caCertFile + " is not valid yet"
-	case now.Add(caRenewBefore).After(ca.NotAfter):
-		return fmt.Sprintf("%s expires %s", caCertFile, ca.NotAfter.Format(time.RFC3339))
-	}
-	s.caCert, s.caKey = ca, key
-	s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
-	return ""
-}
-
-func (s *certStore) createCA(now time.Time) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "sluice-webhook-ca"},
-		NotBefore:             now.Add(-clockSkew),
-		NotAfter:              now.Add(caValidity),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		MaxPathLenZero:        true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := sign(tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return err
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return err
-	}
-	if err := writePair(s.dir, caCertFile, caKeyFile, der, key); err != nil {
-		return err
-	}
-	s.caCert, s.caKey = ca, key
-	s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	return nil
-}
-
-// renewServingIfDue makes sure the store holds a serving certificate signed
-// by the CA, covering every host and not due for renewal at now: it loads
-// the one on disk, or writes a new one. It returns why it made a new one
-// ("" when the current one is kept).
-func (s *certStore) renewServingIfDue(now time.Time) (string, error) {
-	if cur := s.serving.Load(); cur != nil && s.servingProblem(cur.Leaf, now) == "" {
-		return "", nil
-	}
-	certFile, keyFile := filepath.Join(s.dir, servingCertFile), filepath.Join(s.dir, servingKeyFile)
-	cert, key, why := readPair(certFile, keyFile)
-	if why == "" {
-		why = s.servingProblem(cert, now)
-	}
-	if why == "" {
-		s.serving.Store(&tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
-		return "", nil
-	}
-	return why, s.createServing(now)
-}
-
-// servingProblem says why cert cannot serve at now ("" when it can).
-func (s *certStore) servingProblem(cert *x509.Certificate, now time.Time) string {
-	if err := cert.CheckSignatureFrom(s.caCert); err != nil {
-		return servingCertFile + " is not signed by the current CA"
-	}
-	if now.Before(cert.NotBefore) {
-		return servingCertFile + " is not valid yet"
-	}
-	// A certificate cut short by the CA's own expiry is renewed once the
-	// CA is, at the next start.
-	if now.Add(servingRenewBefore).After(cert.NotAfter) && cert.NotAfter.Before(s.caCert.NotAfter) {
-		return fmt.Sprintf("%s expires %s", servingCertFile, cert.NotAfter.Format(time.RFC3339))
-	}
-	for _, h := range s.hosts {
-		if err := cert.VerifyHostname(h); err != nil {
-			return fmt.Sprintf("%s does not cover %s", servingCertFile, h)
-		}
-	}
-	return ""
-}
-
-func (s *certStore) createServing(now time.Time) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	notAfter := now.Add(servingValidity)
-	if notAfter.After(s.caCert.NotAfter) {
-		notAfter = s.caCert.NotAfter
-	}
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "sluice-webhook"},
-		NotBefore:   now.Add(-clockSkew),
-		NotAfter:    notAfter,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range s.hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := sign(tmpl, s.caCert, key.Public(), s.caKey)
-	if err != nil {
-		return err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return err
-	}
-	if err := writePair(s.dir, servingCertFile, servingKeyFile, der, key); err != nil {
-		return err
-	}
-	s.serving.Store(&tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf})
-	return nil
-}
-
-func (s *certStore) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	return s.serving.Load(), nil
-}
-
-// sign issues a certificate from tmpl with a random 128-bit serial number.
-func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) ([]byte, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		return nil, err
-	}
-	tmpl.SerialNumber = serial
-	return x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
-}
-
-// readPair reads a PEM certificate and its PKCS#8 key, returning why they
-// cannot be used ("" when they can).
-func readPair(certPath, keyPath string) (*x509.Certificate, crypto.Signer, string) {
-	certPEM, err := os.ReadFile(certPath)
-	if err != nil {
-		return nil, nil, describeReadError(certPath, err)
-	}
-	keyPEM, err := os.ReadFile(keyPath)
-	if err != nil {
-		return nil, nil, describeReadError(keyPath, err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM) // also checks that the key matches
-	if err != nil {
-		return nil, nil, fmt.Sprintf("%s and %s: %v", filepath.Base(certPath), filepath.Base(keyPath), err)
-	}
-	signer, ok := pair.PrivateKey.(crypto.Signer)
+// from copies the pair of a Secret the informer delivers, when it is a good pair
+// and not the one written last.
+func (c *certCopy) from(obj any) {
+	secret, ok := obj.(*corev1.Secret)
 	if !ok {
-		return nil, nil, filepath.Base(keyPath) + " holds no signing key"
+		return
 	}
-	return pair.Leaf, signer, ""
+	if err := c.write(secret.Data); err != nil {
+		c.log.Error(err, "webhook: copying the serving certificate from its Secret", "secret", secret.Namespace+"/"+secret.Name)
+	}
 }
 
-func describeReadError(path string, err error) string {
-	if errors.Is(err, os.ErrNotExist) {
-		return filepath.Base(path) + " does not exist"
+func (c *certCopy) write(data map[string][]byte) error {
+	cert, key, ca := data[certFile], data[keyFile], data[caFile]
+	if len(cert) == 0 || len(key) == 0 || len(ca) == 0 {
+		return nil // not made yet: the rotator fills it
 	}
-	return err.Error()
-}
-
-// writePair writes a certificate and its key, each through a temporary file
-// renamed into place, so a crash never leaves half a file behind.
-func writePair(dir, certName, keyName string, der []byte, key *ecdsa.PrivateKey) error {
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(dir, keyName, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})); err != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ca = bytes.Clone(ca)
+	c.ca.Store(&ca)
+	if bytes.Equal(cert, c.cert) {
+		return nil
+	}
+	// The key first: the webhook server reloads on either file and keeps its
+	// pair until both match.
+	if err := writeFileAtomic(c.dir, keyFile, key); err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, certName, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	if err := writeFileAtomic(c.dir, certFile, cert); err != nil {
+		return err
+	}
+	if c.cert == nil {
+		close(c.first)
+	} else {
+		c.log.Info("webhook: new serving certificate from the rotator", "dir", c.dir)
+	}
+	c.cert = bytes.Clone(cert)
+	return nil
 }
 
+// caBundle is the Secret's CA, as last seen with a good pair.
+func (c *certCopy) caBundle() []byte {
+	if ca := c.ca.Load(); ca != nil {
+		return *ca
+	}
+	return nil
+}
+
+// writeFileAtomic writes a file (mode 0600) through a temporary file renamed into
+// place, so the webhook server never reads half of it.
 func writeFileAtomic(dir, name string, data []byte) error {
 	f, err := os.CreateTemp(dir, "."+name+".*")
 	if err != nil {
@@ -284,6 +243,3 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	}
 	return os.Rename(f.Name(), filepath.Join(dir, name))
 }
-
-// caBundle is the PEM of the CA, for the webhook configuration's caBundle.
-func (s *certStore) caBundle() []byte { return bytes.Clone(s.caPEM) }

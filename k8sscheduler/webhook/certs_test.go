@@ -4,172 +4,167 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 )
 
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func TestLoadOrCreateCerts(t *testing.T) {
-	hosts := []string{"127.0.0.1", "sluice-webhook.sluice.svc"}
-	tests := []struct {
-		name string
-		// prepare changes the state directory (first created at t0) and
-		// returns the time and hosts of the second load.
-		prepare     func(t *testing.T, dir string) (time.Time, []string)
-		wantNewCA   bool
-		wantNewCert bool
-		wantWhy     string // substring of the reason logged
-	}{
-		{name: "restart reuses both", prepare: func(*testing.T, string) (time.Time, []string) { return t0.Add(24 * time.Hour), hosts }},
-		{name: "serving certificate due", wantNewCert: true, wantWhy: "webhook.crt expires",
-			prepare: func(*testing.T, string) (time.Time, []string) {
-				return t0.Add(servingValidity - servingRenewBefore + time.Hour), hosts
-			}},
-		{name: "CA due", wantNewCA: true, wantNewCert: true, wantWhy: "webhook-ca.crt expires",
-			prepare: func(*testing.T, string) (time.Time, []string) {
-				return t0.Add(caValidity - caRenewBefore + time.Hour), hosts
-			}},
-		{name: "new host", wantNewCert: true, wantWhy: "does not cover localhost",
-			prepare: func(*testing.T, string) (time.Time, []string) { return t0, append([]string{"localhost"}, hosts...) }},
-		{name: "damaged CA", wantNewCA: true, wantNewCert: true, wantWhy: "webhook-ca.crt and webhook-ca.key",
-			prepare: func(t *testing.T, dir string) (time.Time, []string) {
-				writeTestFile(t, filepath.Join(dir, caCertFile), "garbage")
-				return t0, hosts
-			}},
-		{name: "missing serving key", wantNewCert: true, wantWhy: "webhook.key does not exist",
-			prepare: func(t *testing.T, dir string) (time.Time, []string) {
-				if err := os.Remove(filepath.Join(dir, servingKeyFile)); err != nil {
-					t.Fatal(err)
-				}
-				return t0, hosts
-			}},
-		{name: "key of another certificate", wantNewCert: true, wantWhy: "private key does not match",
-			prepare: func(t *testing.T, dir string) (time.Time, []string) {
-				copyTestFile(t, filepath.Join(dir, caKeyFile), filepath.Join(dir, servingKeyFile))
-				return t0, hosts
-			}},
-		{name: "serving certificate of another CA", wantNewCert: true, wantWhy: "not signed by the current CA",
-			prepare: func(t *testing.T, dir string) (time.Time, []string) {
-				other := t.TempDir()
-				if _, _, err := loadOrCreateCerts(other, hosts, t0); err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range []string{servingCertFile, servingKeyFile} {
-					copyTestFile(t, filepath.Join(other, f), filepath.Join(dir, f))
-				}
-				return t0, hosts
-			}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "state")
-			first, why, err := loadOrCreateCerts(dir, hosts, t0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(why) != 2 {
-				t.Fatalf("first start: %q, want a new CA and serving certificate", why)
-			}
-			assertServes(t, first, hosts, t0)
-			assertPrivate(t, dir)
-
-			now, hosts2 := tt.prepare(t, dir)
-			second, why, err := loadOrCreateCerts(dir, hosts2, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if gotNewCA := !bytes.Equal(first.caBundle(), second.caBundle()); gotNewCA != tt.wantNewCA {
-				t.Errorf("new CA = %v, want %v (%q)", gotNewCA, tt.wantNewCA, why)
-			}
-			gotNewCert := !bytes.Equal(first.serving.Load().Certificate[0], second.serving.Load().Certificate[0])
-			if gotNewCert != tt.wantNewCert {
-				t.Errorf("new serving certificate = %v, want %v (%q)", gotNewCert, tt.wantNewCert, why)
-			}
-			if joined := strings.Join(why, "; "); !strings.Contains(joined, tt.wantWhy) {
-				t.Errorf("reasons %q do not mention %q", joined, tt.wantWhy)
-			}
-			assertServes(t, second, hosts2, now)
-			// What was written is what the next start finds.
-			third, why, err := loadOrCreateCerts(dir, hosts2, now)
-			if err != nil || len(why) != 0 || !bytes.Equal(third.caBundle(), second.caBundle()) {
-				t.Errorf("third start regenerated %q (err %v), want the second's files reused", why, err)
-			}
-		})
-	}
-}
-
-func TestRenewServingWhileRunning(t *testing.T) {
-	hosts := []string{"127.0.0.1"}
-	s, _, err := loadOrCreateCerts(t.TempDir(), hosts, t0)
+// pair is a CA and a serving certificate for hosts made as the rotator makes them.
+func pair(t *testing.T, hosts ...string) (ca, cert, key []byte) {
+	t.Helper()
+	r := &rotator.CertRotator{CAName: "sluice-webhook-ca", CAOrganization: "sluice", DNSName: hosts[0], ExtraDNSNames: hosts[1:],
+		ExtKeyUsages: &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	now := time.Now()
+	artifacts, err := r.CreateCACert(now.Add(-time.Hour), now.Add(24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := s.serving.Load()
-	if why, err := s.renewServingIfDue(t0.Add(300 * 24 * time.Hour)); err != nil || why != "" {
-		t.Fatalf("renewed %q (err %v) with 65 days left, want kept", why, err)
+	cert, key, err = r.CreateCertPEM(artifacts, now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
 	}
-	due := t0.Add(340 * 24 * time.Hour)
-	why, err := s.renewServingIfDue(due)
-	if err != nil || why == "" {
-		t.Fatalf("renewed %q (err %v) with 25 days left, want a new certificate", why, err)
-	}
-	after, _ := s.getCertificate(nil)
-	if after == before || !after.Leaf.NotAfter.After(due.Add(servingRenewBefore)) {
-		t.Fatalf("handshakes still get the old certificate (expires %s)", after.Leaf.NotAfter)
-	}
-	assertServes(t, s, hosts, due)
+	return artifacts.CertPEM, cert, key
 }
 
-// assertServes checks that a client trusting only the store's CA bundle
-// accepts its serving certificate for every host at now.
-func assertServes(t *testing.T, s *certStore, hosts []string, now time.Time) {
-	t.Helper()
+// The rotator's certificate verifies for every DNS host against its CA, and for no
+// IP address: why Config.Hosts drops IPs and the rig's URL names localhost.
+func TestRotatorCertificateNames(t *testing.T) {
+	hosts := []string{"sluice-webhook.ns.svc", "sluice-webhook", "localhost"}
+	ca, cert, key := pair(t, hosts...)
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(s.caBundle()) {
-		t.Fatal("CA bundle holds no certificate")
-	}
-	cert, err := s.getCertificate(&tls.ClientHelloInfo{})
-	if err != nil || cert == nil {
-		t.Fatalf("no serving certificate: %v", err)
+	roots.AppendCertsFromPEM(ca)
+	leaf, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, h := range hosts {
-		opts := x509.VerifyOptions{Roots: roots, DNSName: h, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-		if _, err := cert.Leaf.Verify(opts); err != nil {
-			t.Errorf("certificate for %s at %s: %v", h, now.Format(time.DateOnly), err)
+		if _, err := leaf.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: h, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("%s: %v", h, err)
 		}
+	}
+	ipCA, ipCert, ipKey := pair(t, "127.0.0.1")
+	roots = x509.NewCertPool()
+	roots.AppendCertsFromPEM(ipCA)
+	if leaf, err = tls.X509KeyPair(ipCert, ipKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "127.0.0.1"}); err == nil {
+		t.Error("a certificate for host 127.0.0.1 verifies for it; Config.Hosts could keep IP addresses")
 	}
 }
 
-// assertPrivate checks that keys are readable by their owner only.
-func assertPrivate(t *testing.T, dir string) {
+func TestCertCopy(t *testing.T) {
+	dir := t.TempDir()
+	var log strings.Builder
+	c := newCertCopy(dir, logr.FromSlogHandler(slog.NewTextHandler(&log, nil)))
+	ca, cert, key := pair(t, "localhost")
+
+	// An empty Secret (the rotator has not filled it yet) writes nothing.
+	if err := c.write(map[string][]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, certFile)); !os.IsNotExist(err) || closed(c.first) || c.caBundle() != nil {
+		t.Fatalf("an empty Secret was copied (stat %v)", err)
+	}
+	// A key of another certificate is refused, and nothing written.
+	_, _, otherKey := pair(t, "localhost")
+	if err := c.write(map[string][]byte{caFile: ca, certFile: cert, keyFile: otherKey}); err == nil || !strings.Contains(err.Error(), "private key does not match") {
+		t.Fatalf("mismatched pair: err %v", err)
+	}
+	if closed(c.first) {
+		t.Fatal("a mismatched pair was copied")
+	}
+
+	if err := c.write(map[string][]byte{caFile: ca, certFile: cert, keyFile: key}); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(c.first) || !bytes.Equal(c.caBundle(), ca) {
+		t.Fatal("the first good pair did not make the copy ready with its CA")
+	}
+	assertFiles(t, dir, cert, key)
+	if CertProvided(dir) {
+		t.Error("the copy wrote ca.crt: the next start would take the directory for a provided certificate")
+	}
+
+	// The same pair again (every resync) writes nothing; a new one replaces both files.
+	if err := c.write(map[string][]byte{caFile: ca, certFile: cert, keyFile: key}); err != nil || strings.Contains(log.String(), "new serving certificate") {
+		t.Fatalf("the same pair again: err %v, log %s", err, log.String())
+	}
+	ca2, cert2, key2 := pair(t, "localhost")
+	if err := c.write(map[string][]byte{caFile: ca2, certFile: cert2, keyFile: key2}); err != nil {
+		t.Fatal(err)
+	}
+	assertFiles(t, dir, cert2, key2)
+	if !bytes.Equal(c.caBundle(), ca2) || !strings.Contains(log.String(), "new serving certificate") {
+		t.Errorf("after a rotation: CA updated %v, log %s", bytes.Equal(c.caBundle(), ca2), log.String())
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".*")); len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
+
+func TestProvidedCertificate(t *testing.T) {
+	dir := t.TempDir()
+	if CertProvided(dir) {
+		t.Fatal("an empty directory holds a provided certificate")
+	}
+	ca, cert, key := pair(t, "sluice-webhook.ns.svc")
+	writeTestFile(t, filepath.Join(dir, caFile), ca)
+	if !CertProvided(dir) {
+		t.Fatal("ca.crt does not mark the certificate provided")
+	}
+	if _, err := providedCA(dir); err == nil || !strings.Contains(err.Error(), certFile) {
+		t.Fatalf("no serving pair: err %v", err)
+	}
+	writeTestFile(t, filepath.Join(dir, certFile), cert)
+	writeTestFile(t, filepath.Join(dir, keyFile), key)
+	got, err := providedCA(dir)
+	if err != nil || !bytes.Equal(got, ca) {
+		t.Fatalf("providedCA: %q, %v", got, err)
+	}
+	writeTestFile(t, filepath.Join(dir, caFile), []byte("not a certificate"))
+	if _, err := providedCA(dir); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Fatalf("a ca.crt holding no certificate: err %v", err)
+	}
+}
+
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// assertFiles checks the directory holds the pair, readable by its owner only.
+func assertFiles(t *testing.T, dir string, cert, key []byte) {
 	t.Helper()
-	for _, f := range []string{caKeyFile, servingKeyFile} {
-		info, err := os.Stat(filepath.Join(dir, f))
+	for name, want := range map[string][]byte{certFile: cert, keyFile: key} {
+		path := filepath.Join(dir, name)
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v, want the Secret's", name, err)
+		}
+		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if info.Mode().Perm() != 0o600 {
-			t.Errorf("%s mode %v, want 0600", f, info.Mode().Perm())
+			t.Errorf("%s mode %v, want 0600", name, info.Mode().Perm())
 		}
 	}
 }
 
-func writeTestFile(t *testing.T, path, data string) {
+func writeTestFile(t *testing.T, path string, data []byte) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func copyTestFile(t *testing.T, from, to string) {
-	t.Helper()
-	data, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTestFile(t, to, string(data))
 }

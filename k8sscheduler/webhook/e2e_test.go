@@ -7,10 +7,13 @@ import (
 	"crypto/x509"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,13 +34,32 @@ type runningWebhook struct {
 	done chan error
 }
 
-func startWebhook(t *testing.T, c *cluster.Cluster, stateDir string) *runningWebhook {
+// startWebhook starts a webhook whose rotator keeps its certificate in secret.
+func startWebhook(t *testing.T, c *cluster.Cluster, secret types.NamespacedName) *runningWebhook {
 	t.Helper()
-	return startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", StateDir: stateDir, Client: c.Client()})
+	return startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", CertSecret: secret, Client: c.Client()})
 }
 
+// certSecret is a Secret for a test's rotator, in a namespace of its own.
+func certSecret(t *testing.T, c *cluster.Cluster) types.NamespacedName {
+	t.Helper()
+	return types.NamespacedName{Namespace: e2e.Namespace(t, c), Name: DefaultCertSecret}
+}
+
+// startWebhookWith starts a webhook as cfg says (RESTConfig the rig's, CertDir a
+// temporary directory and CertSecret one of its own where unset) and waits until it
+// has registered itself.
 func startWebhookWith(t *testing.T, c *cluster.Cluster, cfg Config) *runningWebhook {
 	t.Helper()
+	if cfg.RESTConfig == nil {
+		cfg.RESTConfig = c.RESTConfig()
+	}
+	if cfg.CertDir == "" {
+		cfg.CertDir = t.TempDir()
+	}
+	if cfg.CertSecret.Name == "" && !CertProvided(cfg.CertDir) {
+		cfg.CertSecret = certSecret(t, c)
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +68,13 @@ func startWebhookWith(t *testing.T, c *cluster.Cluster, cfg Config) *runningWebh
 	w := &runningWebhook{t: t, srv: srv, stop: stop, done: make(chan error, 1)}
 	go func() { w.done <- srv.Run(ctx) }()
 	t.Cleanup(w.shutdown)
-	if err := Register(context.Background(), c.RESTConfig(), srv.Registration()); err != nil {
-		t.Fatal(err)
+	select {
+	case <-srv.Ready():
+	case err := <-w.done:
+		w.done = nil
+		t.Fatalf("webhook Run: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the webhook did not register itself within a minute")
 	}
 	return w
 }
@@ -81,6 +108,69 @@ func checkHealthz(t *testing.T, srv *Server) {
 	}
 }
 
+// servedCert is the certificate the server presents now, verified with its CA bundle.
+func servedCert(t *testing.T, srv *Server) *x509.Certificate {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CABundle())
+	conn, err := tls.Dial("tcp", srv.Addr(), &tls.Config{RootCAs: roots, ServerName: srv.cfg.Hosts[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0]
+}
+
+// A certificate the site provides (CertSecret empty: a mounted Secret of cert-manager's)
+// is served as it is, its ca.crt registered, and a renewed pair in its place is served
+// without a restart.
+func TestWebhookProvidedCertificateOnRig(t *testing.T) {
+	c := e2e.Rig(t)
+	client := c.Client()
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := &rotator.CertRotator{CAName: "site-ca", DNSName: "localhost", ExtKeyUsages: &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	now := time.Now()
+	ca, err := r.CreateCACert(now.Add(-time.Hour), now.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func() {
+		cert, key, err := r.CreateCertPEM(ca, now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, keyFile+".new"), key)
+		writeTestFile(t, filepath.Join(dir, certFile+".new"), cert)
+		for _, f := range []string{keyFile, certFile} {
+			if err := os.Rename(filepath.Join(dir, f+".new"), filepath.Join(dir, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeTestFile(t, filepath.Join(dir, caFile), ca.CertPEM)
+	issue()
+	hook := startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", CertDir: dir, Client: client})
+	t.Cleanup(func() {
+		_ = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, DefaultConfigurationName, metav1.DeleteOptions{})
+	})
+	ns := e2e.Namespace(t, c)
+	waitMutating(t, client, ns)
+	mwc, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, DefaultConfigurationName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, ca.CertPEM) {
+		t.Error("registered a CA bundle other than the provided ca.crt")
+	}
+	before := servedCert(t, hook.srv)
+	issue()
+	e2e.WaitFor(t, "the renewed pair on the wire", time.Minute, func(context.Context) (bool, error) {
+		return !servedCert(t, hook.srv).Equal(before), nil
+	})
+	waitMutating(t, client, ns)
+}
+
 func testPod(scheduler string, labels, annotations map[string]string, limits corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "wh-", Labels: labels, Annotations: annotations},
@@ -110,8 +200,8 @@ func TestWebhookOnRig(t *testing.T) {
 	c := e2e.Rig(t)
 	client := c.Client()
 	ctx := context.Background()
-	stateDir := t.TempDir()
-	hook := startWebhook(t, c, stateDir)
+	secret := certSecret(t, c)
+	hook := startWebhook(t, c, secret)
 	t.Cleanup(func() {
 		_ = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, DefaultConfigurationName, metav1.DeleteOptions{})
 	})
@@ -229,6 +319,26 @@ func TestWebhookOnRig(t *testing.T) {
 		})
 	}
 
+	t.Run("a serving certificate the rotator finds bad is replaced while serving", func(t *testing.T) {
+		before := servedCert(t, hook.srv)
+		sec, err := client.CoreV1().Secrets(secret.Namespace).Get(ctx, secret.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(sec.Data, certFile)
+		delete(sec.Data, keyFile)
+		if _, err := client.CoreV1().Secrets(secret.Namespace).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The rotator sees the Secret change and signs a new certificate with the same CA;
+		// the server copies it and controller-runtime's certificate watcher serves it.
+		e2e.WaitFor(t, "a new serving certificate on the wire", time.Minute, func(context.Context) (bool, error) {
+			return !servedCert(t, hook.srv).Equal(before), nil
+		})
+		checkHealthz(t, hook.srv)
+		waitMutating(t, client, plain)
+	})
+
 	t.Run("webhook down", func(t *testing.T) {
 		hook.shutdown()
 		_, err := client.CoreV1().Pods(plain).Create(ctx, testPod("sluice", nil, nil, nil), metav1.CreateOptions{})
@@ -245,9 +355,9 @@ func TestWebhookOnRig(t *testing.T) {
 	})
 
 	t.Run("restart reuses the CA and re-registers", func(t *testing.T) {
-		again := startWebhook(t, c, stateDir)
+		again := startWebhook(t, c, secret)
 		if !bytes.Equal(again.srv.CABundle(), hook.srv.CABundle()) {
-			t.Error("a restart with the same state directory made a new CA")
+			t.Error("a restart with the same Secret made a new CA")
 		}
 		if again.srv.URL() == hook.srv.URL() {
 			t.Fatalf("both servers on %s: the update path is not exercised", again.srv.URL())

@@ -42,7 +42,7 @@ func TestGovernGPUsOnRig(t *testing.T) {
 	tenantCfg.Impersonate = rest.ImpersonationConfig{UserName: "mallory", Groups: []string{"system:authenticated"}}
 	tenant := kubernetes.NewForConfigOrDie(tenantCfg)
 
-	hook := startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", StateDir: t.TempDir(), Client: admin,
+	hook := startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", Client: admin,
 		GovernGPUs: GovernGPUs{Enabled: true, Action: ActionAdopt, ExemptNamespaces: append([]string{exempt}, DefaultExemptNamespaces...)}})
 	t.Cleanup(func() {
 		_ = admin.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), DefaultConfigurationName, metav1.DeleteOptions{})

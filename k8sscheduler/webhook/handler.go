@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"mime"
 	"net/http"
 	"slices"
@@ -15,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/go-logr/logr"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -41,7 +42,7 @@ type admitter struct {
 	self   []string
 	gpus   GovernGPUs // every GPU pod is Sluice's (governgpus.go); zero: off
 	jobIDs func(context.Context) (uint32, error)
-	log    *slog.Logger
+	log    logr.Logger
 }
 
 // ServeHTTP decodes an admission.k8s.io/v1 AdmissionReview and answers it.
@@ -82,7 +83,7 @@ func (a *admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(out); err != nil {
-		a.log.Warn("webhook: writing the admission response", "uid", resp.UID, "err", err)
+		a.log.Error(err, "webhook: writing the admission response", "uid", resp.UID)
 	}
 }
 
@@ -156,7 +157,7 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	case err == nil:
 		nsLabels = ns.Labels
 	case !apierrors.IsNotFound(err):
-		a.log.Warn("webhook: reading the namespace for its queue", "namespace", namespace, "err", err)
+		a.log.Error(err, "webhook: reading the namespace for its queue", "namespace", namespace)
 		return deny(http.StatusServiceUnavailable, fmt.Sprintf(
 			"cannot read namespace %q for its queue label, try again: %v", namespace, err))
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -54,7 +53,6 @@ func testAdmitter(t testing.TB, getter namespaceGetter) *admitter {
 		schedulerNames: []string{"sluice", "kai-scheduler"},
 		defaultQueue:   "default",
 		namespace:      getter,
-		log:            slog.New(slog.DiscardHandler),
 	}
 }
 

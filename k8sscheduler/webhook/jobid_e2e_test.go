@@ -23,7 +23,7 @@ func TestWebhookNumbersBarePodsOnRig(t *testing.T) {
 	ctx := context.Background()
 	var next atomic.Uint32
 	next.Store(500)
-	startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", StateDir: t.TempDir(), Client: client,
+	startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", Client: client,
 		JobIDs: func(context.Context) (uint32, error) { return next.Add(1), nil }})
 	t.Cleanup(func() {
 		_ = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, DefaultConfigurationName, metav1.DeleteOptions{})

@@ -58,7 +58,7 @@ func (a *admitter) priorityPatch(ctx context.Context, pod *corev1.Pod, pg *v1alp
 	pc, err := a.priorityClass(ctx, name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			a.log.Warn("webhook: reading the PriorityClass a priorityClassName label names", "class", name, "err", err)
+			a.log.Error(err, "webhook: reading the PriorityClass a priorityClassName label names", "class", name)
 		}
 		return nil
 	}

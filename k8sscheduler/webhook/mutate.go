@@ -70,7 +70,7 @@ func (a *admitter) derivedGroup(ctx context.Context, pod *corev1.Pod, nsLabels m
 	}
 	pg, err := a.owners.atAdmission(ctx, pod, nsLabels)
 	if err != nil {
-		a.log.Info("webhook: PodGroup left to the pod grouper", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		a.log.Error(err, "webhook: PodGroup left to the pod grouper", "pod", pod.Namespace+"/"+pod.Name)
 		return nil
 	}
 	return pg
@@ -158,7 +158,7 @@ func (a *admitter) jobIDPatch(ctx context.Context, pod *corev1.Pod, dryRun bool)
 	}
 	id, err := a.jobIDs(ctx)
 	if err != nil {
-		a.log.Info("webhook: bare pod left to the pod grouper: no job id", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		a.log.Error(err, "webhook: bare pod left to the pod grouper: no job id", "pod", pod.Namespace+"/"+pod.Name)
 		return nil, 0
 	}
 	a.given.add(pod.Namespace+"/"+pod.Name, id, time.Now())

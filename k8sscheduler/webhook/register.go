@@ -24,7 +24,8 @@ const (
 	WebhookName              = "pod-admission.sluice.dev"
 )
 
-// Registration describes the MutatingWebhookConfiguration Register installs.
+// Registration describes the MutatingWebhookConfiguration Register installs (Server.Run
+// registers itself with one built from its Config).
 type Registration struct {
 	// Name of the MutatingWebhookConfiguration; default "sluice".
 	Name string
@@ -32,7 +33,7 @@ type Registration struct {
 	// Server.CABundle(). Required.
 	CABundle []byte
 	// URL is the webhook's address when the API server reaches it directly,
-	// such as https://127.0.0.1:9443/mutate-pods under `sluice dev`
+	// such as https://localhost:9443/mutate-pods under `sluice dev`
 	// (Server.URL()). Exactly one of URL and Service is set.
 	URL string
 	// Service is the in-cluster Service in front of the webhook (the
@@ -53,7 +54,8 @@ type Registration struct {
 
 // Register creates the MutatingWebhookConfiguration described by reg, or
 // updates it to match when it exists, so a restart with a new CA or address
-// takes over the old registration.
+// takes over the old registration. Afterwards cert-controller's rotator (with
+// Config.CertSecret) keeps its caBundle that of the CA it rotates.
 func Register(ctx context.Context, restConfig *rest.Config, reg Registration) error {
 	want, err := reg.configuration()
 	if err != nil {

@@ -1,10 +1,15 @@
 package webhook
 
 import (
+	"log/slog"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -71,7 +76,8 @@ func TestRegistrationConfiguration(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"})
+	restConfig := &rest.Config{Host: "https://127.0.0.1:1"}
+	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,22 +87,65 @@ func TestConfigErrors(t *testing.T) {
 		cfg     Config
 		wantErr string
 	}{
-		{name: "no state dir", cfg: Config{Client: client}, wantErr: "StateDir is required"},
-		{name: "no client", cfg: Config{StateDir: dir}, wantErr: "Client is required"},
-		{name: "address without port", cfg: Config{StateDir: dir, Client: client, Addr: "127.0.0.1"}, wantErr: `Addr "127.0.0.1"`},
-		{name: "empty scheduler name", cfg: Config{StateDir: dir, Client: client, SchedulerNames: []string{"sluice", ""}}, wantErr: `scheduler name ""`},
-		{name: "address that cannot be listened on", cfg: Config{StateDir: dir, Client: client, Addr: "256.0.0.1:0"}, wantErr: "listen"},
+		{name: "no cert dir", cfg: Config{Client: client, RESTConfig: restConfig}, wantErr: "CertDir is required"},
+		{name: "no client", cfg: Config{CertDir: dir, RESTConfig: restConfig}, wantErr: "Client is required"},
+		{name: "no REST config", cfg: Config{CertDir: dir, Client: client}, wantErr: "RESTConfig is required"},
+		{name: "Secret without a namespace", cfg: Config{CertDir: dir, Client: client, RESTConfig: restConfig, CertSecret: types.NamespacedName{Name: "certs"}},
+			wantErr: "needs both a namespace and a name"},
+		{name: "address without port", cfg: Config{CertDir: dir, Client: client, RESTConfig: restConfig, Addr: "127.0.0.1"}, wantErr: `Addr "127.0.0.1"`},
+		{name: "empty scheduler name", cfg: Config{CertDir: dir, Client: client, RESTConfig: restConfig, SchedulerNames: []string{"sluice", ""}}, wantErr: `scheduler name ""`},
+		{name: "address that cannot be listened on", cfg: Config{CertDir: dir, Client: client, RESTConfig: restConfig, Addr: "256.0.0.1:0"}, wantErr: "listen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := New(tt.cfg)
 			if err == nil {
-				srv.listener.Close()
+				srv.reserved.Close()
 				t.Fatal("New succeeded")
 			}
 			if !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// The serving certificate holds DNS names only: IP hosts are dropped with a warning,
+// and the URL the API server calls names the first host and the port New took.
+func TestHostsAndURL(t *testing.T) {
+	restConfig := &rest.Config{Host: "https://127.0.0.1:1"}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	tests := []struct {
+		hosts    []string
+		want     []string
+		wantWarn bool
+	}{
+		{hosts: nil, want: []string{"localhost"}},
+		{hosts: []string{"127.0.0.1", "localhost"}, want: []string{"localhost"}, wantWarn: true},
+		{hosts: []string{"::1"}, want: []string{"localhost"}, wantWarn: true},
+		{hosts: []string{"sluice-webhook.ns.svc", "10.0.0.5", "sluice-webhook"}, want: []string{"sluice-webhook.ns.svc", "sluice-webhook"}, wantWarn: true},
+	}
+	for _, tt := range tests {
+		log.Reset()
+		srv, err := New(Config{Addr: "127.0.0.1:0", CertDir: t.TempDir(), Client: client, RESTConfig: restConfig, Hosts: tt.hosts,
+			Log: logr.FromSlogHandler(slog.NewTextHandler(&log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.reserved.Close()
+		if !slices.Equal(srv.cfg.Hosts, tt.want) {
+			t.Errorf("hosts %q: certificate names %q, want %q", tt.hosts, srv.cfg.Hosts, tt.want)
+		}
+		if warned := strings.Contains(log.String(), "not in the serving certificate"); warned != tt.wantWarn {
+			t.Errorf("hosts %q: warned %v, want %v (%s)", tt.hosts, warned, tt.wantWarn, log.String())
+		}
+		_, port, _ := net.SplitHostPort(srv.Addr())
+		if want := "https://" + net.JoinHostPort(tt.want[0], port) + MutatePath; srv.URL() != want || port == "0" {
+			t.Errorf("hosts %q: URL %s, want %s", tt.hosts, srv.URL(), want)
+		}
 	}
 }

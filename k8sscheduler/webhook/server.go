@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -19,47 +19,38 @@ import (
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
-// certCheckEvery is how often a running server checks whether its serving
-// certificate is due for renewal.
-const certCheckEvery = time.Hour
-
-// Server is the admission webhook: an HTTPS server on its own port with a
-// namespace informer behind it.
+// Server is the admission webhook: controller-runtime's webhook server on its own
+// port, a namespace informer behind it and, with Config.CertSecret, cert-controller's
+// rotator keeping its certificate.
 type Server struct {
 	cfg      Config
-	listener net.Listener
-	certs    *certStore
+	reserved net.Listener // holds Addr's port from New until Run serves on it
+	port     int
 	synced   []cache.InformerSynced          // the namespace and queue caches
 	factory  informers.SharedInformerFactory // nil with Config.Informers
 	queues   *queueIndex                     // nil without Config.Queues
 	qfactory dynamicinformer.DynamicSharedInformerFactory
-	handler  http.Handler
 	adm      *admitter
-	// tlsConfig serves the certificate and, with Config.ClientCAFile, demands the API
-	// server's client certificate.
-	tlsConfig *tls.Config
+	// tlsOpts demand, with Config.ClientCAFile, the API server's client certificate.
+	tlsOpts []func(*tls.Config)
+	ready   chan struct{} // closed once registered, as the webhook server starts
+	ca      func() []byte // the CA bundle; set before ready
 }
 
-// New prepares the webhook: it loads or creates the TLS material in
-// cfg.StateDir and takes cfg.Addr's port (so a port of 0 is known from
-// Addr at once). Run serves and releases the port when it returns.
+// New prepares the webhook and takes cfg.Addr's port (so a port of 0 is known
+// from Addr at once). Run makes or loads the certificate, registers the webhook
+// and serves on that port.
 func New(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	certs, renewed, err := loadOrCreateCerts(cfg.StateDir, cfg.Hosts, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	for _, why := range renewed {
-		cfg.Log.Info("webhook: "+why, "dir", cfg.StateDir)
-	}
-	s := &Server{cfg: cfg, certs: certs}
+	s := &Server{cfg: cfg, ready: make(chan struct{})}
 	namespaces, err := s.informers()
 	if err != nil {
 		return nil, err
@@ -80,20 +71,20 @@ func New(cfg Config) (*Server, error) {
 		adm.owners = newOwnerMemo(cfg.Owners)
 	}
 	s.adm = adm
-	s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.getCertificate}
-	if err := clientAuth(cfg, s.tlsConfig); err != nil {
+	auth, err := clientAuth(cfg)
+	if err != nil {
 		return nil, err
 	}
+	s.tlsOpts = []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }, auth}
 	if cfg.ClientCAFile == "" {
-		cfg.Log.Warn("webhook: any client that reaches the webhook's port can call it (no client CA configured: see webhook.clientCAFile in docs/install.md)")
+		cfg.Log.Info("webhook: any client that reaches the webhook's port can call it (no client CA configured: see webhook.clientCAFile in docs/install.md)")
 	}
-	mux := http.NewServeMux()
-	mux.Handle(MutatePath, adm)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	s.handler = mux
-	if s.listener, err = net.Listen("tcp", cfg.Addr); err != nil {
+	// controller-runtime's server listens on a port it is given, so a port of 0 is
+	// chosen here and held until Run hands it over.
+	if s.reserved, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("webhook: listen: %w", err)
 	}
+	s.port = s.reserved.Addr().(*net.TCPAddr).Port
 	return s, nil
 }
 
@@ -149,34 +140,42 @@ func (s *Server) namespaceFrom(lister corelisters.NamespaceLister) namespaceGett
 }
 
 // Addr is the host:port the server listens on.
-func (s *Server) Addr() string { return s.listener.Addr().String() }
+func (s *Server) Addr() string { return s.reserved.Addr().String() }
 
 // URL is the address the API server calls for a webhook on this host, such
-// as https://127.0.0.1:9443/mutate-pods (an unspecified listen address is
-// reached on 127.0.0.1).
+// as https://localhost:9443/mutate-pods: the first of Config.Hosts, which the
+// serving certificate is made for, and the port of Addr.
 func (s *Server) URL() string {
-	tcp := s.listener.Addr().(*net.TCPAddr)
-	host := tcp.IP.String()
-	if tcp.IP.IsUnspecified() {
-		host = "127.0.0.1"
+	return "https://" + net.JoinHostPort(s.cfg.Hosts[0], strconv.Itoa(s.port)) + MutatePath
+}
+
+// CABundle is the PEM of the CA that signed the serving certificate, once Ready.
+func (s *Server) CABundle() []byte {
+	<-s.ready
+	return s.ca()
+}
+
+// Ready is closed once the server has its certificate and has registered itself,
+// as it starts serving.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// registration describes this server for Register: behind Config.Service, else at
+// URL(); self (SelfUser) is never governed.
+func (s *Server) registration(ca []byte, self string) Registration {
+	reg := Registration{CABundle: ca, Service: s.cfg.Service, SchedulerNames: s.cfg.SchedulerNames,
+		GovernGPUs: s.cfg.GovernGPUs, Users: []string{self}}
+	if reg.Service == nil {
+		reg.URL = s.URL()
 	}
-	return "https://" + net.JoinHostPort(host, fmt.Sprint(tcp.Port)) + MutatePath
+	return reg
 }
 
-// CABundle is the PEM of the CA that signed the serving certificate.
-func (s *Server) CABundle() []byte { return s.certs.caBundle() }
-
-// Registration describes this server reached at URL(), for Register under
-// `sluice dev`. The chart sets Service instead of URL.
-func (s *Server) Registration() Registration {
-	return Registration{URL: s.URL(), CABundle: s.CABundle(), SchedulerNames: s.cfg.SchedulerNames, GovernGPUs: s.cfg.GovernGPUs}
-}
-
-// Run syncs the namespace cache, then serves HTTPS until ctx is done,
-// renewing the serving certificate before it expires. It returns nil after
-// ctx ends and a clean shutdown, or the error that stopped it.
+// Run syncs the namespace cache, makes or loads the certificate (Config.CertSecret),
+// registers the webhook with its CA and serves HTTPS until ctx is done, the rotator
+// renewing the certificate as it runs. It returns nil after ctx ends and a clean
+// shutdown, or the error that stopped it.
 func (s *Server) Run(ctx context.Context) error {
-	defer s.listener.Close()
+	defer s.reserved.Close()
 	if s.factory != nil { // the webhook's own informers; a shared cache runs by its owner
 		s.factory.Start(ctx.Done())
 		defer s.factory.Shutdown()
@@ -185,48 +184,71 @@ func (s *Server) Run(ctx context.Context) error {
 		s.qfactory.Start(ctx.Done())
 		defer s.qfactory.Shutdown()
 	}
-	// Sluice's own identity, so pods the server creates keep what it wrote on them.
-	self, err := SelfUser(ctx, s.cfg.Client)
-	if err != nil {
-		if ctx.Err() != nil {
+	// stopped is err, or nil once the caller has ended the server.
+	parent := ctx
+	stopped := func(err error) error {
+		if parent.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	// Sluice's own identity, so pods the server creates keep what it wrote on them.
+	self, err := SelfUser(ctx, s.cfg.Client)
+	if err != nil {
+		return stopped(err)
+	}
 	s.adm.self = []string{self}
+	var rotated <-chan error // the rotator's manager, until it has ended
+	defer func() {
+		cancel()
+		if rotated != nil {
+			<-rotated
+		}
+	}()
+	if s.cfg.CertSecret.Name != "" {
+		r, done, err := s.startRotation(ctx)
+		if err != nil {
+			return stopped(err)
+		}
+		rotated, s.ca = done, r.copied.caBundle
+	} else {
+		ca, err := providedCA(s.cfg.CertDir)
+		if err != nil {
+			return err
+		}
+		s.ca = func() []byte { return ca }
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("webhook: namespace and queue caches did not sync")
+		return stopped(errors.New("webhook: namespace and queue caches did not sync"))
 	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         s.tlsConfig,
+	if err := Register(ctx, s.cfg.RESTConfig, s.registration(s.ca(), self)); err != nil {
+		return stopped(fmt.Errorf("webhook: registering: %w", err))
 	}
+	host, _, _ := net.SplitHostPort(s.cfg.Addr)
+	srv := crwebhook.NewServer(crwebhook.Options{Host: host, Port: s.port, CertDir: s.cfg.CertDir,
+		CertName: certFile, KeyName: keyFile, TLSOpts: s.tlsOpts})
+	srv.Register(MutatePath, s.adm)
+	srv.Register("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
 	served := make(chan error, 1)
-	go func() { served <- srv.ServeTLS(s.listener, "", "") }()
-	tick := time.NewTicker(certCheckEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-served:
-			return fmt.Errorf("webhook: serve: %w", err)
-		case now := <-tick.C:
-			if why, err := s.certs.renewServingIfDue(now); err != nil {
-				s.cfg.Log.Error("webhook: renewing the serving certificate", "err", err)
-			} else if why != "" {
-				s.cfg.Log.Info("webhook: new serving certificate: "+why, "dir", s.cfg.StateDir)
-			}
-		case <-ctx.Done():
-			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(shutdownCtx); err != nil {
-				return fmt.Errorf("webhook: shutdown: %w", err)
-			}
-			return nil
+	s.reserved.Close()
+	go func() { served <- srv.Start(ctx) }()
+	close(s.ready)
+	select {
+	case err := <-served:
+		if err != nil {
+			return stopped(fmt.Errorf("webhook: serve: %w", err))
 		}
+		return nil
+	case err := <-rotated:
+		rotated = nil
+		cancel()
+		<-served
+		if err == nil {
+			err = errors.New("stopped")
+		}
+		return stopped(fmt.Errorf("webhook: certificate rotator: %w", err))
 	}
 }
 

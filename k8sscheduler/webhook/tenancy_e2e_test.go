@@ -91,7 +91,7 @@ func startTenancyRig(t *testing.T) *tenancyRig {
 	r.tenant = kubernetes.NewForConfigOrDie(tenantCfg)
 	r.tenantCRs = newCRClient(t, tenantCfg)
 
-	r.hook = startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", StateDir: t.TempDir(), Client: r.admin,
+	r.hook = startWebhookWith(t, c, Config{Addr: "127.0.0.1:0", Client: r.admin,
 		Queues: dynamic.NewForConfigOrDie(c.RESTConfig()), ClientCAFile: c.WebhookClientCA,
 		JobIDs: func(context.Context) (uint32, error) { return r.ids.Add(1), nil }})
 	if err := RegisterPolicy(ctx, r.admin, Policy{Users: []string{"sluice-server"}}); err != nil {

@@ -22,7 +22,8 @@ import (
 // ledger and recorder, remediation controller, pod grouper, REST API). What a one-replica
 // install changes is all that is set: leader election off, the webhook and the REST API
 // on free loopback ports, the rig's server credentials and the webhook client CA. Each
-// start gets a fresh state directory (ledger, webhook certificates), as a new install.
+// start gets a fresh state directory (ledger), as a new install; the webhook's CA stays in
+// its Secret on the rig, as an upgrade keeps it.
 //
 // In backlog mode the server runs with leader election on and the harness holds the
 // Lease: the webhook (on every replica) admits the backlog while the scheduler (leader

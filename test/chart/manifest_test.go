@@ -28,7 +28,7 @@ import (
 // manifestJobPlaced: a batch/v1 Job applied the Kubernetes way (schedulerName
 // sluice, a queue label, 1 GPU per pod, parallelism 2) is run by the server
 // holding only the chart's RBAC: the API server sends its pods through the
-// webhook served with the chart's certificate, which names their PodGroup, the
+// webhook served with the certificate cert-controller made, which names their PodGroup, the
 // pod grouper creates that one PodGroup of two, and the scheduler binds both.
 func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
@@ -78,7 +78,7 @@ func manifestJobPlaced(t *testing.T, c *cluster.Cluster) {
 	}
 	// Whole-GPU pods get their devices from the node's device plugin: the
 	// webhook (which named the group above, so the API server trusted the
-	// chart's CA) must not point them at a GPU of Sluice's choosing, which
+	// CA it registered) must not point them at a GPU of Sluice's choosing, which
 	// could be another pod's.
 	for _, p := range pods {
 		if hasEnv(p.Spec.Containers[0], v1alpha1.VisibleDevicesEnv) {

@@ -10,10 +10,10 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -58,12 +58,12 @@ func TestChartOnRig(t *testing.T) {
 			checkAccess(t, c.Client(), agent, a, false)
 		}
 	})
-	t.Run("the server's own token cannot read Secrets", func(t *testing.T) {
+	t.Run("the server's own token reads no Secrets outside its namespace", func(t *testing.T) {
 		kube := kubernetes.NewForConfigOrDie(tokenConfig(t, c, ns, "sluice-server"))
 		ctx := context.Background()
-		for _, secretNS := range []string{"kube-system", ns} {
+		for _, secretNS := range []string{"kube-system", ""} {
 			if _, err := kube.CoreV1().Secrets(secretNS).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-				t.Errorf("listing Secrets in %s with the server's token: %v, want Forbidden", secretNS, err)
+				t.Errorf("listing Secrets in %q with the server's token: %v, want Forbidden", secretNS, err)
 			}
 		}
 		if _, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
@@ -86,8 +86,8 @@ func TestChartOnRig(t *testing.T) {
 	t.Run("the agent changes only its own node", func(t *testing.T) {
 		agentChangesOnlyItsOwnNode(t, c, ns)
 	})
-	t.Run("every server replica mounts the one webhook certificate", func(t *testing.T) {
-		replicasMountWebhookSecret(t, c, ns, objs)
+	t.Run("every server replica has a memory volume for the webhook certificate", func(t *testing.T) {
+		replicasHaveCertVolume(t, c, ns, objs)
 	})
 	t.Run("sluice server runs with the chart's config and credentials", func(t *testing.T) {
 		runServerWithChartCredentials(t, c, ns, objs)
@@ -148,6 +148,14 @@ func serverNeeds(ns string) []access {
 		{verb: "get", group: "scheduling.k8s.io", resource: "priorityclasses", name: "inference"}, // KAI's priorityClassName label
 		{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
 		{verb: "update", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "sluice"},
+		// The webhook's certificate Secret: created when missing, listed and watched by
+		// cert-controller's cache, written by its rotator.
+		{verb: "create", resource: "secrets", namespace: ns},
+		{verb: "list", resource: "secrets", namespace: ns},
+		{verb: "watch", resource: "secrets", namespace: ns},
+		{verb: "update", resource: "secrets", namespace: ns, name: "sluice-webhook-certs"},
+		{verb: "list", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
+		{verb: "watch", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
 		{verb: "create", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicies"},
 		{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicies", name: "sluice-owned-metadata"},
 		{verb: "create", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicybindings"},
@@ -182,8 +190,11 @@ func serverNeeds(ns string) []access {
 func serverMustNot(ns string) []access {
 	return []access{
 		{verb: "get", resource: "secrets", namespace: "kube-system", name: "anything"},
-		{verb: "list", resource: "secrets", namespace: ns},
+		{verb: "list", resource: "secrets", namespace: "kube-system"},
 		{verb: "list", resource: "secrets"},
+		{verb: "get", resource: "secrets", namespace: ns, name: "sluice-jwt"},
+		{verb: "update", resource: "secrets", namespace: ns, name: "sluice-jwt"},
+		{verb: "delete", resource: "secrets", namespace: ns, name: "sluice-webhook-certs"},
 		{verb: "delete", resource: "nodes", name: "h100-0"},
 		{verb: "delete", resource: "namespaces", name: "team-a"},
 		{verb: "update", resource: "configmaps", namespace: ns, name: "other"},
@@ -270,13 +281,13 @@ func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) (s
 	return skipped
 }
 
-// replicasMountWebhookSecret: the webhook Secret is in the cluster and each
-// pod the Deployment's ReplicaSet made mounts it at webhook.certDir, so every
-// replica serves the CA the registration carries (none makes its own).
-func replicasMountWebhookSecret(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructured.Unstructured) {
+// replicasHaveCertVolume: the chart renders no webhook Secret (the server makes its
+// own, which every replica copies its serving certificate from), and each pod the
+// Deployment's ReplicaSet made has a memory emptyDir at webhook.certDir to copy it to.
+func replicasHaveCertVolume(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructured.Unstructured) {
 	ctx := context.Background()
-	if _, err := c.Client().CoreV1().Secrets(ns).Get(ctx, "sluice-webhook-tls", metav1.GetOptions{}); err != nil {
-		t.Fatalf("the webhook Secret after apply: %v", err)
+	if _, err := c.Client().CoreV1().Secrets(ns).Get(ctx, "sluice-webhook-certs", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the webhook Secret after apply, before any server ran: %v, want NotFound", err)
 	}
 	certDir := serverConfig(t, objs).Webhook.CertDir
 	replicas, _, _ := unstructured.NestedInt64(find(t, objs, "Deployment", "sluice-server").Object, "spec", "replicas")
@@ -284,7 +295,7 @@ func replicasMountWebhookSecret(t *testing.T, c *cluster.Cluster, ns string, obj
 		t.Fatalf("all-on values render %d server replicas; the check needs 2 or more", replicas)
 	}
 	sel := "app.kubernetes.io/instance=sluice,app.kubernetes.io/component=server"
-	e2e.WaitFor(t, fmt.Sprintf("%d server pods mounting sluice-webhook-tls at %s", replicas, certDir), time.Minute, func(ctx context.Context) (bool, error) {
+	e2e.WaitFor(t, fmt.Sprintf("%d server pods with a memory volume at %s", replicas, certDir), time.Minute, func(ctx context.Context) (bool, error) {
 		pods, err := c.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return false, err
@@ -293,14 +304,25 @@ func replicasMountWebhookSecret(t *testing.T, c *cluster.Cluster, ns string, obj
 			return false, fmt.Errorf("%d server pods", len(pods.Items))
 		}
 		for _, p := range pods.Items {
-			spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p.Spec)
-			if err != nil {
-				return false, err
-			}
-			if got := podSecretMountedAt(spec, certDir); got != "sluice-webhook-tls" {
-				return false, fmt.Errorf("pod %s mounts %q at %s", p.Name, got, certDir)
+			if !memoryVolumeAt(p.Spec, certDir) {
+				return false, fmt.Errorf("pod %s has no memory emptyDir at %s", p.Name, certDir)
 			}
 		}
 		return true, nil
 	})
+}
+
+// memoryVolumeAt says whether the pod's first container mounts a memory emptyDir, writable, at dir.
+func memoryVolumeAt(spec corev1.PodSpec, dir string) bool {
+	for _, m := range spec.Containers[0].VolumeMounts {
+		if m.MountPath != dir || m.ReadOnly {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -29,11 +29,12 @@ import (
 )
 
 // runServerWithChartCredentials runs `sluice server` outside the cluster with
-// the chart's configuration, JWT key and webhook CA, authenticated only by a
-// token of the chart's server ServiceAccount. Outside the cluster the webhook
-// is registered by URL on loopback instead of behind its Service; everything
-// else is as rendered. It checks each component got what it needs: the Lease,
-// the webhook registration with the chart's CA, a Slurm submission (namespace,
+// the chart's configuration and JWT key, authenticated only by a token of the
+// chart's server ServiceAccount. Outside the cluster the webhook is registered
+// by URL on loopback instead of behind its Service; everything else is as
+// rendered. It checks each component got what it needs: the Lease, the webhook's
+// certificate made by cert-controller in its Secret with the chart's RBAC and
+// registered with that CA, a Slurm submission (namespace,
 // job id counter, PodGroup) placed by the scheduler (its pod created bound),
 // a manifest Job grouped, mutated by the webhook and bound, and no
 // "forbidden" anywhere in the log.
@@ -54,11 +55,7 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	if err := os.MkdirAll(webhookDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// The files the Deployment mounts from the webhook Secret, by the same names.
-	tlsSecret := find(t, objs, "Secret", "sluice-webhook-tls")
-	for key, file := range map[string]string{"ca.crt": "webhook-ca.crt", "ca.key": "webhook-ca.key", "tls.crt": "webhook.crt", "tls.key": "webhook.key"} {
-		writeFile(t, filepath.Join(webhookDir, file), secretValue(t, tlsSecret, key))
-	}
+	// The Deployment's empty memory volume: the server copies its certificate there.
 	jwtKey := secretValue(t, find(t, objs, "Secret", "sluice-jwt"), "jwt.key")
 	keyFile := filepath.Join(dir, "jwt.key")
 	writeFile(t, keyFile, jwtKey)
@@ -83,9 +80,13 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 	ldap["caFile"], ldap["bindPasswordFile"] = filepath.Join(dir, "ldap-ca.crt"), filepath.Join(dir, "ldap-password")
 	writeFile(t, identity["passwdFile"].(string), []byte("bob:x:1002:1002::/home/bob:/bin/bash\n"))
 	writeFile(t, identity["groupFile"].(string), []byte("vision:x:2001:bob\n"))
-	writeFile(t, ldap["caFile"].(string), secretValue(t, tlsSecret, "ca.crt")) // any CA will do: no lookup reaches LDAP
+	anyCA, err := os.ReadFile(c.WebhookClientCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ldap["caFile"].(string), anyCA) // any CA will do: no lookup reaches LDAP
 	writeFile(t, ldap["bindPasswordFile"].(string), []byte("secret\n"))
-	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"127.0.0.1"}, "", ""
+	hook["addr"], hook["hosts"], hook["serviceName"], hook["serviceNamespace"] = "127.0.0.1:0", []string{"localhost"}, "", ""
 	t.Cleanup(func() {
 		// The registration outlives the process; leave no webhook pointing at nothing.
 		_ = c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "sluice", metav1.DeleteOptions{})
@@ -110,14 +111,21 @@ func runServerWithChartCredentials(t *testing.T, c *cluster.Cluster, ns string, 
 		}
 		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
 	})
-	e2e.WaitFor(t, "webhook registered with the chart's CA", time.Minute, func(ctx context.Context) (bool, error) {
+	e2e.WaitFor(t, "webhook registered with the CA of its Secret", time.Minute, func(ctx context.Context) (bool, error) {
 		mwc, err := c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sluice", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		ca := secretValue(t, tlsSecret, "ca.crt")
-		return bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, ca), fmt.Errorf("caBundle is not the chart's CA")
+		secret, err := c.Client().CoreV1().Secrets(ns).Get(ctx, "sluice-webhook-certs", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ca := secret.Data["ca.crt"]
+		return len(ca) > 0 && bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, ca), fmt.Errorf("caBundle is not the CA of Secret sluice-webhook-certs")
 	})
+	if _, err := os.Stat(filepath.Join(webhookDir, "tls.crt")); err != nil {
+		t.Errorf("the serving certificate copied to webhook.certDir: %v", err)
+	}
 
 	// A Slurm submission as alice (account nlp in the example site), signed
 	// with the chart's key: a namespace, a job id from the counter, a PodGroup.

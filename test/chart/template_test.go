@@ -1,14 +1,11 @@
 package chart
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +18,7 @@ const testNamespace = "sluice-system"
 func TestLintAndTemplate(t *testing.T) {
 	allOn := filepath.Join("testdata", "all-on.yaml")
 	ownDSNSecret := writeValues(t, "ledger: {type: postgres, postgres: {existingSecret: sluice-db, existingSecretKey: url}}")
+	ownCert := writeValues(t, "webhook: {tls: {existingSecret: site-webhook-cert}}")
 	clientCA := writeValues(t, "webhook: {clientAuth: {caBundle: \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n\", commonNames: [apiserver-webhook]}}")
 	tests := []struct {
 		name   string
@@ -90,13 +88,22 @@ func TestLintAndTemplate(t *testing.T) {
 				t.Errorf("webhook registered behind %s/%s, want %s/sluice-webhook", cfg.Webhook.ServiceNamespace, cfg.Webhook.ServiceName, testNamespace)
 			}
 			find(t, objs, "Service", cfg.Webhook.ServiceName)
-			checkServingCert(t, find(t, objs, "Secret", "sluice-webhook-tls"), cfg.Webhook.Hosts)
-			// Every replica reads the one CA from the Secret, where the config says.
-			if got := secretMountedAt(t, dep, cfg.Webhook.CertDir); got != "sluice-webhook-tls" {
-				t.Errorf("webhook.certDir %s is mounted from Secret %q, want sluice-webhook-tls", cfg.Webhook.CertDir, got)
+			// The server makes and rotates the certificate (in its own Secret): the chart
+			// renders none, and gives the server a memory volume to copy it into.
+			for _, o := range objs {
+				if o.GetKind() == "Secret" && strings.Contains(o.GetName(), "webhook") {
+					t.Errorf("the chart rendered webhook Secret %s; the server makes its certificate", o.GetName())
+				}
 			}
-			if !slices.Contains(cfg.Webhook.Hosts, "sluice-webhook."+testNamespace+".svc") {
-				t.Errorf("webhook hosts %v lack the Service's DNS name", cfg.Webhook.Hosts)
+			if vol := volumeMountedAt(t, dep, cfg.Webhook.CertDir); toJSON(t, vol["emptyDir"]) != `{"medium":"Memory","sizeLimit":"1Mi"}` {
+				t.Errorf("webhook.certDir %s is on volume %s, want a memory emptyDir", cfg.Webhook.CertDir, toJSON(t, vol))
+			}
+			// The API server calls the Service's .svc name, the one cert-controller checks the certificate for.
+			if len(cfg.Webhook.Hosts) == 0 || cfg.Webhook.Hosts[0] != "sluice-webhook."+testNamespace+".svc" {
+				t.Errorf("webhook hosts %v do not start with the Service's DNS name", cfg.Webhook.Hosts)
+			}
+			if rules := toJSON(t, find(t, objs, "Role", "sluice-server")); !strings.Contains(rules, `"resourceNames":["sluice-webhook-certs"],"resources":["secrets"],"verbs":["update"]`) {
+				t.Errorf("Role does not let the server update its certificate Secret: %s", rules)
 			}
 			if cfg.LeaderElection.Namespace != testNamespace {
 				t.Errorf("Lease namespace %q, want the release namespace", cfg.LeaderElection.Namespace)
@@ -160,6 +167,22 @@ func TestLintAndTemplate(t *testing.T) {
 			}
 			if !mounted {
 				t.Errorf("the client CA is not mounted where webhook.clientCAFile points: %v", mounts)
+			}
+		}},
+		{"the site's webhook certificate", []string{ownCert}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			cfg := serverConfig(t, objs)
+			dep := find(t, objs, "Deployment", "sluice-server")
+			if got := secretMountedAt(t, dep, cfg.Webhook.CertDir); got != "site-webhook-cert" {
+				t.Errorf("webhook.certDir %s is mounted from Secret %q, want site-webhook-cert", cfg.Webhook.CertDir, got)
+			}
+			// The file names the server serves and registers, and nothing else (no CA key).
+			items, _, _ := unstructured.NestedSlice(volumeMountedAt(t, dep, cfg.Webhook.CertDir), "secret", "items")
+			if want := `[{"key":"ca.crt","path":"ca.crt"},{"key":"tls.crt","path":"tls.crt"},{"key":"tls.key","path":"tls.key"}]`; toJSON(t, items) != want {
+				t.Errorf("Secret site-webhook-cert is mounted with items %s, want %s", toJSON(t, items), want)
+			}
+			// No rotator: no right on Secrets of the namespace.
+			if rules := toJSON(t, find(t, objs, "Role", "sluice-server")); strings.Contains(rules, "secrets") {
+				t.Errorf("Role grants Secrets although the site provides the certificate: %s", rules)
 			}
 		}},
 		{"PostgreSQL DSN from the user's Secret", []string{ownDSNSecret}, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -393,24 +416,20 @@ func toJSON(t testing.TB, v any) string {
 // checkServingCert: the generated serving certificate is signed by the
 // generated CA and valid for every name the server is configured with, and
 // the CA lives longer than the year the server insists on.
-func checkServingCert(t *testing.T, secret *unstructured.Unstructured, hosts []string) {
+// volumeMountedAt is the volume the workload's container mounts at dir (nil when none is).
+func volumeMountedAt(t testing.TB, workload *unstructured.Unstructured, dir string) map[string]any {
 	t.Helper()
-	pair, err := tls.X509KeyPair(secretValue(t, secret, "tls.crt"), secretValue(t, secret, "tls.key"))
-	if err != nil {
-		t.Fatalf("webhook serving certificate: %v", err)
-	}
-	caPair, err := tls.X509KeyPair(secretValue(t, secret, "ca.crt"), secretValue(t, secret, "ca.key"))
-	if err != nil {
-		t.Fatalf("webhook CA: %v", err)
-	}
-	if !caPair.Leaf.IsCA || time.Until(caPair.Leaf.NotAfter) < 2*365*24*time.Hour {
-		t.Errorf("webhook CA: IsCA=%v, expires %s", caPair.Leaf.IsCA, caPair.Leaf.NotAfter)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(caPair.Leaf)
-	for _, h := range hosts {
-		if _, err := pair.Leaf.Verify(x509.VerifyOptions{DNSName: h, Roots: roots}); err != nil {
-			t.Errorf("serving certificate for %s: %v", h, err)
+	mounts, _, _ := unstructured.NestedSlice(container(t, workload), "volumeMounts")
+	vols, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "volumes")
+	for _, m := range mounts {
+		if m.(map[string]any)["mountPath"] != dir {
+			continue
+		}
+		for _, v := range vols {
+			if v.(map[string]any)["name"] == m.(map[string]any)["name"] {
+				return v.(map[string]any)
+			}
 		}
 	}
+	return nil
 }

@@ -18,7 +18,8 @@
 {{- define "sluice.agent" -}}{{ include "sluice.fullname" . | trunc 57 | trimSuffix "-" }}-agent{{- end -}}
 {{- define "sluice.webhookService" -}}{{ include "sluice.fullname" . | trunc 55 | trimSuffix "-" }}-webhook{{- end -}}
 {{- define "sluice.jwtSecret" -}}{{ default (printf "%s-jwt" (include "sluice.fullname" .)) .Values.jwt.existingSecret }}{{- end -}}
-{{- define "sluice.webhookSecret" -}}{{ default (printf "%s-webhook-tls" (include "sluice.fullname" .)) .Values.webhook.tls.existingSecret }}{{- end -}}
+{{- /* The Secret the server keeps the webhook's CA and certificate in (webhook.DefaultCertSecret). */ -}}
+{{- define "sluice.webhookCertSecret" -}}sluice-webhook-certs{{- end -}}
 {{- define "sluice.ledgerDSNSecret" -}}{{ default (printf "%s-ledger-dsn" (include "sluice.fullname" .)) .Values.ledger.postgres.existingSecret }}{{- end -}}
 {{- define "sluice.ledgerDSNKey" -}}{{ if .Values.ledger.postgres.existingSecret }}{{ .Values.ledger.postgres.existingSecretKey }}{{ else }}dsn{{ end }}{{- end -}}
 {{- define "sluice.ledgerClaim" -}}{{ default (printf "%s-ledger" (include "sluice.fullname" .)) .Values.ledger.sqlite.persistence.existingClaim }}{{- end -}}
@@ -48,11 +49,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
-{{/* The webhook Service's DNS names: what the serving certificate must cover. */}}
+{{/*
+The webhook Service's DNS names: what the serving certificate must cover. The
+first is the one the API server calls, which cert-controller checks the
+certificate against.
+*/}}
 {{- define "sluice.webhookHosts" -}}
 {{- $svc := include "sluice.webhookService" . -}}
 {{- $ns := .Release.Namespace -}}
-{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) | toJson -}}
+{{- list (printf "%s.%s.svc" $svc $ns) $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) | toJson -}}
 {{- end -}}
 
 {{/* Where the server keeps its state, and where each mounted Secret lands. */}}
@@ -60,9 +65,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "sluice.jwtKeyFile" -}}/etc/sluice/jwt/jwt.key{{- end -}}
 {{- define "sluice.ledgerDSNFile" -}}/etc/sluice/ledger/dsn{{- end -}}
 {{/*
-webhook.certDir: the webhook Secret's mount. It is stateDir/webhook, the
-directory a server that does not read webhook.certDir uses too, so every
-server version serves the Secret's CA and never makes its own.
+webhook.certDir: where the server writes the serving certificate and key it
+copies from its Secret (a memory emptyDir), or where webhook.tls.existingSecret
+is mounted. It is stateDir/webhook, the directory a server that does not read
+webhook.certDir uses too.
 */}}
 {{/* Where the CA of the API server's webhook client certificate is mounted. */}}
 {{- define "sluice.webhookClientCADir" -}}/etc/sluice/webhook-client{{- end -}}
