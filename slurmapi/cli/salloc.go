@@ -100,6 +100,12 @@ func runSalloc(args []string) error {
 	fmt.Fprintln(info, "salloc: Waiting for resource configuration")
 	go launch.Hold(hctx, c, a.ID, info, func() { close(ready) })
 	<-ready
+	// SIGTERM and SIGHUP are caught from before salloc says the nodes are ready (a
+	// signal that came between that line and the command's start killed salloc and
+	// left the job held); the command gets them once it runs.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	fmt.Fprintf(info, "salloc: Nodes %s are ready for job\n", a.Job.Nodes)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -115,7 +121,7 @@ func runSalloc(args []string) error {
 		fmt.Fprintf(os.Stderr, "salloc: error: %v\n", err)
 		rc = 1
 	} else {
-		defer hangUpOnSignal(cmd, a.ID)()
+		defer hangUpOnSignal(cmd, a.ID, sigs)()
 		stopWatch := func() {}
 		if so.KillCommand != 0 {
 			// salloc -K: the command gets the signal once the allocation
@@ -149,10 +155,9 @@ const commandKillWait = 30 * time.Second
 // of leaving the job RUNNING with nobody to use it: the command gets SIGHUP
 // (what a closing terminal sends; an interactive shell ignores SIGTERM),
 // SIGKILL after commandKillWait, and salloc then releases the job as when
-// the command exits. The returned func stops watching.
-func hangUpOnSignal(cmd *exec.Cmd, id uint32) (stop func()) {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+// the command exits. sigs is notified of SIGTERM and SIGHUP. The returned
+// func stops watching.
+func hangUpOnSignal(cmd *exec.Cmd, id uint32, sigs <-chan os.Signal) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -168,10 +173,7 @@ func hangUpOnSignal(cmd *exec.Cmd, id uint32) (stop func()) {
 			_ = cmd.Process.Kill()
 		}
 	}()
-	return func() {
-		signal.Stop(sigs)
-		close(done)
-	}
+	return func() { close(done) }
 }
 
 // revokePoll is how often salloc -K asks whether its allocation still runs.
