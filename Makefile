@@ -13,9 +13,13 @@ TEST_TOOLS := $(RIG_TOOLS),helm
 
 all: build
 
-## build: the sluice binary into ./bin/sluice
+## build: the sluice binary into ./bin/sluice, and beside it, where libpmix-dev is installed,
+## the launcher's PMIx server for srun --mpi=pmix (bin/sluice-pmix, a C program)
 build:
 	$(GO) build -o $(BIN)/sluice ./cmd/sluice
+	@if pkg-config --exists pmix; then \
+	  $(CC) -O2 -Wall -o $(BIN)/sluice-pmix slurmapi/launch/pmix/sluice-pmix.c $$(pkg-config --cflags --libs pmix) -lpthread; \
+	else echo "build: no libpmix-dev, so no bin/sluice-pmix: srun --mpi=pmix will say so (apt-get install libpmix-dev)"; fi
 
 ## tools: the rig's binaries (etcd, kube-*, kwok, kubelet, coredns, controller-gen, helm), each only if missing or stale
 tools:

@@ -20,10 +20,13 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
 # The real nodes' runtime and network, the packages the rig's images are made of, and
-# MPICH and Slurm's libpmi2 for the PMI tests (MPICH's runtime goes into the job image too).
+# MPICH and Slurm's libpmi2 for the PMI tests, Open MPI and libpmix-dev for the PMIx tests
+# (the launcher's PMIx server is built against libpmix; both MPIs' runtimes go into the
+# job image too).
 real_node_packages="containerd runc containernetworking-plugins iproute2 iptables util-linux busybox-static
   bash coreutils grep sed hostname procps libc-bin base-files netbase
-  python3.11-minimal libpython3.11-stdlib mpich libmpich-dev libpmi2-0-dev"
+  python3.11-minimal libpython3.11-stdlib mpich libmpich-dev libpmi2-0-dev
+  openmpi-bin libopenmpi-dev libpmix-dev pkg-config"
 missing=""
 for p in $real_node_packages; do
   dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

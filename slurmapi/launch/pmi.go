@@ -42,16 +42,19 @@ func mpiType(v string) (string, error) {
 	case v == mpiPMI2:
 		return mpiPMI2, nil
 	case v == mpiPMIx || strings.HasPrefix(v, mpiPMIx+"_"):
-		return "", fmt.Errorf("--mpi=%s: Sluice has no PMIx server; use --mpi=pmi2 (MPICH, Intel MPI, MVAPICH; Open MPI 4 needs PMIx)", v)
+		return mpiPMIx, nil
 	}
-	return "", fmt.Errorf("--mpi=%s: unknown MPI type (none, pmi2)", v)
+	return "", fmt.Errorf("--mpi=%s: unknown MPI type (none, pmi2, pmix)", v)
 }
 
 // StepMPI is what each node of a step needs to serve PMI to its tasks.
 type StepMPI struct {
-	Type string `json:"type"` // mpiPMI2
+	Type string `json:"type"` // mpiPMI2 or mpiPMIx
 	// Mapping is PMI_process_mapping: which node runs each task.
 	Mapping string `json:"mapping"`
+	// Ranks are the tasks on each node of the step, in step node order
+	// (PMIx's process map).
+	Ranks [][]int `json:"ranks,omitempty"`
 }
 
 // processMapping is PMI_process_mapping for tasks on nodes nodeOf (by
@@ -180,8 +183,29 @@ type fenceWait struct {
 // (pathPMIFence) finds its node here, even while the step is starting.
 var pmiNodes = struct {
 	sync.Mutex
-	m map[string]*pmiNode
-}{m: map[string]*pmiNode{}}
+	m map[string]stepPMI
+}{m: map[string]stepPMI{}}
+
+// stepPMI serves PMI-1/2 (pmiNode) or PMIx (pmixNode) to a node's tasks
+// of a step.
+type stepPMI interface {
+	// start starts a task with what it needs to reach the server.
+	start(cmd *exec.Cmd, t TaskSlot) error
+	// fenceDone takes srun's merged keys for fence number fence and lets
+	// the node's tasks out of it.
+	fenceDone(fence int, kvs map[string]string) error
+	// stop ends the server once the node's tasks have all exited.
+	stop()
+}
+
+// startStepPMI is the node's server for spec's MPI type; a nil *pmiNode
+// (which starts tasks as they are) for none.
+func startStepPMI(job *Job, spec StepSpec, emit func(event)) (stepPMI, error) {
+	if spec.MPI != nil && spec.MPI.Type == mpiPMIx {
+		return startPMIx(job, spec, emit)
+	}
+	return startPMI(job, spec, emit)
+}
 
 // startPMI is the node's PMI server for spec's tasks, or nil for a step
 // without PMI (every method of a nil *pmiNode does nothing).
@@ -190,7 +214,7 @@ func startPMI(job *Job, spec StepSpec, emit func(event)) (*pmiNode, error) {
 		return nil, nil
 	}
 	if spec.MPI.Type != mpiPMI2 {
-		return nil, fmt.Errorf("MPI type %q: this launcher serves only pmi2", spec.MPI.Type)
+		return nil, fmt.Errorf("MPI type %q: this launcher serves pmi2 and pmix", spec.MPI.Type)
 	}
 	n := &pmiNode{spec: spec, emit: emit, kvsName: fmt.Sprintf("%s.%d", job.ID, spec.Step),
 		mapping: spec.MPI.Mapping, size: spec.NTasks,
@@ -381,8 +405,11 @@ func (n *pmiNode) jobAttr(key string) (string, bool) {
 	return "", false
 }
 
+// stop: a PMI-1/2 node leaves pmiNodes when its tasks' connections close.
+func (n *pmiNode) stop() {}
+
 // pmiNodeFor is the node this process serves for job's step.
-func pmiNodeFor(job string, step int) *pmiNode {
+func pmiNodeFor(job string, step int) stepPMI {
 	pmiNodes.Lock()
 	defer pmiNodes.Unlock()
 	return pmiNodes.m[fmt.Sprintf("%s.%d", job, step)]

@@ -30,7 +30,7 @@ type pmiHub struct {
 
 // newPMIHub is the hub of r's step for MPI type typ; nil without PMI.
 func newPMIHub(r *stepRun, typ string) *pmiHub {
-	if typ != mpiPMI2 {
+	if typ != mpiPMI2 && typ != mpiPMIx {
 		return nil
 	}
 	return &pmiHub{r: r, typ: typ, fences: map[int]map[int]map[string]string{}}
@@ -52,6 +52,14 @@ func (h *pmiHub) addTo(specs []StepSpec) {
 		}
 	}
 	m := &StepMPI{Type: h.typ, Mapping: processMapping(nodeOf)}
+	if h.typ == mpiPMIx {
+		m.Ranks = make([][]int, len(specs))
+		for i, s := range specs {
+			for _, t := range s.Tasks {
+				m.Ranks[i] = append(m.Ranks[i], t.ProcID)
+			}
+		}
+	}
 	for i := range specs {
 		specs[i].MPI = m
 		host := specs[i].Nodes[specs[i].NodeIndex]

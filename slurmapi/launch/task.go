@@ -109,7 +109,7 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 		return nil, fmt.Errorf("no command to run")
 	}
 	s := &nodeStep{}
-	pmi, err := startPMI(job, spec, emit)
+	pmi, err := startStepPMI(job, spec, emit)
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +117,13 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 		env, err := taskEnv(job, spec, t, getenv)
 		if err != nil {
 			s.signal(syscall.SIGKILL)
+			go func() { s.wait(); pmi.stop() }()
 			return nil, err
 		}
 		stdout, stderr, closeFiles, err := taskOutput(job, spec, t, emit)
 		if err != nil {
 			s.signal(syscall.SIGKILL)
+			go func() { s.wait(); pmi.stop() }()
 			return nil, err
 		}
 		cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
@@ -152,6 +154,7 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 			emit(event{Task: t.ProcID, Exit: exitOf(cmd)})
 		}()
 	}
+	go func() { s.wait(); pmi.stop() }()
 	return s, nil
 }
 

@@ -559,6 +559,20 @@ var jobPythonPackages = []string{"python3.11-minimal", "libpython3.11-minimal", 
 // transport modules, libudev1, libnuma1).
 var jobMPIPackages = []string{"libmpich12", "libhwloc15", "libucx0", "libudev1", "libnuma1"}
 
+// jobOpenMPIPackages add Open MPI's runtime to the job image, so a program built
+// with Open MPI on this machine (mpicc.openmpi) runs in job pods under srun
+// --mpi=pmix: libopenmpi3 with its plugins, the PMIx library the launcher's PMIx
+// server links, Open MPI's help texts and site parameters (openmpi-common,
+// openmpi-bin), and what ldd shows they load.
+var jobOpenMPIPackages = []string{"libopenmpi3", "openmpi-common", "openmpi-bin", "libpmix2",
+	"libevent-core-2.1-7", "libevent-pthreads-2.1-7", "libhwloc15", "libucx0", "libudev1", "libnuma1", "zlib1g",
+	"libuuid1", "libfabric1", "libpsm-infinipath1", "libpsm2-2", "librdmacm1", "libibverbs1", "ibverbs-providers",
+	"libnl-3-200", "libnl-route-3-200", "libmunge2", "libatomic1", "libgcc-s1"}
+
+// pmixHelper is the launcher's PMIx server's name beside the sluice binary
+// (launch.PMIxHelper).
+const pmixHelper = "sluice-pmix"
+
 // rigUsers are the users the rig maps jobs to, besides root and nobody.
 var rigUsers = []struct {
 	name     string
@@ -568,8 +582,8 @@ var rigUsers = []struct {
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // jobImage is a small Debian userland for job containers: bash, coreutils, grep,
-// sed, hostname, procps, and python3 and MPICH's libraries where this machine has
-// Debian's python3.11-minimal and libmpich12 installed (left out, not an error,
+// sed, hostname, procps, and python3, MPICH's and Open MPI's libraries where this
+// machine has Debian's python3.11-minimal, libmpich12 and libopenmpi3 installed (left out, not an error,
 // where it does not: a job that needs them then fails visibly).
 func jobImage() ([]imageFile, imageConfig, error) {
 	packages := append([]string(nil), jobPackages...)
@@ -587,6 +601,13 @@ func jobImage() ([]imageFile, imageConfig, error) {
 	}
 	if allInstalled(mpi, jobMPIPackages) {
 		packages = append(packages, jobMPIPackages...)
+	}
+	ompi, err := debianInstalled(jobOpenMPIPackages)
+	if err != nil {
+		return nil, imageConfig{}, err
+	}
+	if allInstalled(ompi, jobOpenMPIPackages) {
+		packages = append(packages, jobOpenMPIPackages...)
 	}
 	files, err := debianFiles(packages)
 	if err != nil {
@@ -652,6 +673,12 @@ func sluiceImage(sluiceBinary string) ([]imageFile, imageConfig, error) {
 		imageFile{Path: "/sluice", Source: sluiceBinary, Mode: 0o755},
 		imageFile{Path: "/home/nonroot", Dir: true, Mode: 0o755, UID: sluiceUID, GID: sluiceUID},
 	)
+	// The launcher's PMIx server (srun --mpi=pmix), where it was built beside the
+	// binary (`make build`, sluiceproc), goes beside it, as the Dockerfile puts it.
+	pmix := filepath.Join(filepath.Dir(sluiceBinary), pmixHelper)
+	if info, err := os.Stat(pmix); err == nil && info.Mode().IsRegular() {
+		files = append(files, imageFile{Path: "/" + pmixHelper, Source: pmix, Mode: 0o755})
+	}
 	return files, imageConfig{
 		Entrypoint: []string{"/sluice"},
 		Env:        []string{imagePath},

@@ -1,11 +1,16 @@
 package launchtest
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/slurmapi/launch"
 )
 
 // MPIProgram prints, for each rank, its rank and size, the node Sluice
@@ -72,4 +77,86 @@ func BuildMPI(t testing.TB, dir, src string) string {
 		t.Fatalf("%s: %v\n%s", cc, err, out)
 	}
 	return bin
+}
+
+// openMPICC is Open MPI's compiler wrapper, or "".
+func openMPICC() string {
+	for _, cc := range []string{"mpicc.openmpi", "mpicc"} {
+		p, err := exec.LookPath(cc)
+		if err != nil {
+			continue
+		}
+		if out, err := exec.Command(p, "-showme:version").CombinedOutput(); err == nil && strings.Contains(string(out), "Open MPI") {
+			return p
+		}
+	}
+	return ""
+}
+
+// BuildOpenMPI compiles src with Open MPI into dir, or skips the test.
+func BuildOpenMPI(t testing.TB, dir, src string) string {
+	t.Helper()
+	cc := openMPICC()
+	if cc == "" {
+		t.Skip("no Open MPI mpicc (Debian: apt-get install openmpi-bin libopenmpi-dev; hack/test-deps.sh installs them)")
+	}
+	c := filepath.Join(dir, "prog-ompi.c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "prog-ompi")
+	if out, err := exec.Command(cc, "-o", bin, c).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cc, err, out)
+	}
+	return bin
+}
+
+// PMIxServerSource is the launcher's PMIx server, a C program.
+func PMIxServerSource() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "pmix", "sluice-pmix.c")
+}
+
+// ErrNoPMIx: this machine cannot build the PMIx server.
+var ErrNoPMIx = errors.New("no PMIx headers to build the launcher's PMIx server (Debian: apt-get install libpmix-dev; hack/test-deps.sh installs it)")
+
+// CompilePMIxServer compiles the launcher's PMIx server into out, as `make
+// build` does (bin/sluice-pmix beside bin/sluice); ErrNoPMIx without
+// libpmix-dev.
+func CompilePMIxServer(out string) error {
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		return ErrNoPMIx
+	}
+	args := append([]string{"-O2", "-Wall", "-o", out, PMIxServerSource()}, strings.Fields(string(flags))...)
+	if b, err := exec.Command("gcc", append(args, "-lpthread")...).CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc %s: %w\n%s", PMIxServerSource(), err, b)
+	}
+	return nil
+}
+
+// BuildPMIxServer compiles the PMIx server into dir as launch.PMIxHelper,
+// or skips the test without libpmix-dev.
+func BuildPMIxServer(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, launch.PMIxHelper)
+	if err := CompilePMIxServer(bin); errors.Is(err, ErrNoPMIx) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// InstallPMIxServer puts the PMIx server beside the test binary, where the
+// sluice image has it beside sluice, so the init container's install
+// copies it into the pods' launcher directory.
+func InstallPMIxServer(t testing.TB) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := BuildPMIxServer(t, filepath.Dir(self))
+	t.Cleanup(func() { os.Remove(bin) })
 }

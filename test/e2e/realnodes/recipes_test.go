@@ -3,6 +3,7 @@ package realnodes
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -207,6 +208,41 @@ srun --mpi=pmi2 `+bin+`
 		t.Logf("job %s hit its time limit after its ranks printed: MPICH 4.0.2's finalize hang (see above)", id)
 	}
 	out := s.readShared(t, "mpi-"+id+".txt")
+	var got []string
+	for _, m := range regexp.MustCompile(`(?m)^(rank \d size \d node \d local \d sum \d+) name`).FindAllStringSubmatch(out, -1) {
+		got = append(got, m[1])
+	}
+	slices.Sort(got)
+	want := []string{"rank 0 size 4 node 0 local 2 sum 10", "rank 1 size 4 node 0 local 2 sum 10",
+		"rank 2 size 4 node 1 local 2 sum 10", "rank 3 size 4 node 1 local 2 sum 10"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the MPI job printed\n%s\nwant the ranks\n%s", out, strings.Join(want, "\n"))
+	}
+}
+
+// TestOpenMPIUnderSrunPMIx: an MPI program built with Debian's Open MPI, started by
+// srun --mpi=pmix without mpirun on two real nodes of two tasks each, wires up through
+// each node's PMIx server (the launcher's sluice-pmix, installed from the sluice image
+// beside the launcher, linking the job image's libpmix): every rank sees size 4, two
+// ranks on its node (shared memory within a pod, TCP between pods) and the allreduce's
+// sum, and the job completes.
+func TestOpenMPIUnderSrunPMIx(t *testing.T) {
+	s := startSite(t)
+	bin := launchtest.BuildOpenMPI(t, s.shared, launchtest.MPIProgram)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.Command("pkg-config", "--exists", "pmix").CombinedOutput(); err != nil {
+		t.Skip(launchtest.ErrNoPMIx)
+	}
+	id := s.sbatch(t, `#!/bin/bash
+#SBATCH -J ompi -N 2 --ntasks-per-node=2 -t 2 -o ompi-%j.txt
+srun --mpi=pmix `+bin+`
+`)
+	if st := s.waitEnd(t, id, 4*time.Minute); st != "COMPLETED" {
+		t.Fatalf("job %s ended %s:\n%s", id, st, s.tryRead("ompi-"+id+".txt"))
+	}
+	out := s.readShared(t, "ompi-"+id+".txt")
 	var got []string
 	for _, m := range regexp.MustCompile(`(?m)^(rank \d size \d node \d local \d sum \d+) name`).FindAllStringSubmatch(out, -1) {
 		got = append(got, m[1])

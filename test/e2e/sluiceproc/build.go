@@ -17,6 +17,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/sluicehq/sluice/slurmapi/launch"
+	"github.com/sluicehq/sluice/slurmapi/launch/launchtest"
 )
 
 // build is this test binary's compile of ./cmd/sluice, started by Main.
@@ -69,6 +72,12 @@ func compile(path string) {
 	out, err := exec.Command("go", "build", "-o", path, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
 	if err != nil {
 		build.err = fmt.Errorf("go build ./cmd/sluice: %w\n%s", err, out)
+		return
+	}
+	// The launcher's PMIx server lies beside it, as in the sluice image;
+	// without libpmix-dev there is none, and srun --mpi=pmix says so.
+	if err := launchtest.CompilePMIxServer(filepath.Join(filepath.Dir(path), launch.PMIxHelper)); err != nil && !errors.Is(err, launchtest.ErrNoPMIx) {
+		build.err = err
 		return
 	}
 	build.path = path
