@@ -93,6 +93,9 @@ func (c *cycle) explainFailure(at *attempt, ji int32) (string, string) {
 	if at.hitReservation && ps.reservedBy >= 0 {
 		return ReasonReservation, fmt.Sprintf("waiting behind reservation for job %s in partition %s", c.jobs[ps.reservedBy].job.ID, ps.name)
 	}
+	if code, reason := c.explainResv(at); code != "" {
+		return code, reason
+	}
 	gi := at.failGroup
 	if gi < 0 {
 		gi = js.g0
@@ -218,7 +221,11 @@ func (c *cycle) reserve(ji int32) {
 			return
 		}
 	}
-	cands := slices.Clone(ps.nodes)
+	// Nodes advance reservations keep it off now are no use to hold: they are the
+	// reservation's when the window opens, and free for the gang only after it.
+	cands := slices.DeleteFunc(slices.Clone(ps.nodes), func(n int32) bool {
+		return (len(c.nodes[n].resv) > 0 || js.resv != 0) && c.resvBlocks(nil, ji, n)
+	})
 	slices.SortFunc(cands, func(a, b int32) int {
 		na, nb := &c.nodes[a], &c.nodes[b]
 		if na.freeWhole != nb.freeWhole {

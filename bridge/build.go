@@ -11,6 +11,7 @@ func newCycle(s *Snapshot, b *buffers) *cycle {
 	c := &cycle{s: s, d: &Decisions{}, now: nanos(s.Now), users: map[userKey]*userUsage{}, building: true, buf: b, binds: b.binds[:0], carry: &b.carry}
 	c.buildPartitions()
 	c.buildNodes()
+	c.buildAdvanceReservations()
 	c.buildNodeSets()
 	c.buildScores()
 	c.buildSelectors()

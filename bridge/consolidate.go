@@ -87,7 +87,8 @@ func (c *cycle) moveCandidate(ji int32) int32 {
 	for b := min(g.gpu.Devices-1, int32(len(p.whole.lists)-1)); b >= 0; b-- {
 		for _, n := range p.whole.lists[b] {
 			nd := &c.nodes[n]
-			if (nd.reservedBy >= 0 && nd.reservedBy != ji) || !c.couldEverHold(n, ji, gi) {
+			if (nd.reservedBy >= 0 && nd.reservedBy != ji) || !c.couldEverHold(n, ji, gi) ||
+				((len(nd.resv) > 0 || c.jobs[ji].resv != 0) && c.resvBlocks(nil, ji, n)) {
 				continue
 			}
 			if v := c.smallestMovable(n, ji); v >= 0 {

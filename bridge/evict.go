@@ -139,7 +139,8 @@ func (c *cycle) evictOnOneNode(ji int32, action Action, kind EvictionKind, queue
 				avail := nd.free
 				avail.add(c.gain[n])
 				if slices.Contains(tried[:ntried], n) || !need.fitsIn(avail) || !c.couldEverHold(n, ji, gi) ||
-					(nd.reservedBy >= 0 && nd.reservedBy != ji && !c.mayBackfill(js, nd)) {
+					(nd.reservedBy >= 0 && nd.reservedBy != ji && !c.mayBackfill(js, nd)) ||
+					((len(nd.resv) > 0 || js.resv != 0) && c.resvBlocks(nil, ji, n)) {
 					continue
 				}
 				if ntried == maxVictimNodes {

@@ -118,6 +118,9 @@ func (c *cycle) fits(at *attempt, ji, gi, n int32) bool {
 		at.hitReservation = true
 		return false
 	}
+	if (len(nd.resv) > 0 || js.resv != 0) && c.resvBlocks(at, ji, n) {
+		return false
+	}
 	return true
 }
 
@@ -160,7 +163,7 @@ func (c *cycle) couldEverHold(n, ji, gi int32) bool {
 	if sel := js.job.NodeSelector; len(sel) > 0 && !matches(nd.labels, sel) {
 		return false
 	}
-	if !c.mayEverUse(js, g, n) {
+	if !c.mayEverUse(js, g, n) || !c.resvEverAllows(ji, n) {
 		return false
 	}
 	switch g.gpu.Kind {

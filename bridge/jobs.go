@@ -84,6 +84,7 @@ func (c *cycle) buildJob(ji int32) {
 			js.block(ReasonInvalidQOS, fmt.Sprintf("QOS %q does not exist", j.QOS))
 		}
 	}
+	c.resvOf(js)
 	if iv := c.s.Config.AgingInterval; iv > 0 && !j.SubmitTime.IsZero() && c.s.Now.After(j.SubmitTime) {
 		js.prio += int64(c.s.Now.Sub(j.SubmitTime) / iv)
 	}

@@ -27,6 +27,9 @@ func (c *cycle) limitReason(k limitKey, format func() string) (string, string) {
 // per-user and group limits, the queue limits of its whole path, and for non-preemptible
 // work the deserved quota. It returns a pending code and reason, or "" when admitted.
 func (c *cycle) admit(js *jobState) (string, string) {
+	if code, reason := c.resvAdmit(js); code != "" {
+		return code, reason
+	}
 	need := js.need
 	if js.qos >= 0 {
 		qs := &c.qos[js.qos]

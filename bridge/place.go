@@ -11,6 +11,9 @@ type attempt struct {
 	victims    []int32 // victim jobs, in order
 	// hitReservation is set when a task would have fit on a node held for another gang.
 	hitReservation bool
+	// hitResv is the first advance reservation (index plus one) that kept a task off a
+	// node it would have fit on; 0: none did.
+	hitResv int32
 	// failGroup and failPlaced describe the first group that could not be placed.
 	failGroup  int32
 	failPlaced int32
@@ -22,6 +25,7 @@ func (c *cycle) begin(at *attempt) {
 	at.unplaced = at.unplaced[:0]
 	at.victims = at.victims[:0]
 	at.hitReservation = false
+	at.hitResv = 0
 	at.failGroup = -1
 }
 

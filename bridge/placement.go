@@ -61,6 +61,8 @@ type nodeBits []uint64
 
 func (b nodeBits) has(n int32) bool { return b[n>>6]&(1<<(uint(n)&63)) != 0 }
 
+func (b nodeBits) add(n int32) { b[n>>6] |= 1 << (uint(n) & 63) }
+
 type nodeSetState struct {
 	name, constraint string
 	bits             nodeBits
@@ -109,7 +111,7 @@ func (c *cycle) buildNodeSets() {
 		st := nodeSetState{name: ns.Name, constraint: ns.Constraint, bits: make(nodeBits, words)}
 		for _, name := range ns.Nodes {
 			if n, ok := c.nodeIdx[name]; ok {
-				st.bits[n>>6] |= 1 << (uint(n) & 63)
+				st.bits.add(n)
 			}
 		}
 		c.setIdx[ns.Name] = int32(len(c.sets))
@@ -394,6 +396,7 @@ func (c *cycle) appendPlacementKey(b []byte, js *jobState) []byte {
 		b = append(b, "|excl"...)
 	}
 	b = appendAffinityKey(b, js)
+	b = c.appendResvKey(b, js)
 	if t := js.topo; t != nil {
 		for _, sp := range t.spread {
 			b = append(b, "|spread"...)

@@ -29,7 +29,17 @@ type scenario struct {
 	Usage       []scUsage   `yaml:"usage"`
 	NodeSets    []NodeSet   `yaml:"nodeSets"`
 	NodeScores  []NodeScore `yaml:"nodeScores"`
-	Expect      scExpect    `yaml:"expect"`
+	// AdvanceReservations are given relative to now.
+	AdvanceReservations []scResv `yaml:"advanceReservations"`
+	Expect              scExpect `yaml:"expect"`
+}
+
+// scResv is an advance reservation starting StartsIn from now (negative: that long ago) and
+// lasting Lasts.
+type scResv struct {
+	AdvanceReservation `yaml:",inline"`
+	StartsIn           time.Duration `yaml:"startsIn"`
+	Lasts              time.Duration `yaml:"lasts"`
 }
 
 type scNode struct {
@@ -120,6 +130,7 @@ type scJob struct {
 	scGroup      `yaml:",inline"`
 	Groups       []scGroup   `yaml:"groups"`
 	Running      []scRunning `yaml:"running"`
+	Reservation  string      `yaml:"reservation"`
 }
 
 type scUsage struct {
@@ -211,6 +222,12 @@ func (sc *scenario) snapshot() *Snapshot {
 			s.Jobs = append(s.Jobs, c.job(sc.Now, s.Partitions[0].Name))
 		}
 	}
+	for _, r := range sc.AdvanceReservations {
+		ar := r.AdvanceReservation
+		ar.Start = sc.Now.Add(r.StartsIn)
+		ar.End = ar.Start.Add(r.Lasts)
+		s.AdvanceReservations = append(s.AdvanceReservations, ar)
+	}
 	for _, u := range sc.Usage {
 		p := u.Partition
 		if p == "" {
@@ -301,7 +318,7 @@ func (g scGroup) group(name string) TaskGroup {
 func (j scJob) job(now time.Time, defaultPartition string) Job {
 	out := Job{ID: j.ID, Queue: j.Queue, Partition: j.Partition, User: j.User, QOS: j.QOS, Priority: j.Priority,
 		Preemptible: j.Preemptible, MinMember: j.MinMember, TimeLimit: j.TimeLimit, NodeSelector: j.Selector, Labels: j.Labels, Scope: j.Scope, Placement: j.Placement,
-		Alternatives: j.Alternatives, SubmitTime: now.Add(-time.Duration(j.Submitted) * time.Minute)}
+		Alternatives: j.Alternatives, SubmitTime: now.Add(-time.Duration(j.Submitted) * time.Minute), Reservation: j.Reservation}
 	if out.Partition == "" {
 		out.Partition = defaultPartition
 	}

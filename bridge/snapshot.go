@@ -26,6 +26,8 @@ type Snapshot struct {
 	NodeSets []NodeSet `json:"nodeSets,omitempty" yaml:"nodeSets,omitempty"`
 	// NodeScores rank the nodes task groups prefer, named in TaskGroup.NodeScore.
 	NodeScores []NodeScore `json:"nodeScores,omitempty" yaml:"nodeScores,omitempty"`
+	// AdvanceReservations book nodes for windows of time (advance_reservations.go).
+	AdvanceReservations []AdvanceReservation `json:"advanceReservations,omitempty" yaml:"advanceReservations,omitempty"`
 }
 
 // Config tunes the cycle. The zero value is usable.
@@ -215,6 +217,9 @@ type Job struct {
 	Running      []RunningTask `json:"running,omitempty" yaml:"running,omitempty"`
 	// StaleSince is when the gang dropped below MinMember running tasks; zero when it has not.
 	StaleSince time.Time `json:"staleSince,omitempty" yaml:"staleSince,omitempty"`
+	// Reservation names the advance reservation it runs in (sbatch --reservation); empty:
+	// none, though a Magnetic one may draw it in.
+	Reservation string `json:"reservation,omitempty" yaml:"reservation,omitempty"`
 }
 
 // TaskGroup is a set of identical tasks of a job (a PodGroup's sub-group, a Slurm het-job

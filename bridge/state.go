@@ -10,11 +10,15 @@ type cycle struct {
 	d   *Decisions
 	now int64 // the snapshot's Now in unix nanoseconds
 
-	parts    []partState
-	partIdx  map[string]int32
-	nodes    []nodeState
-	nodeIdx  map[string]int32
-	gpus     []gpuState
+	parts   []partState
+	partIdx map[string]int32
+	nodes   []nodeState
+	nodeIdx map[string]int32
+	gpus    []gpuState
+	// resvs are the advance reservations that have not ended; resvIdx maps a name to its
+	// index plus one.
+	resvs    []resvState
+	resvIdx  map[string]int32
 	queues   []queueState
 	queueIdx map[string]int32
 	roots    []int32
@@ -199,6 +203,7 @@ type nodeState struct {
 	capWhole    int32 // healthy devices
 	capacity    vec
 	reservedBy  int32
+	resv        []int32 // the advance reservations holding it, in cycle.resvs
 	// tasks counts the placements on it; exclusive is the exclusive job holding it (-1:
 	// none), with exclTasks of its tasks there.
 	tasks     int32
@@ -305,6 +310,9 @@ type jobState struct {
 	onePerNode  bool
 	exclusive   bool
 	constrained bool
+	// resv is the advance reservation it asked for, its index in cycle.resvs plus one;
+	// 0: none.
+	resv int32
 }
 
 type groupReq struct {
