@@ -15,10 +15,11 @@ func TestDefinitionsMatchRegisteredKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{ // kind -> scope
-		"Partition": "Cluster",
-		"PodGroup":  "Namespaced",
-		"QOS":       "Cluster",
-		"Queue":     "Cluster",
+		"Partition":   "Cluster",
+		"PodGroup":    "Namespaced",
+		"QOS":         "Cluster",
+		"Queue":       "Cluster",
+		"Reservation": "Cluster",
 	}
 	if len(defs) != len(want) {
 		t.Fatalf("got %d CRDs, want %d", len(defs), len(want))
