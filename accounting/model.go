@@ -6,6 +6,7 @@ package accounting
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
@@ -106,6 +107,8 @@ type Job struct {
 	Allocated    TRES      `json:"allocated"`
 	NodeList     string    `json:"node_list"`
 	RequeueCount int       `json:"requeue_count"`
+	// Reservation is the advance reservation it ran in ("" for none).
+	Reservation string `json:"reservation,omitempty"`
 	// Steps are the job's steps (JOBID.batch, JOBID.0, ...) where a report
 	// reads them with the job; the ledger keeps them apart (Store.Steps).
 	Steps []Step `json:"steps,omitempty"`
@@ -173,6 +176,8 @@ type RunUsage struct {
 	Partition string `json:"partition"`
 	QOS       string `json:"qos"`
 	Allocated TRES   `json:"allocated"`
+	// Reservation is the job's advance reservation ("" for none).
+	Reservation string `json:"reservation,omitempty"`
 }
 
 // Node is a node's capacity over the time it belonged to the cluster.
@@ -232,4 +237,41 @@ func (v NodeValidation) Validate() error {
 		return fmt.Errorf("node validation %s: ends before it starts", v.Node)
 	}
 	return nil
+}
+
+// Reservation is one window of an advance reservation: what it held and for whom. A
+// repeating reservation (DAILY, WEEKLY) has a record per window, keyed by name and start;
+// one cut short (deleted, or its end moved) has its End moved.
+type Reservation struct {
+	Name     string    `json:"name"`
+	Start    time.Time `json:"start_time"`
+	End      time.Time `json:"end_time"`
+	Nodes    string    `json:"nodes"` // a Slurm host list
+	Flags    []string  `json:"flags,omitempty"`
+	Accounts []string  `json:"accounts,omitempty"`
+	Users    []string  `json:"users,omitempty"`
+	TRES     TRES      `json:"tres"` // its nodes' capacity
+}
+
+// Validate rejects a window that cannot be accounted.
+func (r Reservation) Validate() error {
+	switch {
+	case r.Name == "":
+		return fmt.Errorf("reservation: name is empty")
+	case r.Start.IsZero() || r.End.IsZero():
+		return fmt.Errorf("reservation %s: start and end are required", r.Name)
+	case r.End.Before(r.Start):
+		return fmt.Errorf("reservation %s: end before start", r.Name)
+	}
+	return nil
+}
+
+// HasFlag reports whether the reservation had flag f (as scontrol spells it).
+func (r Reservation) HasFlag(f string) bool {
+	for _, g := range r.Flags {
+		if strings.EqualFold(g, f) {
+			return true
+		}
+	}
+	return false
 }

@@ -28,6 +28,10 @@ type Store interface {
 	RecordValidation(ctx context.Context, v NodeValidation) error
 	// RecordSteps writes job steps keyed by job and step id.
 	RecordSteps(ctx context.Context, steps []Step) error
+	// RecordReservation writes a reservation's window keyed by name and start.
+	RecordReservation(ctx context.Context, r Reservation) error
+	// ForgetReservation removes a window that never opened (deleted before its start).
+	ForgetReservation(ctx context.Context, name string, start time.Time) error
 
 	// Jobs returns the jobs matching f, ordered by job id.
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
@@ -42,6 +46,8 @@ type Store interface {
 	NodeValidations(ctx context.Context, from, to time.Time) ([]NodeValidation, error)
 	// Steps returns the steps of jobs, by job id, the batch step first.
 	Steps(ctx context.Context, jobIDs []int64) ([]Step, error)
+	// Reservations returns the reservation windows overlapping [from, to), by name and start.
+	Reservations(ctx context.Context, from, to time.Time) ([]Reservation, error)
 	// Nodes returns every node ever recorded.
 	Nodes(ctx context.Context) ([]Node, error)
 	// HighestJobID is the largest job id the ledger holds (0 when empty):

@@ -290,13 +290,14 @@ var sreportKinds = map[string]string{
 	"user topusage":                    "TopUsage",
 	"job sizesbyaccount":               "SizesByAccount",
 	"cluster nodehealth":               "NodeHealth",
+	"reservation utilization":          "ReservationUtilization",
 }
 
 func (d *Dashboard) sreport(r *http.Request) (any, error) {
 	q := r.URL.Query()
 	kind, ok := sreportKinds[strings.ToLower(strings.Join(strings.Fields(q.Get("report")), " "))]
 	if !ok {
-		return nil, badRequest("report", "unknown report %q (want cluster Utilization, cluster AccountUtilizationByUser, cluster UserUtilizationByAccount, user TopUsage, job SizesByAccount or cluster NodeHealth)", q.Get("report"))
+		return nil, badRequest("report", "unknown report %q (want cluster Utilization, cluster AccountUtilizationByUser, cluster UserUtilizationByAccount, user TopUsage, job SizesByAccount, cluster NodeHealth or reservation Utilization)", q.Get("report"))
 	}
 	now := d.cfg.Clock()
 	sq, err := d.sreportQuery(r, now)
@@ -311,6 +312,12 @@ func (d *Dashboard) sreport(r *http.Request) (any, error) {
 			return nil, err
 		}
 		return Sreport{Table: report.UtilizationTable(rows, sq), Value: rows}, nil
+	case "ReservationUtilization":
+		rows, err := report.ReservationUtilization(ctx, s, sq, now)
+		if err != nil {
+			return nil, err
+		}
+		return Sreport{Table: report.ReservationTable(rows, sq), Value: rows}, nil
 	case "NodeHealth":
 		rows, err := report.NodeHealth(ctx, s, sq, now)
 		if err != nil {

@@ -59,6 +59,7 @@ func derive(pg *v1alpha1.PodGroup, pods []*corev1.Pod, prev *accounting.Job, now
 		}
 	}
 	live := livePods(pods)
+	j.Reservation = reservationOf(pg, pods)
 	j.Requested = requestedTRES(pg, live)
 	j.Allocated, j.NodeList = allocatedTRES(live)
 	if j.Allocated == (accounting.TRES{}) {
@@ -268,4 +269,18 @@ func fallbackAllocation(pg *v1alpha1.PodGroup, req accounting.TRES, prev *accoun
 		return req, strings.Join(nodes, ",")
 	}
 	return accounting.TRES{}, ""
+}
+
+// reservationOf is the advance reservation the job runs in: its PodGroup's (Slurm jobs,
+// PodGroups users write), else its pods' (a workload grouped from its pods).
+func reservationOf(pg *v1alpha1.PodGroup, pods []*corev1.Pod) string {
+	if r := v1alpha1.ReservationOf(pg.Annotations, pg.Labels); r != "" {
+		return r
+	}
+	for _, p := range pods {
+		if r := v1alpha1.ReservationOf(p.Annotations, p.Labels); r != "" {
+			return r
+		}
+	}
+	return ""
 }

@@ -101,7 +101,7 @@ func New(cfg Config) (*Recorder, error) {
 // then on the ledger holds every workload the cluster holds.
 func (r *Recorder) Synced() <-chan struct{} { return r.synced }
 
-// Run watches PodGroups and pods and writes the ledger until ctx ends; the changes seen
+// Run watches PodGroups, pods, nodes and Reservations and writes the ledger until ctx ends; the changes seen
 // by then are written before it returns. It fails only when the informers cannot start.
 func (r *Recorder) Run(ctx context.Context) error {
 	informers := r.cfg.Informers
@@ -120,6 +120,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 		{&v1alpha1.PodGroup{}, handler(r.st.setGroup, r.st.deleteGroup)},
 		{&corev1.Pod{}, handler(r.st.setPod, r.st.deletePod)},
 		{&corev1.Node{}, handler(r.st.setNode, r.st.deleteNode)},
+		{&v1alpha1.Reservation{}, handler(r.st.setReservation, r.st.deleteReservation)},
 	}
 	var synced []toolscache.InformerSynced
 	for _, w := range watches {
@@ -185,6 +186,9 @@ func (r *Recorder) reconcile(ctx context.Context) error {
 func (r *Recorder) flushLogged(ctx context.Context) error {
 	r.readBatches(ctx)
 	err := r.writeNodes(ctx, false)
+	if err == nil {
+		err = r.writeReservations(ctx)
+	}
 	if err == nil {
 		err = r.flush(ctx)
 	}

@@ -44,12 +44,17 @@ type state struct {
 	nodes     map[string]accounting.Node // node capacity to write
 	wroteNode map[string]accounting.Node // what was last written per node
 	liveNodes map[string]bool            // nodes the cluster has now
+
+	resvs map[string]resvSeen // reservations seen since the last write (reservations.go)
+	// wroteResv is what was last written per reservation; only the flush reads and writes it.
+	wroteResv map[string]string
 }
 
 func newState(schedulerName string, clock func() time.Time) *state {
 	return &state{
 		schedulerName: schedulerName, clock: clock,
 		nodes: map[string]accounting.Node{}, wroteNode: map[string]accounting.Node{}, liveNodes: map[string]bool{},
+		resvs: map[string]resvSeen{}, wroteResv: map[string]string{},
 		groups: map[string]*v1alpha1.PodGroup{}, owners: map[types.UID][]string{},
 		pods: map[string]*corev1.Pod{}, links: map[string]*linkSet{}, dirty: map[string]bool{}, deleted: map[string]*v1alpha1.PodGroup{},
 		lastPod: map[string]*corev1.Pod{}, last: map[int64]uint64{}, known: map[int64]*ledgerHeld{},

@@ -79,6 +79,7 @@ var sacctFields = []sacctField{
 	{Column{"ReqMem", 10}, func(j accounting.Job, _ time.Time) string { return strconv.FormatInt(j.Requested.MemMB, 10) + "M" }},
 	{Column{"ReqNodes", 8}, func(j accounting.Job, _ time.Time) string { return strconv.FormatInt(j.Requested.Nodes, 10) }},
 	{Column{"ReqTRES", 10}, func(j accounting.Job, _ time.Time) string { return j.Requested.String() }},
+	{Column{"Reservation", 20}, func(j accounting.Job, _ time.Time) string { return j.Reservation }},
 	{Column{"Start", 19}, func(j accounting.Job, _ time.Time) string { return slurmTime(j.Start) }},
 	{Column{"State", 10}, func(j accounting.Job, _ time.Time) string { return string(j.State) }},
 	{Column{"Submit", 19}, func(j accounting.Job, _ time.Time) string { return slurmTime(j.Submit) }},

@@ -144,9 +144,11 @@ type UtilizationRow struct {
 }
 
 // ClusterUtilization is sreport cluster Utilization: per TRES, the time
-// allocated to jobs, down (remediation), idle and reported (capacity: the
-// recorded nodes' TRES over the window). Without recorded nodes, reported is
-// allocated plus down. Nothing after now counts.
+// allocated to jobs, down (remediation), planned down (maintenance
+// reservations), idle and reported (capacity: the recorded nodes' TRES over
+// the window); reserved time no job used counts as Slurm counts it
+// (sreport_resv.go). Without recorded nodes, reported is allocated plus down
+// and planned down. Nothing after now counts.
 func ClusterUtilization(ctx context.Context, s accounting.Store, q SreportQuery, now time.Time) ([]UtilizationRow, error) {
 	q, err := q.normalize(now)
 	if err != nil {
@@ -161,6 +163,10 @@ func ClusterUtilization(ctx context.Context, s accounting.Store, q SreportQuery,
 		return nil, err
 	}
 	nodes, err := s.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resvs, err := s.Reservations(ctx, q.Start, q.End)
 	if err != nil {
 		return nil, err
 	}
@@ -181,13 +187,14 @@ func ClusterUtilization(ctx context.Context, s accounting.Store, q SreportQuery,
 			}
 			r.Down += lost.Amount(name) * overlap(d.Start, d.End, q.Start, q.End, now)
 		}
+		addReservations(&r, resvs, runs, q, now)
 		for _, n := range nodes {
 			r.Reported += n.TRES.Amount(name) * overlap(n.Added, n.Removed, q.Start, q.End, now)
 		}
 		if len(nodes) == 0 {
-			r.Reported = r.Allocated + r.Down
+			r.Reported = r.Allocated + r.Down + r.PlannedDown
 		}
-		r.Idle = math.Max(0, r.Reported-r.Allocated-r.Down)
+		r.Idle = math.Max(0, r.Reported-r.Allocated-r.Down-r.PlannedDown)
 		out = append(out, r)
 	}
 	return out, nil

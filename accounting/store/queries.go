@@ -13,7 +13,7 @@ import (
 const jobColumns = `job_id, array_job_id, array_task_id, name, user_name, account, partition_name, qos,
 	origin, namespace, podgroup, submit_time, eligible_time, start_time, end_time, state, exit_code,
 	exit_signal, req_cpus, req_mem_mb, req_gpus, req_gpu_mem_mb, req_nodes, alloc_cpus, alloc_mem_mb,
-	alloc_gpus, alloc_gpu_mem_mb, alloc_nodes, node_list, requeue_count`
+	alloc_gpus, alloc_gpu_mem_mb, alloc_nodes, node_list, requeue_count, reservation`
 
 // where accumulates SQL conditions and their arguments.
 type where struct {
@@ -134,7 +134,7 @@ func scanJob(rows *sql.Rows) (accounting.Job, error) {
 		&origin, &j.Namespace, &j.PodGroup, &submit, &eligible, &start, &end, &state, &j.ExitCode,
 		&j.ExitSignal, &j.Requested.CPUs, &j.Requested.MemMB, &j.Requested.GPUs, &j.Requested.GPUMemMB,
 		&j.Requested.Nodes, &j.Allocated.CPUs, &j.Allocated.MemMB, &j.Allocated.GPUs, &j.Allocated.GPUMemMB,
-		&j.Allocated.Nodes, &j.NodeList, &j.RequeueCount)
+		&j.Allocated.Nodes, &j.NodeList, &j.RequeueCount, &j.Reservation)
 	j.Origin, j.State = accounting.Origin(origin), accounting.JobState(state)
 	j.Submit, j.Eligible, j.Start, j.End = fromUnix(submit), fromUnix(eligible), fromUnix(start), fromUnix(end)
 	return j, err
@@ -157,7 +157,7 @@ func (s *SQLStore) Transitions(ctx context.Context, jobID int64) ([]accounting.T
 func (s *SQLStore) Runs(ctx context.Context, from, to time.Time) ([]accounting.RunUsage, error) {
 	w := overlapping("r.start_time", "r.end_time", from, to)
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT r.job_id, r.start_time, r.end_time, j.user_name, j.account,
-		j.partition_name, j.qos, j.alloc_cpus, j.alloc_mem_mb, j.alloc_gpus, j.alloc_gpu_mem_mb, j.alloc_nodes
+		j.partition_name, j.qos, j.alloc_cpus, j.alloc_mem_mb, j.alloc_gpus, j.alloc_gpu_mem_mb, j.alloc_nodes, j.reservation
 		FROM job_runs r JOIN jobs j ON j.job_id = r.job_id`+w.String()+`
 		ORDER BY r.job_id, r.start_time`), w.args...)
 	if err != nil {
@@ -170,7 +170,7 @@ func (s *SQLStore) Runs(ctx context.Context, from, to time.Time) ([]accounting.R
 		var start, end int64
 		a := &r.Allocated
 		if err := rows.Scan(&r.JobID, &start, &end, &r.User, &r.Account, &r.Partition, &r.QOS,
-			&a.CPUs, &a.MemMB, &a.GPUs, &a.GPUMemMB, &a.Nodes); err != nil {
+			&a.CPUs, &a.MemMB, &a.GPUs, &a.GPUMemMB, &a.Nodes, &r.Reservation); err != nil {
 			return nil, err
 		}
 		r.Start, r.End = fromUnix(start), fromUnix(end)

@@ -73,8 +73,8 @@ func (s *SQLStore) write(ctx context.Context, fn func(*sql.Tx) error) error {
 const upsertJobSQL = `INSERT INTO jobs (job_id, array_job_id, array_task_id, name, user_name, account,
 	partition_name, qos, origin, namespace, podgroup, submit_time, eligible_time, start_time, end_time,
 	state, exit_code, exit_signal, req_cpus, req_mem_mb, req_gpus, req_gpu_mem_mb, req_nodes,
-	alloc_cpus, alloc_mem_mb, alloc_gpus, alloc_gpu_mem_mb, alloc_nodes, node_list, requeue_count)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	alloc_cpus, alloc_mem_mb, alloc_gpus, alloc_gpu_mem_mb, alloc_nodes, node_list, requeue_count, reservation)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (job_id) DO UPDATE SET array_job_id = excluded.array_job_id,
 	array_task_id = excluded.array_task_id, name = excluded.name, user_name = excluded.user_name,
 	account = excluded.account, partition_name = excluded.partition_name, qos = excluded.qos,
@@ -87,7 +87,7 @@ ON CONFLICT (job_id) DO UPDATE SET array_job_id = excluded.array_job_id,
 	alloc_cpus = excluded.alloc_cpus, alloc_mem_mb = excluded.alloc_mem_mb,
 	alloc_gpus = excluded.alloc_gpus, alloc_gpu_mem_mb = excluded.alloc_gpu_mem_mb,
 	alloc_nodes = excluded.alloc_nodes, node_list = excluded.node_list,
-	requeue_count = excluded.requeue_count`
+	requeue_count = excluded.requeue_count, reservation = excluded.reservation`
 
 func jobArgs(j accounting.Job) []any {
 	return []any{j.JobID, j.ArrayJobID, j.ArrayTaskID, j.Name, j.User, j.Account,
@@ -95,7 +95,7 @@ func jobArgs(j accounting.Job) []any {
 		unix(j.Start), unix(j.End), string(j.State), j.ExitCode, j.ExitSignal,
 		j.Requested.CPUs, j.Requested.MemMB, j.Requested.GPUs, j.Requested.GPUMemMB, j.Requested.Nodes,
 		j.Allocated.CPUs, j.Allocated.MemMB, j.Allocated.GPUs, j.Allocated.GPUMemMB, j.Allocated.Nodes,
-		j.NodeList, j.RequeueCount}
+		j.NodeList, j.RequeueCount, j.Reservation}
 }
 
 // UpsertJob writes one job; see accounting.Store.

@@ -52,7 +52,7 @@ func TestUpsertJobRoundTripsAndIsIdempotent(t *testing.T) {
 		j.State = accounting.StateCompleted
 		j.Start, j.End = at(60), at(3660)
 		j.Allocated = accounting.TRES{CPUs: 8, MemMB: 64000, GPUs: 1.5, GPUMemMB: 120000, Nodes: 1}
-		j.NodeList, j.ExitCode, j.ExitSignal = "gpu-[01-02]", 3, 9
+		j.NodeList, j.ExitCode, j.ExitSignal, j.Reservation = "gpu-[01-02]", 3, 9, "hero"
 		for range 2 {
 			if err := s.UpsertJob(ctx, j); err != nil {
 				t.Fatal(err)
@@ -69,8 +69,8 @@ func TestUpsertJobRoundTripsAndIsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(runs) != 1 || runs[0].End.Sub(runs[0].Start) != time.Hour || runs[0].Allocated.GPUs != 1.5 {
-			t.Fatalf("runs %+v, want one 1h run holding 1.5 GPUs", runs)
+		if len(runs) != 1 || runs[0].End.Sub(runs[0].Start) != time.Hour || runs[0].Allocated.GPUs != 1.5 || runs[0].Reservation != "hero" {
+			t.Fatalf("runs %+v, want one 1h run holding 1.5 GPUs in reservation hero", runs)
 		}
 	})
 }

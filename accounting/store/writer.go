@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/accounting"
 )
 
-// batchRows is how many rows one multi-row statement carries: 30 columns x
+// batchRows is how many rows one multi-row statement carries: 31 columns x
 // 200 rows stays under both SQLite's and PostgreSQL's parameter limits.
 // Fewer, larger statements are what make batched ingest fast, above all over
 // a PostgreSQL connection where each statement is a round trip.

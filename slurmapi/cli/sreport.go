@@ -53,6 +53,8 @@ Reports:
   job SizesByAccount                 usage binned by job size
   cluster NodeHealth                 per partition: node availability, faults, mean time
                                      between faults, validations passed/failed/preempted
+  reservation Utilization            per reservation window: what its jobs used, what
+                                     stayed idle
 The window defaults to yesterday 00:00 to today 00:00 UTC. Example:
   sluice sreport -t hours -T gres/gpu cluster Utilization start=2026-11-01 end=2026-12-01`
 	if help, err := parseCommand(fs, usage, args, true); help || err != nil {
