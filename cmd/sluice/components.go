@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/k8sscheduler/gputaint"
 	"github.com/sluicehq/sluice/k8sscheduler/webhook"
 	"github.com/sluicehq/sluice/remediation/controller"
+	"github.com/sluicehq/sluice/remediation/health"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 )
@@ -223,6 +224,11 @@ func (s *Server) addRemediation() {
 		},
 		IdleValidation: idleValidation(r.IdleValidation),
 		History:        ledgerDowntime{store: s.ledger},
+		DeferRepairs: controller.DeferRepairs{MaxDelay: time.Duration(r.DeferRepairs.MaxDelay),
+			Window: time.Duration(r.DeferRepairs.Window)},
+	}
+	for _, c := range r.DeferRepairs.Conditions {
+		cfg.DeferRepairs.Conditions = append(cfg.DeferRepairs.Conditions, health.ConditionType(c))
 	}
 	s.addComponent(component{name: "remediation", leaderOnly: true, run: func(ctx context.Context) error {
 		return controller.Run(ctx, cfg, s.restConfig)

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/k8sscheduler/webhook"
+	"github.com/sluicehq/sluice/remediation/health"
 	"github.com/sluicehq/sluice/slurmapi"
 	"github.com/sluicehq/sluice/slurmapi/kube"
 	"github.com/sluicehq/sluice/slurmapi/sbatch"
@@ -301,6 +302,16 @@ type RemediationConfig struct {
 	ValidationTimeout   Duration `yaml:"validationTimeout"`
 	// IdleValidation validates idle nodes on a schedule (see docs/operations.md).
 	IdleValidation IdleValidationConfig `yaml:"idleValidation"`
+	// DeferRepairs repairs faults that can wait in a maintenance reservation.
+	DeferRepairs DeferRepairsConfig `yaml:"deferRepairs"`
+}
+
+// DeferRepairsConfig lists the fault conditions whose repair may wait for a maintenance
+// window, and bounds the wait.
+type DeferRepairsConfig struct {
+	Conditions []string `yaml:"conditions"`
+	MaxDelay   Duration `yaml:"maxDelay"`
+	Window     Duration `yaml:"window"`
 }
 
 // IdleValidationConfig schedules validations of idle nodes, per partition.
@@ -462,6 +473,14 @@ func (c Config) Validate() error {
 		if p.MaxNodes < 0 || p.Interval < 0 {
 			return fmt.Errorf("remediation.idleValidation.partitions.%s: interval and maxNodes must not be negative", name)
 		}
+	}
+	for _, cond := range c.Remediation.DeferRepairs.Conditions {
+		if !health.IsFaultCondition(cond) {
+			return fmt.Errorf("remediation.deferRepairs.conditions: %q is not a fault condition (%v)", cond, health.FaultConditions)
+		}
+	}
+	if d := c.Remediation.DeferRepairs; d.MaxDelay < 0 || d.Window < 0 {
+		return fmt.Errorf("remediation.deferRepairs: maxDelay and window must not be negative")
 	}
 	if r := c.Remediation; r.BreakerShare < 0 || r.BreakerShare > 1 {
 		return fmt.Errorf("remediation.breakerShare %v: want a share between 0 and 1", r.BreakerShare)

@@ -55,6 +55,23 @@ type Config struct {
 	History ValidationRecorder
 	// Downtime receives the intervals a node (or GPU) was out of service; optional.
 	Downtime DowntimeRecorder
+	// DeferRepairs books a maintenance reservation for faults that can wait, instead of
+	// draining at once (defer.go).
+	DeferRepairs DeferRepairs
+}
+
+// DeferRepairs: a node whose every fault is one of Conditions keeps running its work; a
+// MAINT reservation on it opens when that work ends by its time limits (at most MaxDelay
+// from the fault), so new work that would run into the repair stays off meanwhile, and the
+// repair starts when the window opens or the node empties, whichever comes first.
+type DeferRepairs struct {
+	// Conditions that may wait, e.g. GPURowRemapPending (a remap that takes effect at the
+	// next GPU reset); empty: every fault is handled at once.
+	Conditions []health.ConditionType
+	// MaxDelay bounds how long a repair waits; default 24h.
+	MaxDelay time.Duration
+	// Window is how long the reservation lasts once open; default 2h.
+	Window time.Duration
 }
 
 // Validation describes the validation pod.
@@ -131,6 +148,15 @@ type DowntimeRecorder interface {
 }
 
 func (c Config) withDefaults() (Config, error) {
+	if c.DeferRepairs.MaxDelay == 0 {
+		c.DeferRepairs.MaxDelay = 24 * time.Hour
+	}
+	if c.DeferRepairs.Window == 0 {
+		c.DeferRepairs.Window = 2 * time.Hour
+	}
+	if c.DeferRepairs.MaxDelay < 0 || c.DeferRepairs.Window < 0 {
+		return c, errors.New("remediation controller: DeferRepairs MaxDelay and Window must not be negative")
+	}
 	if c.PartitionLabel == "" {
 		c.PartitionLabel = v1alpha1.PartitionLabel
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // podsByNode indexes pods by spec.nodeName.
@@ -50,6 +53,16 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 	}}); err != nil {
 		return err
 	}
+	var resv crclient.Client
+	if len(cfg.DeferRepairs.Conditions) > 0 {
+		resvScheme := runtime.NewScheme()
+		if err := v1alpha1.AddToScheme(resvScheme); err != nil {
+			return err
+		}
+		if resv, err = crclient.New(restConfig, crclient.Options{Scheme: resvScheme}); err != nil {
+			return fmt.Errorf("remediation controller: %w", err)
+		}
+	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
@@ -57,6 +70,7 @@ func Run(ctx context.Context, cfg Config, restConfig *rest.Config) error {
 	c := &controller{
 		cfg:       cfg,
 		client:    client,
+		resv:      resv,
 		nodes:     listerscorev1.NewNodeLister(nodeInf.GetIndexer()),
 		pods:      podInf.GetIndexer(),
 		events:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "sluice-remediation"}),
@@ -144,6 +158,9 @@ func nodeAndPodInformers(ctx context.Context, shared crcache.Informers, client k
 type controller struct {
 	cfg    Config
 	client kubernetes.Interface
+	// resv writes the maintenance reservations of deferred repairs (defer.go); nil when
+	// no fault may wait.
+	resv   crclient.Client
 	nodes  listerscorev1.NodeLister
 	pods   cache.Indexer
 	events record.EventRecorder

@@ -28,11 +28,23 @@ func (c *controller) reconcile(ctx context.Context, name string) (time.Duration,
 	faults := activeFaults(node)
 	switch st.Phase {
 	case "":
+		if len(faults) == 0 && st.Reservation != "" {
+			// A scheduled GPU repair is done (defer.go): the window goes.
+			if err := c.closeWindow(ctx, name, st); err != nil {
+				return 0, err
+			}
+			st.Reservation, st.RepairAt = "", time.Time{}
+		}
+		if _, open, _ := health.ParseRepair(node.Annotations); !open && st.Reservation == "" && c.mayDefer(faults) {
+			return c.scheduleRepair(ctx, node, st, faults)
+		}
 		nodeFaults, local := split(faults)
 		if len(nodeFaults) > 0 {
 			return c.quarantine(ctx, node, st, nodeFaults)
 		}
 		return c.gpuLocal(ctx, node, st, local)
+	case health.PhaseRepairScheduled:
+		return c.awaitWindow(ctx, node, st, faults)
 	case health.PhaseDraining:
 		return c.drainNode(ctx, node, st)
 	case health.PhaseAwaitingRepair:

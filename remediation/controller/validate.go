@@ -162,6 +162,9 @@ func (c *controller) returnNode(ctx context.Context, node *corev1.Node, st healt
 	}
 	c.recordDown(ctx, Downtime{Node: node.Name, Start: since, End: c.now(), Reason: reason})
 	c.deleteValidationPod(ctx, st.ValidationPod)
+	if err := c.dropWindow(ctx, st.Reservation); err != nil { // a scheduled repair's (defer.go)
+		c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "ReservationLeft", "%v", err)
+	}
 	c.events.Eventf(nodeRef(node.Name), corev1.EventTypeNormal, "Returned", "validation passed; node back in service")
 	return nil
 }

@@ -24,9 +24,12 @@ const RemediationAnnotation = v1alpha1.RemediationAnnotation
 type Phase string
 
 const (
-	PhaseDraining       Phase = "Draining"
-	PhaseAwaitingRepair Phase = "AwaitingRepair"
-	PhaseValidating     Phase = "Validating"
+	// PhaseRepairScheduled: a fault that can wait has a maintenance reservation booked for
+	// its repair (RepairAt); the node stays in service until then.
+	PhaseRepairScheduled Phase = "RepairScheduled"
+	PhaseDraining        Phase = "Draining"
+	PhaseAwaitingRepair  Phase = "AwaitingRepair"
+	PhaseValidating      Phase = "Validating"
 )
 
 // RemediationState is the value of the RemediationAnnotation.
@@ -43,6 +46,11 @@ type RemediationState struct {
 	ValidationPod string    `json:"validationPod,omitempty"`
 	ValidationAt  time.Time `json:"validationAt,omitzero"`
 	History       []Fault   `json:"history,omitempty"`
+	// RepairAt is when a scheduled repair starts, and Reservation the maintenance
+	// reservation that keeps the window free; the reservation is deleted once the node is
+	// back in service.
+	RepairAt    time.Time `json:"repairAt,omitzero"`
+	Reservation string    `json:"reservation,omitempty"`
 }
 
 // Fault is one remediation in a node's history (shared with the Slurm node views).
