@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/accounting/store"
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/podgrouper"
+	"github.com/sluicehq/sluice/k8sscheduler/resvcontroller"
 	"github.com/sluicehq/sluice/k8sscheduler/scheduler"
 	"github.com/sluicehq/sluice/remediation/controller"
 	"github.com/sluicehq/sluice/remediation/health"
@@ -92,6 +93,16 @@ func (s *Server) addScheduler() error {
 	s.addComponent(component{name: "podgrouper", leaderOnly: true, run: grouper.Run})
 	s.addComponent(component{name: "scheduler", leaderOnly: true, run: sched.Run})
 	s.addComponent(component{name: "slurm-lifecycle", leaderOnly: true, run: lifecycle.Run})
+	// Reservations' nodes, windows and state, which the scheduler reads (issue 39).
+	scheme, err := kube.Scheme()
+	if err != nil {
+		return err
+	}
+	resv, err := resvcontroller.New(resvcontroller.Config{Informers: s.informers, SchedulerNames: s.schedulerNames(), Scheme: scheme}, s.restConfig)
+	if err != nil {
+		return err
+	}
+	s.addComponent(component{name: "reservations", leaderOnly: true, run: resv.Run})
 	return nil
 }
 

@@ -41,12 +41,17 @@ func ForPod(pod *corev1.Pod, owners []*unstructured.Unstructured, namespaceLabel
 	if queue == "" {
 		queue = v1alpha1.DefaultQueue
 	}
+	var annotations map[string]string
+	if r := reservationOf(pod, owners); r != "" {
+		annotations = map[string]string{v1alpha1.ReservationAnnotation: r}
+	}
 	return &v1alpha1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            key.name,
 			Namespace:       pod.Namespace,
 			OwnerReferences: []metav1.OwnerReference{key.owner},
+			Annotations:     annotations,
 		},
 		Spec: v1alpha1.PodGroupSpec{
 			MinMember:         key.minMember,
@@ -67,6 +72,21 @@ func queueFromLabels(pod *corev1.Pod, owners []*unstructured.Unstructured) strin
 	for _, o := range owners {
 		if q := queueLabel(o.GetLabels()); q != "" {
 			return q
+		}
+	}
+	return ""
+}
+
+// reservationOf returns the reservation named on the pod or its nearest owner that names
+// one (v1alpha1.ReservationOf), or "": a Job's template labels reach its pods, the Job's own
+// labels and annotations only its PodGroup, through here.
+func reservationOf(pod *corev1.Pod, owners []*unstructured.Unstructured) string {
+	if r := v1alpha1.ReservationOf(pod.Labels, pod.Annotations); r != "" {
+		return r
+	}
+	for _, o := range owners {
+		if r := v1alpha1.ReservationOf(o.GetLabels(), o.GetAnnotations()); r != "" {
+			return r
 		}
 	}
 	return ""

@@ -58,6 +58,9 @@ type cache struct {
 	claims      map[string]claimEntry
 	volumes     map[string]*volumeEntry
 	lateBinding map[string]bool
+	// advance are the advance reservations (Reservation objects) by name
+	// (advance_reservations.go).
+	advance map[string]*v1alpha1.Reservation
 }
 
 // nodeEntry is one node: its own conversion plus the pods of other schedulers on it.
@@ -236,7 +239,7 @@ func (c *cache) detach(p *podEntry) {
 func (p *podEntry) sameAs(o *podEntry) bool {
 	return p.node == o.node && p.terminating == o.terminating && p.yielding == o.yielding && p.group == o.group && p.ours == o.ours &&
 		p.bad == o.bad && p.gpu == o.gpu && sameResources(&p.request, &o.request) &&
-		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue &&
+		p.taskGroup == o.taskGroup && p.priority == o.priority && p.queue == o.queue && p.deadline == o.deadline &&
 		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
 		p.consKey() == o.consKey() && samePlacement(&p.placement, &o.placement) &&
 		(p.oneOf == nil) == (o.oneOf == nil) && len(p.rules) == len(o.rules) && maps.Equal(p.labels, o.labels) &&
@@ -378,6 +381,7 @@ func (c *cache) snapshot(now time.Time) (*bridge.Snapshot, []bridge.Pending) {
 			blocked = append(blocked, *g.blocked)
 		}
 	}
+	s.AdvanceReservations = c.advanceReservations(now)
 	c.addOrphans(s)
 	c.addPlacement(s)
 	c.nodeBuf, c.jobBuf = s.Nodes, s.Jobs
@@ -515,6 +519,7 @@ func (c *cache) setPodGroup(pg *v1alpha1.PodGroup) {
 	defer c.mu.Unlock()
 	g := c.group(pg.Namespace + "/" + pg.Name)
 	if g.pg != nil && g.pg.Generation == pg.Generation && g.pg.Status.Phase == pg.Status.Phase &&
+		g.pg.Annotations[v1alpha1.ReservationAnnotation] == pg.Annotations[v1alpha1.ReservationAnnotation] &&
 		g.pg.Status.Requeues == pg.Status.Requeues && eligibility(g.pg) == eligibility(pg) &&
 		(g.pg.DeletionTimestamp == nil) == (pg.DeletionTimestamp == nil) {
 		g.pg, g.stored = pg, true // a status write of ours: nothing to reschedule

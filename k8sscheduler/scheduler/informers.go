@@ -43,6 +43,7 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 	if p.Spec.SchedulerName == schedulerName {
 		out.Annotations = p.Annotations
 		out.Spec.NodeSelector, out.Spec.Priority = p.Spec.NodeSelector, p.Spec.Priority
+		out.Spec.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
 		out.Spec.Affinity, out.Spec.Tolerations = p.Spec.Affinity, p.Spec.Tolerations
 		out.Spec.TopologySpreadConstraints = p.Spec.TopologySpreadConstraints
 		out.Spec.ResourceClaims = p.Spec.ResourceClaims

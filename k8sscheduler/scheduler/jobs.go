@@ -217,6 +217,9 @@ func (g *groupEntry) build(defaultPartition string, slurmPods bool, refuse func(
 		// treats training work: otherwise a queue without a quota could run nothing.
 		Preemptible: pg.Spec.Preemptibility == v1alpha1.Preemptible || (pg.Spec.Preemptibility == "" && pg.Spec.QOS == ""),
 		MinMember:   pg.Spec.MinMember, SubmitTime: pg.SubmitTime(),
+		// A Slurm job's (sbatch --reservation), a written group's, or the one a derived
+		// group or a group of one took from its pod or owner (podgrouper, ImpliedPodGroup).
+		Reservation: v1alpha1.ReservationOf(pg.Labels, pg.Annotations),
 	}
 	if s := pg.Spec.Slurm; s != nil {
 		j.User = s.User
@@ -347,6 +350,9 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 		j.MinMember = int32(len(names))
 	}
 	shapes := map[string]int{}
+	if j.TimeLimit == 0 {
+		j.TimeLimit = podsTimeLimit(g.pods, names)
+	}
 	for i, name := range names {
 		p := g.pods.get(name)
 		if p.bad != "" {
@@ -387,6 +393,20 @@ func (g *groupEntry) buildFromPods(j *bridge.Job) bool {
 		}
 	}
 	return true
+}
+
+// podsTimeLimit is a manifest gang's time limit: the longest activeDeadlineSeconds of its
+// pods, or none (0) when one of them has none. A Slurm job's comes from its spec.
+func podsTimeLimit(pods podSet, names []string) time.Duration {
+	var limit time.Duration
+	for _, name := range names {
+		d := pods.get(name).deadline
+		if d == 0 {
+			return 0
+		}
+		limit = max(limit, d)
+	}
+	return limit
 }
 
 func shapeKey(p *podEntry) string {

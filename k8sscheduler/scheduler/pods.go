@@ -45,6 +45,10 @@ type podEntry struct {
 	queue       string
 	partition   string
 	start       time.Time
+	// deadline is spec.activeDeadlineSeconds, after which the kubelet ends the pod: a
+	// manifest workload's time limit (0: none), which lets it run on nodes ahead of a
+	// reservation's window it will have left by then.
+	deadline time.Duration
 	// oneOf is the pod itself when it is a group of one, nil for every other pod: the
 	// shared cache's object, so holding it costs nothing, from which the PodGroup the group
 	// stands for is made when it is asked for (groupEntry.podGroup).
@@ -115,6 +119,9 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	}
 	if pod.Spec.Priority != nil {
 		e.priority = *pod.Spec.Priority
+	}
+	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && *d > 0 {
+		e.deadline = time.Duration(*d) * time.Second
 	}
 	e.queue = pod.Labels[v1alpha1.QueueLabel]
 	if e.queue == "" {

@@ -138,6 +138,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		{&v1alpha1.Queue{}, s.queueHandlers()},
 		{&v1alpha1.QOS{}, s.qosHandlers()},
 		{&v1alpha1.Partition{}, s.partitionHandlers()},
+		{&v1alpha1.Reservation{}, s.reservationHandlers()},
 		{&corev1.Namespace{}, s.namespaceHandlers()},
 		{&corev1.PersistentVolumeClaim{}, s.claimHandlers()},
 		{&corev1.PersistentVolume{}, s.volumeHandlers()},
@@ -223,6 +224,10 @@ const streamChanges = 6
 func (s *Scheduler) loop(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.Period)
 	defer tick.Stop()
+	// edge fires when a reservation's window opens or closes, so a cycle runs then even
+	// with nothing else changing and a Period longer than the wait.
+	edge := time.NewTimer(time.Hour)
+	defer edge.Stop()
 	var last time.Duration
 	var ended time.Time
 	var seen uint64    // the cache's change count when the last cycle was called for
@@ -244,11 +249,25 @@ func (s *Scheduler) loop(ctx context.Context) {
 			}
 		case <-tick.C:
 			seen = s.cache.changes.Load()
+		case <-edge.C:
+			seen = s.cache.changes.Load()
 		}
 		last = s.cycle(ctx)
 		ended = time.Now()
+		s.armEdge(edge, ended)
 		streaming = s.cache.changes.Load()-seen >= streamChanges
 	}
+}
+
+// armEdge sets edge to fire at the next reservation window's start or end after now, or
+// not before an hour from now when there is none (a Reservation's event wakes the loop
+// through the cache, and the next cycle arms it again).
+func (s *Scheduler) armEdge(edge *time.Timer, now time.Time) {
+	wait := time.Hour
+	if next := s.cache.nextReservationEdge(now); !next.IsZero() {
+		wait = min(wait, next.Sub(now))
+	}
+	edge.Reset(wait)
 }
 
 // evictionsInFlight: some pod this scheduler evicted has not gone yet.

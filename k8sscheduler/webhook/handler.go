@@ -35,6 +35,7 @@ type admitter struct {
 	priorityClass  priorityClassGetter // resolves KAI's priorityClassName label; nil ignores it
 	owners         *ownerMemo          // nil: only bare pods get their group at admission
 	queues         *queueIndex         // nil: queue access is not checked
+	reservations   *reservationIndex   // nil: reservation access is not checked
 	given          givenIDs            // job ids given to bare pods lately, so a reinvocation keeps its own
 	// self are Sluice's own usernames (the server's, asked of the API server when the
 	// webhook starts): pods Sluice creates (a Slurm job's, already bound, with their job
@@ -171,8 +172,14 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 			return deny(http.StatusForbidden, why)
 		}
 	}
+	self := slices.Contains(a.self, req.UserInfo.Username)
+	if !self { // a Slurm job's pods: the Slurm API checked the job's reservation
+		if why := a.reservationRefusal(&pod, pg, namespace, queue); why != "" {
+			return deny(http.StatusForbidden, why)
+		}
+	}
 	ops := append(nameOps, queuePatch(&pod, queue)...)
-	if !slices.Contains(a.self, req.UserInfo.Username) {
+	if !self {
 		ops = append(ops, ownedPatch(&pod, keepJobID)...)
 	}
 	ops = append(ops, kaiOps...)

@@ -34,6 +34,7 @@ type Server struct {
 	synced   []cache.InformerSynced          // the namespace and queue caches
 	factory  informers.SharedInformerFactory // nil with Config.Informers
 	queues   *queueIndex                     // nil without Config.Queues
+	resvs    *reservationIndex               // nil without Config.Queues, as queues
 	qfactory dynamicinformer.DynamicSharedInformerFactory
 	adm      *admitter
 	// tlsOpts demand, with Config.ClientCAFile, the API server's client certificate.
@@ -57,6 +58,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	adm := &admitter{
 		queues:         s.queues,
+		reservations:   s.resvs,
 		schedulerNames: cfg.SchedulerNames,
 		defaultQueue:   cfg.DefaultQueue,
 		namespace:      s.namespaceFrom(namespaces),
@@ -110,7 +112,14 @@ func (s *Server) informers() (corelisters.NamespaceLister, error) {
 			if s.queues, err = queueIndexOn(q); err != nil {
 				return nil, err
 			}
-			s.synced = append(s.synced, s.queues.synced)
+			r, err := shared.GetInformer(context.Background(), &v1alpha1.Reservation{})
+			if err != nil {
+				return nil, fmt.Errorf("webhook: reservation informer: %w", err)
+			}
+			if s.resvs, err = reservationIndexOn(r); err != nil {
+				return nil, err
+			}
+			s.synced = append(s.synced, s.queues.synced, s.resvs.synced)
 		}
 		return corelisters.NewNamespaceLister(store.GetIndexer()), nil
 	}
@@ -122,7 +131,11 @@ func (s *Server) informers() (corelisters.NamespaceLister, error) {
 		if s.queues, s.qfactory, err = newQueueIndex(s.cfg.Queues); err != nil {
 			return nil, err
 		}
-		s.synced = append(s.synced, s.queues.synced)
+		inf := s.qfactory.ForResource(v1alpha1.GroupVersion.WithResource("reservations")).Informer()
+		if s.resvs, err = reservationIndexOn(inf); err != nil {
+			return nil, err
+		}
+		s.synced = append(s.synced, s.queues.synced, s.resvs.synced)
 	}
 	return ns.Lister(), nil
 }

@@ -44,12 +44,16 @@ func ImpliedPodGroup(pod *corev1.Pod) *v1alpha1.PodGroup {
 	if partition == "" {
 		partition = pod.Spec.NodeSelector[v1alpha1.PartitionLabel]
 	}
+	annotations := map[string]string{v1alpha1.SubmitTimeAnnotation: v1alpha1.FormatSubmitTime(pod.CreationTimestamp.Time)}
+	if r := v1alpha1.ReservationOf(pod.Labels, pod.Annotations); r != "" {
+		annotations[v1alpha1.ReservationAnnotation] = r
+	}
 	return &v1alpha1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Annotations[v1alpha1.PodGroupAnnotation], Namespace: pod.Namespace,
 			Labels:      map[string]string{v1alpha1.JobIDLabel: pod.Labels[v1alpha1.JobIDLabel]},
-			Annotations: map[string]string{v1alpha1.SubmitTimeAnnotation: v1alpha1.FormatSubmitTime(pod.CreationTimestamp.Time)},
+			Annotations: annotations,
 			// Owned by the pod, so it goes with it, as the pod grouper's groups do.
 			OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}},
 			CreationTimestamp: pod.CreationTimestamp,

@@ -189,12 +189,13 @@ const (
 const SluicePrefix = "sluice.dev/"
 
 // UserKeys are the sluice.dev/ labels and annotations a user may set when creating a pod
-// or PodGroup: what it asks for (queue, partition, an explicit PodGroup, the rig's
-// simulated run time). Every other sluice.dev/ key is Sluice's own: the webhook removes
+// or PodGroup: what it asks for (queue, partition, an explicit PodGroup, a reservation,
+// the rig's simulated run time). The webhook checks a reservation's name against the
+// namespace (webhook/reservations.go) as it checks the queue. Every other sluice.dev/ key is Sluice's own: the webhook removes
 // it from a pod at admission, and the admission policy (webhook.Policy) refuses it on
 // objects anyone but Sluice creates, and any change of a sluice.dev/ key afterwards.
 var UserKeys = []string{QueueLabel, PartitionLabel, PodGroupAnnotation, SimDurationAnnotation, SimExitCodeAnnotation,
-	TopologyRequiredAnnotation, TopologyPreferredAnnotation}
+	TopologyRequiredAnnotation, TopologyPreferredAnnotation, ReservationAnnotation}
 
 // ExclusiveAnnotation is not a user key: an exclusive job holds whole nodes but is
 // charged only what it asks for, so a pod creator could fence off nodes for the price of
