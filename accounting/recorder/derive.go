@@ -274,11 +274,11 @@ func fallbackAllocation(pg *v1alpha1.PodGroup, req accounting.TRES, prev *accoun
 // reservationOf is the advance reservation the job runs in: its PodGroup's (Slurm jobs,
 // PodGroups users write), else its pods' (a workload grouped from its pods).
 func reservationOf(pg *v1alpha1.PodGroup, pods []*corev1.Pod) string {
-	if r := v1alpha1.ReservationOf(pg.Annotations, pg.Labels); r != "" {
+	if r := v1alpha1.ReservationOf(pg.Labels, pg.Annotations); r != "" {
 		return r
 	}
 	for _, p := range pods {
-		if r := v1alpha1.ReservationOf(p.Annotations, p.Labels); r != "" {
+		if r := v1alpha1.ReservationOf(p.Labels, p.Annotations); r != "" {
 			return r
 		}
 	}

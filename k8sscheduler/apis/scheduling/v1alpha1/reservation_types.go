@@ -178,12 +178,3 @@ func (r *Reservation) Window() (start, end metav1.Time) {
 	}
 	return start, end
 }
-
-// ReservationOf is the reservation an object's annotations or labels name: the
-// ReservationAnnotation annotation, else a label of that key; "" for none.
-func ReservationOf(annotations, labels map[string]string) string {
-	if r := annotations[ReservationAnnotation]; r != "" {
-		return r
-	}
-	return labels[ReservationAnnotation]
-}
