@@ -200,7 +200,8 @@ func TestAssignmentAnnotations(t *testing.T) {
 }
 
 func TestConditionReason(t *testing.T) {
-	for in, want := range map[string]string{"stale-gang": "StaleGang", "Resources": "Resources", "reclaim": "Reclaim", "": "Unknown"} {
+	for in, want := range map[string]string{"stale-gang": "StaleGang", "Resources": "Resources", "reclaim": "Reclaim", "": "Unknown",
+		bridge.ReasonMaintenance: "ReqNodeNotAvail,ReservedForMaintenance", bridge.ReasonReservationDeleted: "ReservationDeleted"} {
 		if got := conditionReason(in); got != want {
 			t.Errorf("conditionReason(%q) = %q, want %q", in, got, want)
 		}

@@ -120,7 +120,10 @@ func (s *Scheduler) groupStatusLocked(g *groupEntry, p bridge.Pending, waits boo
 			g.status.pendingSince = now
 		}
 		if now.Sub(g.status.pendingSince) >= s.cfg.PendingStatusDelay {
-			want.phase, want.sched, want.reason, want.message = v1alpha1.PodGroupPending, metav1.ConditionFalse, p.Code, p.Reason
+			// Slurm's "ReqNodeNotAvail, Reserved for maintenance" has spaces, which a
+			// condition reason may not: written ReqNodeNotAvail,ReservedForMaintenance, and
+			// spelled back for every view by jobstate.
+			want.phase, want.sched, want.reason, want.message = v1alpha1.PodGroupPending, metav1.ConditionFalse, conditionReason(p.Code), p.Reason
 		}
 	default: // binds in flight, or nothing to do
 		g.status.pendingSince = time.Time{}
@@ -210,7 +213,8 @@ func cutReason(s string) (string, string, bool) {
 }
 
 // conditionReason makes a core reason code a valid condition reason (CamelCase letters);
-// the core's codes already are, "stale-gang" style eviction kinds are not.
+// most of the core's codes already are; "stale-gang" style eviction kinds and the
+// maintenance reason ("ReqNodeNotAvail, Reserved for maintenance") are not.
 func conditionReason(code string) string {
 	out := make([]byte, 0, len(code))
 	upper := true
