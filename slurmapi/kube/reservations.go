@@ -192,7 +192,17 @@ func (b *Backend) CreateReservation(ctx context.Context, m slurmapi.Reservation)
 		}
 		return reservationRefused(m.Name, err)
 	}
+	b.forgetCatalog()
 	return nil
+}
+
+// forgetCatalog drops the cached catalogue after a reservation write, so that a job
+// submitted right after names the reservation as it now is (other replicas see it within
+// CatalogTTL).
+func (b *Backend) forgetCatalog() {
+	b.catMu.Lock()
+	b.catalog = nil
+	b.catMu.Unlock()
 }
 
 // UpdateReservation changes the spec through change, written with the version read (a
@@ -217,13 +227,16 @@ func (b *Backend) UpdateReservation(ctx context.Context, name string, change fun
 			}
 			return reservationRefused(name, err)
 		}
+		b.forgetCatalog()
 		return nil
 	})
 }
 
 // DeleteReservation deletes the Reservation object.
 func (b *Backend) DeleteReservation(ctx context.Context, name string) error {
-	return deleted(b.c.Delete(ctx, &v1alpha1.Reservation{ObjectMeta: metav1.ObjectMeta{Name: name}}), slurmapi.ErrReservationInvalid, "reservation", name)
+	err := b.c.Delete(ctx, &v1alpha1.Reservation{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	b.forgetCatalog()
+	return deleted(err, slurmapi.ErrReservationInvalid, "reservation", name)
 }
 
 // checkNodes refuses node names the cluster has no Node of, as slurmctld refuses them.
