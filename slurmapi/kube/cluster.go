@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
@@ -76,7 +77,7 @@ func (b *Backend) Nodes(ctx context.Context) ([]slurmapi.Node, error) {
 		return nil, fmt.Errorf("list Partitions: %w", err)
 	}
 	resvs, err := listReservations(ctx, b.c)
-	if err != nil {
+	if err != nil && !apierrors.IsForbidden(err) { // without the right to read them, nodes show no reservation
 		return nil, err
 	}
 	used := podUsage(pods.Items)
