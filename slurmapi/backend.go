@@ -14,6 +14,7 @@ type Backend interface {
 	JobBackend
 	ClusterBackend
 	AccountsBackend
+	ReservationBackend
 }
 
 // JobBackend stores and controls jobs.

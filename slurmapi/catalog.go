@@ -28,6 +28,8 @@ type Catalog struct {
 	// DefaultQOS); an account missing here defaults to the QOS named
 	// normal, as Slurm's default association does, if the site has one.
 	DefaultQOS map[string]string
+	// Reservations are the advance reservations a job may name (--reservation), by name.
+	Reservations map[string]*Reservation
 }
 
 // fallbackQOS is Slurm's default QOS, used where no association names one.

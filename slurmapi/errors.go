@@ -35,7 +35,10 @@ const (
 	ErrInvalidQOS            = 2066 // ESLURM_INVALID_QOS
 	ErrInvalidNodeState      = 2028 // ESLURM_INVALID_NODE_STATE
 	ErrInvalidLicenses       = 2048 // ESLURM_INVALID_LICENSES
+	ErrReservationAccess     = 2052 // ESLURM_RESERVATION_ACCESS
 	ErrReservationInvalid    = 2053 // ESLURM_RESERVATION_INVALID
+	ErrReservationEmpty      = 2080 // ESLURM_RESERVATION_EMPTY: no users, groups or accounts
+	ErrReservationNameDup    = 2082 // ESLURM_RESERVATION_NAME_DUP
 	ErrInvalidGRES           = 2072 // ESLURM_INVALID_GRES
 	ErrJobNotPending         = 2073 // ESLURM_JOB_NOT_PENDING
 	ErrInvalidBurstBuffer    = 2094 // ESLURM_INVALID_BURST_BUFFER_REQUEST
@@ -100,7 +103,10 @@ var shortText = map[int]string{
 	ErrInvalidGRES:           "Invalid generic resource (gres) specification",
 	ErrInvalidNodeState:      "Invalid node state specified",
 	ErrInvalidLicenses:       "Invalid license specification",
+	ErrReservationAccess:     "Access denied to requested reservation",
 	ErrReservationInvalid:    "Requested reservation is invalid",
+	ErrReservationEmpty:      "Reservation request lacks users, groups or accounts",
+	ErrReservationNameDup:    "Duplicate reservation name",
 	ErrJobNotPending:         "Job is no longer pending execution",
 	ErrInvalidBurstBuffer:    "Burst Buffer request invalid",
 	ErrInvalidMCSLabel:       "Invalid mcs_label specified",

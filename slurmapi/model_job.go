@@ -59,6 +59,8 @@ type JobDesc struct {
 	Comment        string    `json:"comment,omitempty"`
 	ContainerImage string    `json:"container_image,omitempty"`
 	Priority       int64     `json:"priority,omitempty"` // 0: computed
+	// Reservation is the advance reservation the job runs in (--reservation); "" none.
+	Reservation string `json:"reservation,omitempty"`
 	// Nice is taken off the job's priority; below 0 only for operators.
 	Nice int64 `json:"nice,omitempty"`
 

@@ -109,7 +109,7 @@ func renderJob(j *Job, cluster string) map[string]any {
 		"exit_code":    exitCode(j), "derived_exit_code": exitCode(j),
 		"batch_flag": !j.Manifest, "hold": d.Hold, "requeue": d.Requeue, "command": d.Command,
 		"dependency": d.Dependency, "comment": d.Comment, "container": d.ContainerImage,
-		"current_working_directory": d.WorkDir, "flags": []any{}, "shared": []any{},
+		"current_working_directory": d.WorkDir, "flags": []any{}, "shared": []any{}, "resv_name": d.Reservation,
 	}
 	m["standard_output"], m["standard_error"], m["standard_input"] = jobStreams(j)
 	if d.TasksPerNode > 0 {

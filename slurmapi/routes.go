@@ -24,6 +24,11 @@ var routes = []route{
 	{"slurm", "/partitions", http.MethodGet, handlePartitions, true},
 	{"slurm", "/partition/{partition_name}", http.MethodGet, handlePartition, true},
 	{"slurm", "/shares", http.MethodGet, handleShares, true},
+	{"slurm", "/reservations", http.MethodGet, handleReservations, true},
+	{"slurm", "/reservations", http.MethodPost, handlePostReservations, true},
+	{"slurm", "/reservation", http.MethodPost, handlePostReservation, true},
+	{"slurm", "/reservation/{reservation_name}", http.MethodGet, handleReservation, true},
+	{"slurm", "/reservation/{reservation_name}", http.MethodDelete, handleDeleteReservation, true},
 
 	{"slurmdb", "/ping", http.MethodGet, handlePing, false},
 	{"slurmdb", "/diag", http.MethodGet, handleDBDiag, false},

@@ -177,7 +177,8 @@ func TestErrorsAndUnimplemented(t *testing.T) {
 		{"unknown version", "GET", "/slurm/v0.0.39/ping", 404, ErrRestUnknownURL, "no endpoint"},
 		{"requeue only in v0.0.45", "GET", "/slurm/v0.0.41/job/5/requeue", 404, ErrRestUnknownURL, "no endpoint"},
 		{"wrong method", "PUT", "/slurm/v0.0.45/ping", 405, ErrRestUnknownMethod, "not a method"},
-		{"reservations", "GET", "/slurm/v0.0.45/reservations/", 501, ErrNotSupported, "no reservations"},
+		{"reconfigure", "GET", "/slurm/v0.0.45/reconfigure/", 501, ErrNotSupported, "without reconfigure"},
+		{"reservations without backend", "GET", "/slurm/v0.0.45/reservations/", 503, ErrNotSupported, "without a cluster backend"},
 		{"allocate without backend", "POST", "/slurm/v0.0.43/job/allocate", 503, ErrNotSupported, "without a cluster backend"},
 		{"node delete", "DELETE", "/slurm/v0.0.42/node/n1", 501, ErrNotSupported, "kubectl delete node"},
 		{"wckeys", "GET", "/slurmdb/v0.0.41/wckeys", 501, ErrNotSupported, "workload characterization"},
@@ -225,7 +226,7 @@ func TestOpenAPIDocumentDescribesThisServer(t *testing.T) {
 			t.Errorf("document lacks %s", want)
 		}
 	}
-	for _, absent := range []string{"/slurm/v0.0.45/reservations/", "/slurm/v0.0.45/reconfigure/"} {
+	for _, absent := range []string{"/slurm/v0.0.45/reconfigure/"} {
 		if doc.Paths.Value(absent) != nil {
 			t.Errorf("document lists unimplemented %s", absent)
 		}

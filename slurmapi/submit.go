@@ -30,5 +30,8 @@ func DecodeSubmission(body []byte, user string, cat *Catalog, pol SubmitPolicy, 
 	if e := cat.resolve(d); e != nil {
 		return nil, nil, e
 	}
+	if e := cat.checkReservation(d, now); e != nil {
+		return nil, nil, e
+	}
 	return d, warnings, nil
 }

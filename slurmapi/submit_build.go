@@ -78,6 +78,7 @@ func buildJobDesc(req *submitRequest, user string, now time.Time, pol SubmitPoli
 	pick(&d.Dependency, in.Dependency, opts.Dependency)
 	pick(&d.Array, in.Array, opts.Array)
 	pick(&d.Comment, in.Comment, opts.Comment)
+	pick(&d.Reservation, in.Reservation, opts.Reservation)
 	pick(&d.ContainerImage, in.ContainerImage, opts.ContainerImage)
 	if d.Name == "" {
 		d.Name = "sbatch"

@@ -98,12 +98,10 @@ func TestSubmissionRefusesWhatCannotBeHonoured(t *testing.T) {
 		want       string
 	}{
 		{"licenses", `{"script":"#!/bin/sh\n","job":{"licenses":"matlab:1"}}`, ErrInvalidLicenses, "no licenses"},
-		{"reservation", `{"script":"#!/bin/sh\n","job":{"reservation":"maint"}}`, ErrReservationInvalid, "no reservations"},
 		{"x11", `{"script":"#!/bin/sh\n","job":{"x11":["batch"]}}`, ErrX11NotAvailable, "X11"},
 		{"burst buffer", `{"script":"#!/bin/sh\n","job":{"burst_buffer":"#DW jobdw"}}`, ErrInvalidBurstBuffer, "burst buffers"},
 		{"immediate", `{"script":"#!/bin/sh\n","job":{"immediate":true}}`, ErrNotSupported, "waits in the queue"},
 		{"licenses directive", `{"script":"#!/bin/sh\n#SBATCH -L matlab\n","job":{}}`, ErrRestInvalidJobs, "Invalid license specification"},
-		{"reservation directive", `{"script":"#!/bin/sh\n#SBATCH --reservation=maint\n","job":{}}`, ErrRestInvalidJobs, "Requested reservation is invalid"},
 		{"--wrap in a script", `{"script":"#!/bin/sh\n#SBATCH --wrap=hostname\n","job":{}}`, ErrRestInvalidJobs, "--wrap is for the command line"},
 		{"NUL in argv", `{"script":"#!/bin/sh\n","job":{"argv":["s","a\u0000b"]}}`, ErrRestInvalidJobs, "NUL"},
 	}

@@ -53,6 +53,7 @@ type jobDescIn struct {
 	Dependency     *string     `json:"dependency"`
 	Array          *string     `json:"array"`
 	Comment        *string     `json:"comment"`
+	Reservation    *string     `json:"reservation"`
 	Stdout         *string     `json:"standard_output"`
 	Stderr         *string     `json:"standard_error"`
 	Stdin          *string     `json:"standard_input"`

@@ -251,6 +251,7 @@ var jobFields = map[string]jobField{
 	"dependency":      optField("dependency", func(o *sbatch.Options) any { return o.Dependency }),
 	"array":           optField("array", func(o *sbatch.Options) any { return o.Array }),
 	"comment":         optField("comment", func(o *sbatch.Options) any { return o.Comment }),
+	"reservation":     optField("reservation", func(o *sbatch.Options) any { return o.Reservation }),
 	"ntasks":          optField("tasks", func(o *sbatch.Options) any { return o.NTasks }),
 	"ntasks-per-node": optField("tasks_per_node", func(o *sbatch.Options) any { return o.NTasksPerNode }),
 	"cpus-per-task":   optField("cpus_per_task", func(o *sbatch.Options) any { return o.CPUsPerTask }),

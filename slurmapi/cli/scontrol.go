@@ -27,6 +27,7 @@ Commands:
   show job [JOBID]              a job (or every job you may see), Key=Value
   show node [NAME]              a node (or every node)
   show partition [NAME]         a partition (or every partition)
+  show reservation [NAME]       an advance reservation (or every reservation)
   show config                   the server's settings (ClusterName, MaxArraySize, ...)
   show hostnames [LIST]         a node list (default $SLURM_JOB_NODELIST), one name per line
   show hostlist NAMES           names (a,b or one per line) as a node list: h100-[0-3]
@@ -40,6 +41,16 @@ Commands:
   update NodeName=N State=DRAIN Reason=WHY
   update NodeName=N State=RESUME
                                 drain a node (no new work; its jobs run on) or resume it
+  create reservation ReservationName=R StartTime=now|now+2minutes|YYYY-MM-DDTHH:MM[:SS]
+         Duration=TIME|EndTime=TIME Nodes=LIST|NodeCnt=N [PartitionName=P]
+         Users=U,..|Accounts=A,.. [Flags=MAINT,IGNORE_JOBS,FLEX,DAILY,WEEKLY,PURGE_COMP,
+         MAGNETIC,ANY_NODES,PART_NODES]
+                                book nodes for a window (operators and administrators)
+  update ReservationName=R KEY=VALUE...
+                                change a reservation: StartTime, EndTime, Duration, Nodes,
+                                NodeCnt, PartitionName, Users, Accounts, Flags (Users+=,
+                                Users-=, Accounts+=, Accounts-=, Flags+=, Flags-= too)
+  delete reservation NAME       remove a reservation
 
 Flags:
 `
@@ -73,14 +84,14 @@ func runScontrol(args []string) error {
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return UsageError{"no command given (show, ping, hold, release, requeue, requeuehold, update)"}
+		return UsageError{"no command given (show, ping, hold, release, requeue, requeuehold, update, create, delete)"}
 	}
 	verb, rest := strings.ToLower(rest[0]), rest[1:]
 	var act func(ctx context.Context, c *client.Client) error
 	switch verb {
 	case "show":
 		if len(rest) == 0 {
-			return UsageError{"show what? job, node, partition, config, hostnames or hostlist"}
+			return UsageError{"show what? job, node, partition, reservation, config, hostnames or hostlist"}
 		}
 		what, name := strings.ToLower(rest[0]), ""
 		if len(rest) > 1 {
@@ -111,7 +122,22 @@ func runScontrol(args []string) error {
 			return err
 		}
 		act = func(ctx context.Context, c *client.Client) error { return scontrolJobAction(ctx, c, verb, ids) }
+	case "create", "delete":
+		var err error
+		if act, err = scontrolReservationVerb(verb, rest); err != nil {
+			return err
+		}
 	case "update":
+		if isReservationUpdate(rest) {
+			req, err := parseReservation(reservationArgs(rest), true, time.Now())
+			if err != nil {
+				return err
+			}
+			act = func(ctx context.Context, c *client.Client) error {
+				return scontrolWriteReservation(ctx, c, os.Stdout, req, true)
+			}
+			break
+		}
 		if nodes, fields, isNode, err := parseNodeUpdate(rest); isNode {
 			if err != nil {
 				return err
@@ -197,8 +223,17 @@ func scontrolShow(ctx context.Context, c *client.Client, w io.Writer, what, name
 		for _, p := range parts {
 			records = append(records, partitionRecord(p))
 		}
+	case strings.HasPrefix("reservations", what) && len(what) >= 3:
+		list, err := showReservations(ctx, c, name)
+		if err != nil {
+			return err
+		}
+		value, noun = map[string]any{"reservations": list}, "reservations"
+		for _, r := range list {
+			records = append(records, reservationRecord(r, o.now))
+		}
 	default:
-		return UsageError{fmt.Sprintf("show %q: want job, node, partition or config", what)}
+		return UsageError{fmt.Sprintf("show %q: want job, node, partition, reservation or config", what)}
 	}
 	if o.json {
 		enc := json.NewEncoder(w)

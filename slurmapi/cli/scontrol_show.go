@@ -139,6 +139,9 @@ func jobRecord(j client.Job, now time.Time) record {
 	} else if m, ok := j.MemoryPerCPU.Value(); ok {
 		r = append(r, []string{kv("MinMemoryCPU", strconv.FormatInt(m, 10)+"M")})
 	}
+	if j.Reservation != "" { // after the node requirements, as scontrol places it
+		r = append(r, []string{kv("Reservation", j.Reservation)})
+	}
 	r = append(r,
 		[]string{kv("Command", orNull(j.Command))},
 		[]string{kv("WorkDir", orNull(j.WorkDir))},

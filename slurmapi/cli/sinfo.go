@@ -79,13 +79,21 @@ func nodeState(states []string) string {
 		}
 		return "drained"
 	}
+	// An idle node of an active reservation is held for it: maintenance for a MAINT
+	// reservation, reserved for another; a busy one shows its work, as in Slurm.
+	if base == "idle" && has("MAINTENANCE") {
+		return "maintenance"
+	}
+	if base == "idle" && has("RESERVED") {
+		return "reserved"
+	}
 	return base
 }
 
 // compactStates are sinfo's short state names (%t).
 var compactStates = map[string]string{
 	"down": "down", "allocated": "alloc", "mixed": "mix", "idle": "idle",
-	"draining": "drng", "drained": "drain", "unknown": "unk",
+	"draining": "drng", "drained": "drain", "unknown": "unk", "maintenance": "maint", "reserved": "resv",
 }
 
 // nodeStateName is a node's short state name (%t).
@@ -95,7 +103,7 @@ func nodeStateName(states []string) string { return compactStates[nodeState(stat
 // commas; drain stands for draining and drained, as Slurm's DRAIN flag does. The
 // answer holds long names (nodeState's).
 func sinfoStates(list string) (map[string]bool, error) {
-	long := map[string]string{"alloc": "allocated", "mix": "mixed", "drng": "draining", "unk": "unknown"}
+	long := map[string]string{"alloc": "allocated", "mix": "mixed", "drng": "draining", "unk": "unknown", "maint": "maintenance", "resv": "reserved"}
 	want := map[string]bool{}
 	for _, name := range strings.Split(strings.ToLower(list), ",") {
 		name = strings.TrimSpace(name)
@@ -203,8 +211,8 @@ func sinfoRows(parts []client.Partition, nodes []client.Node, byNode, byReason b
 
 // sinfoOpts are the values sinfoFlags binds its flags to.
 type sinfoOpts struct {
-	token, format, partition, states, fields           string
-	noHeader, byNode, reasons, long, summarize, asJSON bool
+	token, format, partition, states, fields                         string
+	noHeader, byNode, reasons, long, summarize, asJSON, reservations bool
 }
 
 // sinfoFlags builds sinfo's options apart from runSinfo, so docs/cli.md and its
@@ -232,6 +240,8 @@ func sinfoFlags() (*flag.FlagSet, *sinfoOpts) {
 	fs.StringVar(&o.fields, "O", "", "output fields by name (partition,nodes:.5,statelong,...); also --Format")
 	fs.StringVar(&o.fields, "Format", "", "output fields by name")
 	fs.BoolVar(&o.asJSON, "json", false, "print the lines as JSON")
+	fs.BoolVar(&o.reservations, "T", false, "list the advance reservations (name, state, start, end, duration, nodes); also --reservation")
+	fs.BoolVar(&o.reservations, "reservation", false, "list the advance reservations")
 	return fs, o
 }
 
@@ -256,6 +266,14 @@ func runSinfo(args []string) error {
 		return err
 	}
 	defer cancel()
+	if o.reservations {
+		list, err := c.Reservations(ctx)
+		if err != nil {
+			return err
+		}
+		writeSinfoReservations(os.Stdout, list, time.Now())
+		return nil
+	}
 	parts, err := c.Partitions(ctx)
 	if err != nil {
 		return err

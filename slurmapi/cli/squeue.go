@@ -32,7 +32,7 @@ var squeueHeaders = map[byte]string{
 	'i': "JOBID", 'A': "JOBID", 'P': "PARTITION", 'j': "NAME", 'u': "USER", 't': "ST", 'T': "STATE",
 	'M': "TIME", 'l': "TIME_LIMIT", 'D': "NODES", 'R': "NODELIST(REASON)", 'N': "NODELIST",
 	'r': "REASON", 'a': "ACCOUNT", 'q': "QOS", 'V': "SUBMIT_TIME", 'S': "START_TIME", 'Q': "PRIORITY",
-	'p': "PRIORITY", 'Y': "SCHEDNODES",
+	'p': "PRIORITY", 'Y': "SCHEDNODES", 'v': "RESERVATION",
 }
 
 // squeueFields are squeue -O's field names and the format letters they stand for.
@@ -40,7 +40,7 @@ var squeueFields = map[string]byte{
 	"jobid": 'i', "jobarrayid": 'i', "name": 'j', "username": 'u', "state": 'T', "statecompact": 't',
 	"partition": 'P', "timeused": 'M', "timelimit": 'l', "numnodes": 'D', "nodelist": 'N', "reason": 'r',
 	"reasonlist": 'R', "account": 'a', "qos": 'q', "submittime": 'V', "starttime": 'S', "priority": 'Q',
-	"prioritylong": 'Q', "schednodes": 'Y',
+	"prioritylong": 'Q', "schednodes": 'Y', "reservation": 'v',
 }
 
 // squeueValue is one job's value for one format letter at time now.
@@ -100,6 +100,8 @@ func squeueValue(j client.Job, letter byte, now time.Time) string {
 		return strconv.FormatFloat(float64(v)/(1<<32), 'f', 8, 64)
 	case 'Y':
 		return "(null)" // nodes are chosen when the job starts
+	case 'v':
+		return orNull(j.Reservation)
 	}
 	return ""
 }
@@ -241,8 +243,8 @@ func writeTable(w io.Writer, format string, headers map[byte]string, noHeader bo
 
 // squeueOpts are the values squeueFlags binds its flags to.
 type squeueOpts struct {
-	token, users, accounts, parts, states, jobs, format, fields, sortSpec string
-	noHeader, asJSON, me, long, start, all                                bool
+	token, users, accounts, parts, states, jobs, format, fields, sortSpec, resv string
+	noHeader, asJSON, me, long, start, all                                      bool
 }
 
 // squeueFlags builds squeue's options apart from runSqueue, so docs/cli.md and its
@@ -261,6 +263,8 @@ func squeueFlags() (*flag.FlagSet, *squeueOpts) {
 	fs.StringVar(&o.states, "states", "", "only these states")
 	fs.StringVar(&o.jobs, "j", "", "only these job ids; also --jobs")
 	fs.StringVar(&o.jobs, "jobs", "", "only these job ids")
+	fs.StringVar(&o.resv, "R", "", "only jobs in this reservation; also --reservation")
+	fs.StringVar(&o.resv, "reservation", "", "only jobs in this reservation")
 	fs.StringVar(&o.format, "o", squeueDefaultFormat, "output format, Slurm's %-letters; also --format")
 	fs.StringVar(&o.format, "format", squeueDefaultFormat, "output format")
 	fs.StringVar(&o.fields, "O", "", "output fields by name (jobid,name:30,username,state,...); also --Format")
@@ -307,7 +311,7 @@ func runSqueue(args []string) error {
 		stateList = []string{"PENDING"}
 	}
 	list = filterJobs(list, jobFilter{users: userList, accounts: splitList(o.accounts),
-		partitions: splitList(o.parts), states: stateList, ids: splitList(o.jobs), all: o.all})
+		partitions: splitList(o.parts), states: stateList, ids: splitList(o.jobs), reservation: o.resv, all: o.all})
 	now := time.Now()
 	if err := sortJobs(list, o.sortSpec, now); err != nil {
 		return err
@@ -339,6 +343,7 @@ func runSqueue(args []string) error {
 
 type jobFilter struct {
 	users, accounts, partitions, states, ids []string
+	reservation                              string // squeue -R: only its jobs
 	all                                      bool
 }
 
@@ -360,6 +365,7 @@ func filterJobs(jobs []client.Job, f jobFilter) []client.Job {
 		if len(f.users) > 0 && !slices.Contains(f.users, j.UserName) ||
 			len(f.accounts) > 0 && !slices.Contains(f.accounts, j.Account) ||
 			len(f.partitions) > 0 && !slices.Contains(f.partitions, j.Partition) ||
+			f.reservation != "" && j.Reservation != f.reservation ||
 			len(f.ids) > 0 && !slices.Contains(f.ids, jobIDString(j)) && !slices.Contains(f.ids, strconv.FormatUint(uint64(j.JobID), 10)) {
 			continue
 		}

@@ -39,6 +39,7 @@ type Job struct {
 	Requeue      bool     `json:"requeue"`
 	RestartCount int64    `json:"restart_cnt"`
 	Comment      string   `json:"comment"`
+	Reservation  string   `json:"resv_name"`
 	ExitCode     ExitCode `json:"exit_code"`
 
 	// What scontrol show job adds to squeue's view.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
@@ -37,6 +38,9 @@ func (b *Backend) Catalog(ctx context.Context) (*slurmapi.Catalog, error) {
 	}
 	cat := CatalogFrom(parts, queues, qos)
 	withNodes(cat, parts, nodes.Items)
+	if cat.Reservations, err = catalogReservations(ctx, b.c); err != nil {
+		return nil, err
+	}
 	b.catalog, b.catAt = cat, time.Now()
 	return b.catalog, nil
 }
@@ -72,11 +76,16 @@ func (b *Backend) Nodes(ctx context.Context) ([]slurmapi.Node, error) {
 	if err := b.c.List(ctx, &parts); err != nil {
 		return nil, fmt.Errorf("list Partitions: %w", err)
 	}
+	resvs, err := listReservations(ctx, b.c)
+	if err != nil && !apierrors.IsForbidden(err) { // without the right to read them, nodes show no reservation
+		return nil, err
+	}
 	used := podUsage(pods.Items)
 	out := make([]slurmapi.Node, 0, len(nodes.Items))
 	for i := range nodes.Items {
 		out = append(out, NodeFrom(&nodes.Items[i], used[nodes.Items[i].Name], parts.Items))
 	}
+	markReserved(out, resvs, nodes.Items, parts.Items, time.Now())
 	return out, nil
 }
 

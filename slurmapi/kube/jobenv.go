@@ -161,6 +161,9 @@ func jobEnv(pg *v1alpha1.PodGroup, b *bridge.Bind, index int, hosts []string, ru
 	if !IsAllocation(pg) {
 		slurm = append(slurm, [2]string{"ENVIRONMENT", "BATCH"})
 	}
+	if r := pg.Annotations[v1alpha1.ReservationAnnotation]; r != "" {
+		slurm = append(slurm, [2]string{"SLURM_JOB_RESERVATION", r}) // as slurmd sets it for a job in one
+	}
 	names := make([]string, 0, len(asked))
 	for k := range asked {
 		if strings.HasPrefix(k, "SLURM_") && k != "SLURM_CLUSTER_NAME" {

@@ -24,6 +24,7 @@ func envCatalog() *slurmapi.Catalog {
 		UserAccounts:     map[string][]string{"alice": {"nlp"}},
 		DefaultAccount:   map[string]string{"alice": "nlp"},
 		DefaultQOS:       map[string]string{"nlp": "normal"},
+		Reservations:     map[string]*slurmapi.Reservation{"nlp-hack": {Name: "nlp-hack", End: time.Now().Add(time.Hour), Accounts: []string{"nlp"}}},
 	}
 }
 
@@ -157,6 +158,9 @@ func TestJobEnvIsSlurms(t *testing.T) {
 		want       map[string]string
 	}{{
 		name: "(a) one node, one task", directives: "#SBATCH -J a\n", nodes: 1, want: oneNode,
+	}, {
+		name: "in a reservation", directives: "#SBATCH -J a --reservation=nlp-hack\n", nodes: 1,
+		want: with(oneNode, "SLURM_JOB_RESERVATION", "nlp-hack"),
 	}, {
 		name:       "(b) -N2 --ntasks-per-node=4 -c 2 --gres=gpu:2 --mem=64G",
 		directives: "#SBATCH -J b -N2 --ntasks-per-node=4 -c 2 --gres=gpu:2 --mem=64G\n", nodes: 2, gpus: 2, want: gpuJob,

@@ -88,6 +88,9 @@ func annotations(d *slurmapi.JobDesc) map[string]string {
 	if d.Command != "" {
 		ann[CommandAnnotation] = d.Command
 	}
+	if d.Reservation != "" {
+		ann[v1alpha1.ReservationAnnotation] = d.Reservation // the scheduler holds the job to it
+	}
 	placementAnnotations(d, ann)
 	submitEnvAnnotation(d, ann)
 	return ann
@@ -235,6 +238,7 @@ func descFromPodGroup(pg *v1alpha1.PodGroup) slurmapi.JobDesc {
 		d.GPUs.Shards, _ = parseShards(pg.Annotations[ShardsAnnotation])
 	}
 	d.Nice, _ = v1alpha1.ParseNice(pg.Annotations[v1alpha1.NiceAnnotation])
+	d.Reservation = pg.Annotations[v1alpha1.ReservationAnnotation]
 	readPlacement(pg.Annotations, &d)
 	s := pg.Spec.Slurm
 	if s == nil {

@@ -15,6 +15,7 @@ type Options struct {
 	Output, Error, Input, Chdir        string
 	Dependency, Array, Comment, Export string
 	ContainerImage                     string
+	Reservation                        string // --reservation: the advance reservation the job runs in
 	Nodes, MaxNodes                    int
 	NTasks, NTasksPerNode, CPUsPerTask int
 	Mem, MemPerCPU, MemPerGPU          int64 // MiB
@@ -88,6 +89,7 @@ var Table = []Option{
 	{"array", 'a', RequiredArg, "job array index values (e.g. 0-15%4)", setArray},
 	{"begin", 'b', RequiredArg, "defer job until HH:MM MM/DD/YY", str(func(o *Options) *string { return &o.Begin })},
 	{"comment", 0, RequiredArg, "arbitrary comment", str(func(o *Options) *string { return &o.Comment })},
+	{"reservation", 0, RequiredArg, "allocate resources from named reservation", str(func(o *Options) *string { return &o.Reservation })},
 	{"export", 0, RequiredArg, "specify environment variables to export (ALL, NONE, VAR=val,...)", str(func(o *Options) *string { return &o.Export })},
 	{"container-image", 0, RequiredArg, "container image to run the job in (pyxis)", str(func(o *Options) *string { return &o.ContainerImage })},
 	// Accepted so that existing scripts run, but without effect here.

@@ -75,7 +75,6 @@ var Refused = []RefusedOption{
 	{"gid", 0, "jobs run with the group the site maps to the user"},
 	{"licenses", 'L', "Invalid license specification: no licenses are configured"},
 	{"mcs-label", 0, "no MCS plugin is configured"},
-	{"reservation", 0, "Requested reservation is invalid: there are no reservations"},
 	{"test-only", 0, "give --test-only on the sbatch command line: a script's directive cannot keep its own job from being stored"},
 	{"uid", 0, "jobs run as the authenticated user"},
 	{"wait", 'W', "give -W/--wait on the sbatch command line: a script's directive cannot make the command wait"},

@@ -9,8 +9,9 @@ import (
 // Signal is --signal=[{R|B}:]<sig_num>[@sig_time]: within Before seconds
 // of its time limit the job gets signal Num, in every task of its steps
 // or, with Batch (B:), in its batch shell only. Reservation (R:) lets a
-// job overlap a reservation in Slurm; Sluice has no reservations, so it
-// changes nothing.
+// job overlap a reservation in Slurm; Sluice starts a job in a reservation
+// only when its time limit ends by the reservation's end, so it changes
+// nothing.
 type Signal struct {
 	Num         int
 	Before      int // seconds before the time limit; Slurm's default 60

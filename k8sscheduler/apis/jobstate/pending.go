@@ -28,9 +28,19 @@ func PendingReason(pg *v1alpha1.PodGroup, now time.Time) string {
 		if r, ok := EligibilityReason(c.Reason, c.Message); ok {
 			return r
 		}
+		if r, ok := spelledReasons[c.Reason]; ok {
+			return r
+		}
 		return c.Reason
 	}
 	return "None"
+}
+
+// spelledReasons are Slurm's pending reasons that are no valid condition reason (spaces),
+// by the condition reason the scheduler writes for them (the words run together, each
+// capitalised), so every view shows Slurm's text.
+var spelledReasons = map[string]string{
+	"ReqNodeNotAvail,ReservedForMaintenance": "ReqNodeNotAvail, Reserved for maintenance",
 }
 
 // EligibilityReason reads Slurm's pending reason back from a Scheduled condition that
