@@ -20,12 +20,6 @@ import (
 	"github.com/sluicehq/sluice/slurmapi/kube"
 )
 
-// schedulingEnv turns on the assertions that need the scheduler to hand reservations to
-// the core (the Kubernetes adapter of issue 39, on another branch): until both are
-// merged the in-process scheduler does not know reservations, and those assertions
-// would fail for want of it. Set it to 1 once they are; then remove the gate.
-const schedulingEnv = "SLUICE_E2E_RESERVATION_SCHEDULING"
-
 // runCLI runs one of sluice's Slurm commands as user against ts, as a user's shell
 // would (SLUICE_URL, SLURM_JWT), and returns what it printed and its error.
 func runCLI(t *testing.T, ts *httptest.Server, user string, args ...string) (string, error) {
@@ -66,9 +60,9 @@ func runCLI(t *testing.T, ts *httptest.Server, user string, args ...string) (str
 // on with scontrol; scontrol show reservation and sinfo -T print it in Slurm's layouts;
 // alice (nlp) submits into it with --reservation, which her job's PodGroup carries and
 // squeue and scontrol show; bob (vision) may not, an unknown name is invalid, a user may
-// not book, and scontrol delete removes it. With the scheduler's adapter (schedulingEnv),
-// a long vision job kept to h100-0 does not start there while a short one that ends
-// before the window does, and alice's job waits (Reservation) until the window opens.
+// not book, and scontrol delete removes it. A long vision job kept to h100-0 does not
+// start there while a short one that ends before the window does, and alice's job waits
+// (Reservation) until the window opens.
 func TestSlurmReservation(t *testing.T) {
 	ts := slurmSite(t)
 	ctx := context.Background()
@@ -147,11 +141,7 @@ func TestSlurmReservation(t *testing.T) {
 		}
 	}
 
-	if os.Getenv(schedulingEnv) != "" {
-		reservedWindow(t, ts, job)
-	} else {
-		t.Logf("scheduling within the reservation not checked: set %s=1 once the scheduler's adapter is merged", schedulingEnv)
-	}
+	reservedWindow(t, ts, job)
 
 	out, err = runCLI(t, ts, "slurm", "scontrol", "update", "ReservationName=nlp-hack", "Users+=bob", "Duration=20")
 	if err != nil || out != "Reservation updated.\n" {
@@ -189,9 +179,12 @@ func reservedWindow(t *testing.T, ts *httptest.Server, nlpJob int) {
 	if j := showJob(t, ts, long); j.state != "PENDING" {
 		t.Errorf("bob's hour-long job on h100-0 is %s before the reservation, want PENDING", j.state)
 	}
-	if j := showJob(t, ts, nlpJob); j.state != "PENDING" || j.reason != "Reservation" {
-		t.Errorf("alice's job before the window: %+v, want PENDING (Reservation)", j)
-	}
+	// The scheduler says why a job waits once it has waited PendingStatusDelay.
+	WaitFor(t, "alice's job waits for the window, bob's long one for the reserved node", 30*time.Second, func(context.Context) (bool, error) {
+		a, l := showJob(t, ts, nlpJob), showJob(t, ts, long)
+		return a.state == "PENDING" && a.reason == "Reservation" && l.state == "PENDING" && l.reason == "Resources",
+			fmt.Errorf("alice %+v, bob's long job %+v", a, l)
+	})
 	waitState(t, ts, short, "COMPLETED", 90*time.Second)
 	if j := waitState(t, ts, nlpJob, "RUNNING", 3*time.Minute); j.nodes != "h100-0" && j.nodes != "<nil>" {
 		t.Errorf("alice's job runs on %s, want the reservation's h100-0", j.nodes)
