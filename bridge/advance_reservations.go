@@ -104,13 +104,14 @@ func (c *cycle) buildAdvanceReservations() {
 }
 
 // checkOverlaps reports reservations whose windows overlap on a node: the front ends refuse
-// them, and the core, given them anyway, honours each.
+// them, and the core, given them anyway, honours each. A maintenance window may overlap
+// others, as in Slurm (MAINT): that is no problem.
 func (c *cycle) checkOverlaps(n int32) {
 	rs := c.nodes[n].resv
 	for i, a := range rs {
 		for _, b := range rs[i+1:] {
 			ra, rb := &c.resvs[a], &c.resvs[b]
-			if ra.start < rb.end && rb.start < ra.end {
+			if ra.start < rb.end && rb.start < ra.end && !ra.r.Maint && !rb.r.Maint {
 				c.problem("reservation "+rb.r.Name, "overlaps reservation "+ra.r.Name+" on node "+c.nodes[n].name)
 			}
 		}

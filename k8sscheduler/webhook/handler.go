@@ -44,6 +44,9 @@ type admitter struct {
 	gpus   GovernGPUs // every GPU pod is Sluice's (governgpus.go); zero: off
 	jobIDs func(context.Context) (uint32, error)
 	log    logr.Logger
+	// resvWorld reads the cluster to judge a Reservation (reservationView.world); nil:
+	// Reservations are not judged (no shared cache).
+	resvWorld func(context.Context) (*reservationWorld, error)
 }
 
 // ServeHTTP decodes an admission.k8s.io/v1 AdmissionReview and answers it.
@@ -88,11 +91,20 @@ func (a *admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// admit decides one request: pods for a Sluice scheduler are validated and
+// admit decides one request: Reservations and PodGroups naming one are judged
+// (reservation_admission.go); pods for a Sluice scheduler are validated and
 // mutated on creation; with GovernGPUs, GPU pods of other schedulers are adopted
 // or refused, and so are tolerations of the GPU taint; everything else passes
 // untouched.
 func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Kind.Group == v1alpha1.GroupVersion.Group && req.SubResource == "" {
+		switch req.Kind.Kind {
+		case "Reservation":
+			return a.admitReservation(ctx, req)
+		case "PodGroup":
+			return a.admitPodGroup(ctx, req)
+		}
+	}
 	op := req.Operation
 	if (op != admissionv1.Create && op != admissionv1.Update) || req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" {
 		return &admissionv1.AdmissionResponse{Allowed: true}

@@ -48,8 +48,12 @@ type Registration struct {
 	// the mode governs (register_governgpus.go). Keep it equal to Config.GovernGPUs.
 	GovernGPUs GovernGPUs
 	// Users are Sluice's own identities (SelfUser): the pods they create are never
-	// governed, so GPU reservation and validation pods do not depend on the webhook.
+	// governed, so GPU reservation and validation pods do not depend on the webhook,
+	// and the PodGroups they create are not judged for their reservation.
 	Users []string
+	// Reservations adds ReservationsWebhookName and PodGroupsWebhookName
+	// (register_reservations.go): Reservations and the PodGroups naming one are judged.
+	Reservations bool
 }
 
 // Register creates the MutatingWebhookConfiguration described by reg, or
@@ -166,6 +170,13 @@ func (reg Registration) configuration() (*admissionregistrationv1.MutatingWebhoo
 			return nil, err
 		}
 		webhooks = append(webhooks, governed)
+	}
+	if reg.Reservations {
+		judged, err := reg.reservationWebhooks(webhooks[0])
+		if err != nil {
+			return nil, err
+		}
+		webhooks = append(webhooks, judged...)
 	}
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{

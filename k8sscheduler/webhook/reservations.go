@@ -121,3 +121,17 @@ func (a *admitter) reservationRefusal(pod *corev1.Pod, pg *v1alpha1.PodGroup, na
 	}
 	return a.reservations.refusal(name, namespace, queue)
 }
+
+// all is every Reservation known, for judging another against them.
+func (x *reservationIndex) all() []*v1alpha1.Reservation {
+	if x == nil {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]*v1alpha1.Reservation, 0, len(x.byName))
+	for _, r := range x.byName {
+		out = append(out, r)
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -35,6 +36,7 @@ type Server struct {
 	factory  informers.SharedInformerFactory // nil with Config.Informers
 	queues   *queueIndex                     // nil without Config.Queues
 	resvs    *reservationIndex               // nil without Config.Queues, as queues
+	resvView *reservationView                // nil without Config.Informers or Config.Queues
 	qfactory dynamicinformer.DynamicSharedInformerFactory
 	adm      *admitter
 	// tlsOpts demand, with Config.ClientCAFile, the API server's client certificate.
@@ -71,6 +73,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Owners != nil {
 		adm.owners = newOwnerMemo(cfg.Owners)
+	}
+	if s.resvView != nil {
+		adm.resvWorld = s.resvView.world
 	}
 	s.adm = adm
 	auth, err := clientAuth(cfg)
@@ -120,6 +125,8 @@ func (s *Server) informers() (corelisters.NamespaceLister, error) {
 				return nil, err
 			}
 			s.synced = append(s.synced, s.queues.synced, s.resvs.synced)
+			// Judging a Reservation reads nodes and pods, which only the shared cache holds.
+			s.resvView = &reservationView{informers: shared, resvs: s.resvs, now: time.Now}
 		}
 		return corelisters.NewNamespaceLister(store.GetIndexer()), nil
 	}
@@ -176,7 +183,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // URL(); self (SelfUser) is never governed.
 func (s *Server) registration(ca []byte, self string) Registration {
 	reg := Registration{CABundle: ca, Service: s.cfg.Service, SchedulerNames: s.cfg.SchedulerNames,
-		GovernGPUs: s.cfg.GovernGPUs, Users: []string{self}}
+		GovernGPUs: s.cfg.GovernGPUs, Users: []string{self}, Reservations: s.resvView != nil}
 	if reg.Service == nil {
 		reg.URL = s.URL()
 	}

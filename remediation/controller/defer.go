@@ -90,8 +90,9 @@ func (c *controller) scheduleRepair(ctx context.Context, node *corev1.Node, st h
 		if !refused(err) {
 			return 0, err
 		}
-		// Admission refused the window (it overlaps another reservation on the node):
-		// repairing now is what would have happened without DeferRepairs.
+		// Admission refused the window (a MAINT one may overlap other reservations, so
+		// this is rare: the node gone, say): repairing now is what would have happened
+		// without DeferRepairs.
 		c.events.Eventf(nodeRef(node.Name), corev1.EventTypeWarning, "RepairNotDeferred", "%v; repairing now", err)
 		return c.repairNow(ctx, node, st, faults)
 	}
