@@ -27,7 +27,7 @@ func TestLintAndTemplate(t *testing.T) {
 	}{
 		{"default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
 			n := kinds(objs)
-			for kind, want := range map[string]int{"CustomResourceDefinition": 4, "PersistentVolumeClaim": 1, "DaemonSet": 1,
+			for kind, want := range map[string]int{"CustomResourceDefinition": 5, "PersistentVolumeClaim": 1, "DaemonSet": 1,
 				"ServiceMonitor": 0, "NetworkPolicy": 0, "Partition": 0, "Queue": 0, "QOS": 0} {
 				if n[kind] != want {
 					t.Errorf("%d %s rendered, want %d", n[kind], kind, want)
