@@ -2,9 +2,10 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/sluicehq/sluice/bridge"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
-	"github.com/sluicehq/sluice/test/e2e"
 )
 
 // Groups of one (bare pods the webhook named and numbered) are placed with no PodGroup
@@ -52,26 +52,48 @@ func TestGroupsOfOne(t *testing.T) {
 		t.Errorf("submitted %v, want the pod's creation %v", pg.SubmitTime(), pod.CreationTimestamp.Time)
 	}
 
-	// Queue one-b is under its quota of 1: one of one-a's running pods makes room.
+	// Queue one-b is under its quota of 1: one of one-a's running pods makes room. The
+	// evicted pod's PodGroup is owned by the pod, so the garbage collector removes it soon
+	// after the pod goes: it is watched for from before the eviction, not looked up after.
+	evicted := e.watchEvicted(placed)
 	e.waitBound([]string{e.groupOfOne("b-0", "one-b", 9103)}, waitLong)
-	e2e.WaitFor(t, "one of one-a's placed pods evicted with its PodGroup saying so", waitLong, func(ctx context.Context) (bool, error) {
-		for _, name := range placed {
-			pg, err := e.podGroup(name)
-			if apierrors.IsNotFound(err) {
+	select {
+	case name := <-evicted:
+		t.Logf("pod %s evicted, its PodGroup saying so", name)
+	case <-time.After(waitLong):
+		t.Fatalf("neither of %v was evicted with its PodGroup saying so (reason %s)", placed, conditionReason(string(bridge.EvictReclaim)))
+	}
+}
+
+// watchEvicted reports the first of names whose PodGroup shows the reclaim's Evicted
+// condition, watching from now until the test ends.
+func (e *env) watchEvicted(names []string) <-chan string {
+	e.t.Helper()
+	wc, err := client.NewWithWatch(e.rig.RESTConfig(), client.Options{Scheme: e.crs.Scheme()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &v1alpha1.PodGroupList{}, client.InNamespace(e.ns))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(w.Stop)
+	out := make(chan string, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			pg, ok := ev.Object.(*v1alpha1.PodGroup)
+			if !ok || !slices.Contains(names, pg.Name) {
 				continue
-			}
-			if err != nil {
-				return false, err
 			}
 			for _, c := range pg.Status.Conditions {
 				if c.Type == v1alpha1.PodGroupConditionEvicted && c.Reason == conditionReason(string(bridge.EvictReclaim)) {
-					return true, nil
+					out <- pg.Name
+					return
 				}
 			}
-			return false, fmt.Errorf("PodGroup %s conditions %+v", name, pg.Status.Conditions)
 		}
-		return false, fmt.Errorf("neither %v has a PodGroup", placed)
-	})
+	}()
+	return out
 }
 
 // groupOfOne creates a one-GPU bare pod in partition "one" as the webhook admits it with
