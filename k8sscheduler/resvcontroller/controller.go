@@ -212,7 +212,7 @@ func (c *Controller) enqueuePod(obj any) {
 	if !ok {
 		return
 	}
-	if r := reservationOfPod(p, c.groupOf(p)); r != "" {
+	if r := jobstate.ReservationOfPod(p, c.groupOf(p)); r != "" {
 		c.queue.Add(r)
 	}
 }

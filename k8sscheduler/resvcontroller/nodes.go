@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -23,7 +24,7 @@ type Node struct {
 }
 
 // Forever is the end of work that has no time limit.
-var Forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+var Forever = jobstate.Forever
 
 // InPartition reports whether a node is in partition name: the Partition's node
 // selector matches its labels or, for a partition without a Partition object, its

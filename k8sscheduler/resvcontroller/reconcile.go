@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
@@ -157,8 +158,8 @@ func (c *Controller) nodeList(busy bool) []Node {
 		if busy {
 			pods, _ := c.pods.ByIndex(podsByNode, n.Name)
 			for _, obj := range pods {
-				if p, ok := obj.(*corev1.Pod); ok && IsWork(p, c.cfg.SchedulerNames) {
-					if end := WorkEnds(p, c.groupOf(p)); end.After(node.BusyUntil) {
+				if p, ok := obj.(*corev1.Pod); ok && jobstate.IsWork(p, c.cfg.SchedulerNames) {
+					if end := jobstate.WorkEnds(p, c.groupOf(p)); end.After(node.BusyUntil) {
 						node.BusyUntil = end
 					}
 				}
@@ -206,7 +207,7 @@ func (c *Controller) inUse(r *v1alpha1.Reservation) bool {
 	for _, k := range keys {
 		pods, _ := c.pods.ByIndex(podsByGroup, k)
 		for _, obj := range pods {
-			if p, ok := obj.(*corev1.Pod); ok && IsWork(p, c.cfg.SchedulerNames) {
+			if p, ok := obj.(*corev1.Pod); ok && jobstate.IsWork(p, c.cfg.SchedulerNames) {
 				return true
 			}
 		}

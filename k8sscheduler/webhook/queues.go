@@ -1,10 +1,8 @@
 package webhook
 
 import (
-	"fmt"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -33,24 +31,11 @@ func newQueueIndex(dyn dynamic.Interface) (*queueIndex, dynamicinformer.DynamicS
 // dynamic informer) or typed ones (a shared cache's).
 func queueIndexOn(informer crcache.Informer) (*queueIndex, error) {
 	x := &queueIndex{byName: map[string]v1alpha1.QueueAccess{}}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    x.set,
-		UpdateFunc: func(_, obj any) { x.set(obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if o, ok := obj.(metav1.Object); ok {
-				x.mu.Lock()
-				delete(x.byName, o.GetName())
-				x.mu.Unlock()
-			}
-		},
-	})
+	synced, err := indexEvents(informer, "queue", &x.mu, x.byName, x.set)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: queue informer: %w", err)
+		return nil, err
 	}
-	x.synced = reg.HasSynced
+	x.synced = synced
 	return x, nil
 }
 

@@ -178,7 +178,7 @@ func busyNodes(r *v1alpha1.Reservation, nodes []string, w *reservationWorld, sch
 			continue
 		}
 		group := w.groupOf(p)
-		if reservationOfPod(p, group) == r.Name {
+		if jobstate.ReservationOfPod(p, group) == r.Name {
 			continue
 		}
 		ends := workEnds(p, group)
@@ -186,7 +186,7 @@ func busyNodes(r *v1alpha1.Reservation, nodes []string, w *reservationWorld, sch
 			continue
 		}
 		until := "has no time limit (activeDeadlineSeconds)"
-		if !ends.Equal(resvcontroller.Forever) {
+		if !ends.Equal(jobstate.Forever) {
 			until = "may run until " + stamp(ends) + " by its time limit"
 		}
 		return fmt.Sprintf("%s: pod %s/%s on node %s %s, after the reservation starts at %s (flag IGNORE_JOBS creates it anyway)",
@@ -197,7 +197,7 @@ func busyNodes(r *v1alpha1.Reservation, nodes []string, w *reservationWorld, sch
 
 // holdsNode reports whether p is work that keeps a node from a reservation.
 func holdsNode(p *corev1.Pod, schedulerNames []string) bool {
-	if !resvcontroller.IsWork(p, schedulerNames) {
+	if !jobstate.IsWork(p, schedulerNames) {
 		return false
 	}
 	if _, ok := p.Labels[v1alpha1.ValidationLabel]; ok {
@@ -211,23 +211,11 @@ func holdsNode(p *corev1.Pod, schedulerNames []string) bool {
 
 // workEnds is when p ends: by its time limit, or by its deletion's grace period.
 func workEnds(p *corev1.Pod, group *v1alpha1.PodGroup) time.Time {
-	ends := resvcontroller.WorkEnds(p, group)
+	ends := jobstate.WorkEnds(p, group)
 	if d := p.DeletionTimestamp; d != nil && d.Time.Before(ends) {
 		return d.Time
 	}
 	return ends
-}
-
-// reservationOfPod is the reservation p's job runs in: its PodGroup's or, for a group of
-// one, its own (as the reservation controller reads it).
-func reservationOfPod(p *corev1.Pod, group *v1alpha1.PodGroup) string {
-	if group != nil {
-		return v1alpha1.ReservationOf(group.Labels, group.Annotations)
-	}
-	if jobstate.GroupOfOne(p) || jobstate.PodGroupKey(p) == "" {
-		return v1alpha1.ReservationOf(p.Labels, p.Annotations)
-	}
-	return ""
 }
 
 // judgeNodeCount checks a count the controller will choose: its partition (any with

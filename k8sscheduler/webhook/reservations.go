@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -28,24 +27,11 @@ type reservationIndex struct {
 // webhook's own dynamic informer) or typed ones (a shared cache's).
 func reservationIndexOn(informer crcache.Informer) (*reservationIndex, error) {
 	x := &reservationIndex{byName: map[string]*v1alpha1.Reservation{}}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    x.set,
-		UpdateFunc: func(_, obj any) { x.set(obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if o, ok := obj.(metav1.Object); ok {
-				x.mu.Lock()
-				delete(x.byName, o.GetName())
-				x.mu.Unlock()
-			}
-		},
-	})
+	synced, err := indexEvents(informer, "reservation", &x.mu, x.byName, x.set)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: reservation informer: %w", err)
+		return nil, err
 	}
-	x.synced = reg.HasSynced
+	x.synced = synced
 	return x, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/remediation/health"
 )
@@ -40,9 +41,9 @@ func (c *controller) mayDefer(faults []activeFault) bool {
 	return true
 }
 
-// workEnds is when the node's work ends by its pods' time limits (activeDeadlineSeconds,
-// as Slurm job pods carry them); ok is false when some pod has none. A node with no work
-// ends now.
+// workEnds is when the node's work ends by its pods' time limits (jobstate.WorkEnds:
+// activeDeadlineSeconds, as Slurm job pods carry them); ok is false when some pod has
+// none. A node with no work ends now.
 func (c *controller) workEnds(node string, now time.Time) (time.Time, bool, error) {
 	objs, err := c.pods.ByIndex(podsByNode, node)
 	if err != nil {
@@ -54,14 +55,11 @@ func (c *controller) workEnds(node string, now time.Time) (time.Time, bool, erro
 		if !mustLeave(p, nil) || p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Spec.ActiveDeadlineSeconds == nil {
+		e := jobstate.WorkEnds(p, nil)
+		if e.Equal(jobstate.Forever) {
 			return now, false, nil
 		}
-		start := p.CreationTimestamp.Time
-		if p.Status.StartTime != nil {
-			start = p.Status.StartTime.Time
-		}
-		if e := start.Add(time.Duration(*p.Spec.ActiveDeadlineSeconds) * time.Second); e.After(end) {
+		if e.After(end) {
 			end = e
 		}
 	}

@@ -1,4 +1,4 @@
-package resvcontroller
+package jobstate
 
 import (
 	"slices"
@@ -6,9 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
+
+// When a job's work on a node ends, and which reservation it runs in, as reservations'
+// readers (the reservation controller, admission, remediation's deferred repairs) all
+// need them read the same way.
 
 // IsWork reports whether a pod is a job's task that holds its node: bound, not ended,
 // a pod of Sluice's schedulers or one asking for GPUs. DaemonSets and other system
@@ -31,6 +34,9 @@ func IsWork(p *corev1.Pod, schedulerNames []string) bool {
 	}
 	return false
 }
+
+// Forever is the end of work that has no time limit.
+var Forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // WorkEnds is when a running pod will have ended by its time limit: its start plus its
 // activeDeadlineSeconds, or its Slurm job's time limit (group, nil when none); Forever
@@ -55,13 +61,13 @@ func WorkEnds(p *corev1.Pod, group *v1alpha1.PodGroup) time.Time {
 	return start.Add(limit)
 }
 
-// reservationOfPod is the reservation a pod's job runs in: its PodGroup's (group, nil
-// when it has none written) or, for a group of one, its own.
-func reservationOfPod(p *corev1.Pod, group *v1alpha1.PodGroup) string {
+// ReservationOfPod is the reservation a pod's job runs in: its PodGroup's (group, nil
+// when it has none written) or, for a group of one or a pod of no group, its own.
+func ReservationOfPod(p *corev1.Pod, group *v1alpha1.PodGroup) string {
 	if group != nil {
 		return v1alpha1.ReservationOf(group.Labels, group.Annotations)
 	}
-	if jobstate.GroupOfOne(p) {
+	if GroupOfOne(p) || PodGroupKey(p) == "" {
 		return v1alpha1.ReservationOf(p.Labels, p.Annotations)
 	}
 	return ""
