@@ -98,6 +98,9 @@ func (c *cycle) buildAdvanceReservations() {
 		}
 		c.resvs = append(c.resvs, st)
 	}
+	if len(c.resvs) < 2 {
+		return // nothing can overlap; most cycles have no reservation at all
+	}
 	for n := range c.nodes {
 		c.checkOverlaps(int32(n))
 	}
