@@ -124,3 +124,15 @@ func BenchmarkCycle10000Nodes80kGPUs(b *testing.B) {
 	genJobs(r, s, spec, 90000, 10000)
 	benchCycle(b, s)
 }
+
+// BenchmarkCycle10000NodesFull20kPending: 10,000 nodes x 8 GPUs filled by as much work as
+// fits (more jobs offered than the cluster holds; what did not fit is dropped), then 20k
+// jobs pending: every cycle looks for room that is not there, reclaims and preempts where
+// fair share says so (issue 41's core figure).
+func BenchmarkCycle10000NodesFull20kPending(b *testing.B) {
+	r := rand.New(rand.NewSource(5))
+	spec := genSpec{nodes: 10000, gpusPerNode: 8, depts: 10, teams: 8, fractions: 0.2, gangs: 0.05, cpuOnly: 0.1, preemptible: 0.6}
+	s := genRunning(r, genCluster(r, spec), spec, 120000)
+	genJobs(r, s, spec, 120000, 20000)
+	benchCycle(b, s)
+}

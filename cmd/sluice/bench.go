@@ -28,7 +28,7 @@ func runBench(args []string) error {
 	modes := fs.String("modes", "stream", "modes to run, comma-separated, of "+strings.Join(bench.AllModes, ","))
 	repeats := fs.Int("repeats", 3, "runs of each stream and backlog per contender (the summary gives medians)")
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
-	scale := fs.Bool("scale", false, "the scale run: 2000 nodes and 16,000 pods (overrides --nodes and --pods)")
+	scale := fs.Bool("scale", false, "the scale run: 2000 nodes and 16,000 pods unless --nodes and --pods say otherwise (e.g. --scale --nodes 5000 --pods 40000)")
 	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
 	clusterIDs := fs.Bool("cluster-identities", true, "run sluice server as the chart's ServiceAccount (its RBAC and FlowSchema, rendered by helm from charts/sluice) and kube-scheduler as system:kube-scheduler on an API server with its default request limits, so API Priority and Fairness treats both as in a cluster; false runs both with the rig's credentials, which it exempts")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its sluice-scheduler contender so, in a process of its own")
@@ -58,7 +58,14 @@ func runBench(args []string) error {
 		return cli.UsageError{Msg: fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
 	}
 	if *scale {
-		*nodes, *pods = 2000, 16000
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["nodes"] {
+			*nodes = 2000
+		}
+		if !set["pods"] {
+			*pods = 16000
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
