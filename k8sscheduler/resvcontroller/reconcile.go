@@ -48,7 +48,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 			return 0, fmt.Errorf("status of reservation %s: %w", name, err)
 		}
 	}
-	if edge := NextEdge(want, now); !edge.IsZero() {
+	if edge := want.NextEdge(now); !edge.IsZero() {
 		return edge.Sub(now) + edgeSlack, nil
 	}
 	return 0, nil

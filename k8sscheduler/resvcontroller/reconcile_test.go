@@ -54,7 +54,7 @@ func TestDesired(t *testing.T) {
 				t.Errorf("Used = %v, want %v", !tt.wantUsed, tt.wantUsed)
 			}
 			var next time.Duration
-			if e := NextEdge(got, tt.now); !e.IsZero() {
+			if e := got.NextEdge(tt.now); !e.IsZero() {
 				next = e.Sub(tt.now)
 			}
 			if next != tt.nextAfter {

@@ -57,16 +57,3 @@ func WindowsOverlap(a, b *v1alpha1.Reservation, now time.Time) bool {
 	}
 	return false
 }
-
-// NextEdge is the next time after now at which r's state changes: its window's start or
-// end; zero when it has ended for good.
-func NextEdge(r *v1alpha1.Reservation, now time.Time) time.Time {
-	start, end := r.WindowAt(now)
-	switch {
-	case start.After(now):
-		return start
-	case end.After(now):
-		return end
-	}
-	return time.Time{}
-}

@@ -82,11 +82,8 @@ func (c *cache) nextReservationEdge(now time.Time) time.Time {
 	defer c.mu.Unlock()
 	var next time.Time
 	for _, r := range c.advance {
-		start, end := r.WindowAt(now)
-		for _, t := range []time.Time{start, end} {
-			if t.After(now) && (next.IsZero() || t.Before(next)) {
-				next = t
-			}
+		if t := r.NextEdge(now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
 		}
 	}
 	return next

@@ -46,3 +46,16 @@ func (r *Reservation) WindowAt(now time.Time) (start, end time.Time) {
 	}
 	return start, end
 }
+
+// NextEdge is the next time after now at which the reservation's state changes: its
+// window's start or end; zero when it has ended for good.
+func (r *Reservation) NextEdge(now time.Time) time.Time {
+	start, end := r.WindowAt(now)
+	switch {
+	case start.After(now):
+		return start
+	case end.After(now):
+		return end
+	}
+	return time.Time{}
+}
