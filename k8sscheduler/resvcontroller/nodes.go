@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/sluicehq/sluice/k8sscheduler/apis/jobstate"
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
@@ -26,14 +24,10 @@ type Node struct {
 // Forever is the end of work that has no time limit.
 var Forever = jobstate.Forever
 
-// InPartition reports whether a node is in partition name: the Partition's node
-// selector matches its labels or, for a partition without a Partition object, its
-// sluice.dev/partition label names it (as the scheduler places nodes).
+// InPartition reports whether a node is in partition name, as the scheduler places it
+// (v1alpha1.NodePartition).
 func InPartition(nodeLabels map[string]string, name string, parts map[string]*v1alpha1.Partition) bool {
-	if p := parts[name]; p != nil {
-		return len(p.Spec.NodeSelector) > 0 && labels.SelectorFromSet(p.Spec.NodeSelector).Matches(labels.Set(nodeLabels))
-	}
-	return nodeLabels[v1alpha1.PartitionLabel] == name
+	return v1alpha1.NodePartition(nodeLabels, parts) == name
 }
 
 // PartitionKnown reports whether a partition exists: a Partition object, or a node

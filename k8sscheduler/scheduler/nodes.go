@@ -115,25 +115,14 @@ func resourcesOf(l corev1.ResourceList) bridge.Resources {
 	return r
 }
 
-// partitionOf picks a node's partition: the first Partition (by name) whose selector
-// matches, else the node's partition label.
+// partitionOf picks a node's partition as v1alpha1.NodePartition does, over the cache's
+// converted partitions (kept in name order): the first whose selector matches, else the
+// node's partition label.
 func partitionOf(labels map[string]string, parts []partitionEntry) string {
 	for i := range parts {
-		if matches(parts[i].selector, labels) {
+		if v1alpha1.SelectsNode(parts[i].selector, labels) {
 			return parts[i].p.Name
 		}
 	}
 	return labels[v1alpha1.PartitionLabel]
-}
-
-func matches(sel, labels map[string]string) bool {
-	if len(sel) == 0 {
-		return false
-	}
-	for k, v := range sel {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -72,16 +71,16 @@ func shownReservation(r *v1alpha1.Reservation, nodes []corev1.Node, parts []v1al
 	return out
 }
 
-// partitionNodes are the names of the nodes partition selects.
+// partitionNodes are the names of the nodes in partition, as the scheduler places them
+// (v1alpha1.NodePartition).
 func partitionNodes(partition string, nodes []corev1.Node, parts []v1alpha1.Partition) []string {
-	i := slices.IndexFunc(parts, func(p v1alpha1.Partition) bool { return p.Name == partition })
-	if i < 0 {
-		return nil
+	byName := make(map[string]*v1alpha1.Partition, len(parts))
+	for i := range parts {
+		byName[parts[i].Name] = &parts[i]
 	}
-	sel := labels.SelectorFromSet(parts[i].Spec.NodeSelector)
 	var out []string
 	for j := range nodes {
-		if sel.Matches(labels.Set(nodes[j].Labels)) {
+		if v1alpha1.NodePartition(nodes[j].Labels, byName) == partition {
 			out = append(out, nodes[j].Name)
 		}
 	}
