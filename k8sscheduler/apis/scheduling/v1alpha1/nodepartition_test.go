@@ -23,7 +23,7 @@ func TestNodePartition(t *testing.T) {
 		{map[string]string{"gpu": "h100", "rack": "3"}, "alpha"}, // both select it: the first by name
 		{map[string]string{"gpu": "h100"}, "zeta"},
 		{map[string]string{"gpu": "a100", PartitionLabel: "empty"}, "empty"}, // an empty selector takes none; the label does
-		{map[string]string{"gpu": "h100", PartitionLabel: "other"}, "zeta"}, // a selector wins over the label
+		{map[string]string{"gpu": "h100", PartitionLabel: "other"}, "zeta"},  // a selector wins over the label
 		{map[string]string{}, ""},
 	} {
 		if got := NodePartition(c.labels, parts); got != c.want {
