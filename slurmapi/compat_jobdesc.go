@@ -139,7 +139,7 @@ var JobDescFields = []FieldRule{
 	honour("tres_per_task", "gres/gpu[:type]:N"),
 	warn("user_id", "ignored: jobs run as the authenticated user"),
 	warn("wait_all_nodes", "ignored: a job starts when all its pods are placed"),
-	honour("kill_warning_flags", "BATCH_JOB signals only the batch shell (--signal=B:); RESERVATION_JOB is accepted and changes nothing (a job in a reservation ends by its end); others are refused"),
+	honour("kill_warning_flags", "BATCH_JOB signals only the batch shell (--signal=B:); RESERVATION_JOB is accepted and changes nothing (in Slurm it lets a job overlap a reservation with MaxStartDelay, which Sluice refuses at scontrol create); others are refused"),
 	honour("kill_warning_signal", "name or number: sent to every task of the job's steps (or the batch shell) kill_warning_delay seconds before the time limit (--signal)"),
 	honour("kill_warning_delay", "seconds, 0-65535, default 60"),
 	honour("current_working_directory", "where relative output paths are; the container's working directory"),

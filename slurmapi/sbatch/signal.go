@@ -9,8 +9,8 @@ import (
 // Signal is --signal=[{R|B}:]<sig_num>[@sig_time]: within Before seconds
 // of its time limit the job gets signal Num, in every task of its steps
 // or, with Batch (B:), in its batch shell only. Reservation (R:) lets a
-// job overlap a reservation in Slurm; Sluice starts a job in a reservation
-// only when its time limit ends by the reservation's end, so it changes
+// job overlap a reservation with MaxStartDelay in Slurm; Sluice has no such
+// reservations (scontrol create refuses MaxStartDelay), so it changes
 // nothing.
 type Signal struct {
 	Num         int
