@@ -160,10 +160,10 @@ func (n *pmixNode) serve(lines *bufio.Scanner) {
 			num, blob, _ := strings.Cut(rest, " ")
 			fence, err := strconv.Atoi(num)
 			n.mu.Lock()
-			ok := err == nil && fence == n.fence+1
+			done := n.fence
 			n.mu.Unlock()
-			if !ok {
-				n.abort(fmt.Sprintf("PMIx server entered fence %q after %d", num, n.fence))
+			if err != nil || fence != done+1 {
+				n.abort(fmt.Sprintf("PMIx server entered fence %q after %d", num, done))
 				continue
 			}
 			n.emit(event{Task: -1, PMI: &pmiMsg{Node: n.spec.NodeIndex, Fence: fence,

@@ -97,6 +97,7 @@ var nodeOnly = map[string]bool{"SLURM_JOB_GPUS": true, "GPU_DEVICE_ORDINAL": tru
 type nodeStep struct {
 	mu    sync.Mutex
 	procs []*exec.Cmd
+	ended map[*exec.Cmd]bool // reaped: Wait writes ProcessState unguarded, so signal reads this
 	wg    sync.WaitGroup
 }
 
@@ -108,7 +109,7 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("no command to run")
 	}
-	s := &nodeStep{}
+	s := &nodeStep{ended: map[*exec.Cmd]bool{}}
 	pmi, err := startStepPMI(job, spec, emit)
 	if err != nil {
 		return nil, err
@@ -150,6 +151,9 @@ func startNodeStep(job *Job, spec StepSpec, getenv func(string) string, emit fun
 		go func() {
 			defer s.wg.Done()
 			_ = cmd.Wait() // the exit status is read from ProcessState
+			s.mu.Lock()
+			s.ended[cmd] = true
+			s.mu.Unlock()
 			closeFiles()
 			emit(event{Task: t.ProcID, Exit: exitOf(cmd)})
 		}()
@@ -186,7 +190,7 @@ func (s *nodeStep) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.procs {
-		if c.Process != nil && c.ProcessState == nil {
+		if c.Process != nil && !s.ended[c] {
 			_ = syscall.Kill(-c.Process.Pid, sig)
 		}
 	}
