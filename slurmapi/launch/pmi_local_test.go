@@ -26,23 +26,7 @@ func TestMPICHAcrossTwoNodes(t *testing.T) {
 	if rc := finish(t, nodes); rc != 0 {
 		t.Fatalf("batch host exited %d: %q %q", rc, nodes[0].Stdout().All(), nodes[0].Stderr().All())
 	}
-	var got []string
-	for _, l := range nodes[0].Stdout().All() {
-		l, _, _ = strings.Cut(l, " name ") // the processor name is this machine's for every node
-		got = append(got, l)
-	}
-	slices.Sort(got)
-	want := []string{
-		"four: rank 0 size 4 node 0 local 2 sum 10",
-		"four: rank 1 size 4 node 0 local 2 sum 10",
-		"four: rank 2 size 4 node 1 local 2 sum 10",
-		"four: rank 3 size 4 node 1 local 2 sum 10",
-		"two: rank 0 size 2 node 0 local 1 sum 3",
-		"two: rank 1 size 2 node 1 local 1 sum 3",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("output:\n%s\nwant:\n%s\nstderr: %q", strings.Join(got, "\n"), strings.Join(want, "\n"), nodes[0].Stderr().All())
-	}
+	wantTwoAndFourRanks(t, nodes)
 }
 
 // TestMPIAbortEndsTheStep: a rank's MPI_Abort ends every rank of the
@@ -124,5 +108,30 @@ int main(void) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// wantTwoAndFourRanks checks what launchtest.MPIProgram printed, prefixed "two: " and
+// "four: ", for 2 ranks on 2 nodes and 4 ranks on 2 nodes: each rank's size, node, the
+// ranks on its node and the allreduce's sum (the processor name is this machine's).
+func wantTwoAndFourRanks(t *testing.T, nodes []*launchtest.Node) {
+	t.Helper()
+	var got []string
+	for _, l := range nodes[0].Stdout().All() {
+		l, _, _ = strings.Cut(l, " name ")
+		got = append(got, l)
+	}
+	slices.Sort(got)
+	want := []string{
+		"four: rank 0 size 4 node 0 local 2 sum 10",
+		"four: rank 1 size 4 node 0 local 2 sum 10",
+		"four: rank 2 size 4 node 1 local 2 sum 10",
+		"four: rank 3 size 4 node 1 local 2 sum 10",
+		"two: rank 0 size 2 node 0 local 1 sum 3",
+		"two: rank 1 size 2 node 1 local 1 sum 3",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("output:\n%s\nwant:\n%s\nstderr: %q\nnode 1 stderr: %q", strings.Join(got, "\n"), strings.Join(want, "\n"),
+			nodes[0].Stderr().All(), nodes[1].Stderr().All())
 	}
 }

@@ -29,23 +29,7 @@ func TestOpenMPIAcrossTwoNodes(t *testing.T) {
 	if rc := finish(t, nodes); rc != 0 {
 		t.Fatalf("batch host exited %d: %q %q", rc, nodes[0].Stdout().All(), nodes[0].Stderr().All())
 	}
-	var got []string
-	for _, l := range nodes[0].Stdout().All() {
-		l, _, _ = strings.Cut(l, " name ")
-		got = append(got, l)
-	}
-	slices.Sort(got)
-	want := []string{
-		"four: rank 0 size 4 node 0 local 2 sum 10",
-		"four: rank 1 size 4 node 0 local 2 sum 10",
-		"four: rank 2 size 4 node 1 local 2 sum 10",
-		"four: rank 3 size 4 node 1 local 2 sum 10",
-		"two: rank 0 size 2 node 0 local 1 sum 3",
-		"two: rank 1 size 2 node 1 local 1 sum 3",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("output:\n%s\nwant:\n%s\nstderr: %q\nnode 1 stderr: %q", strings.Join(got, "\n"), strings.Join(want, "\n"), nodes[0].Stderr().All(), nodes[1].Stderr().All())
-	}
+	wantTwoAndFourRanks(t, nodes)
 }
 
 // TestOpenMPIAbortEndsTheStep: an Open MPI rank's MPI_Abort reaches its
