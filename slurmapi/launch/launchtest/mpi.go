@@ -46,69 +46,52 @@ int main(int argc, char **argv) {
 }
 `
 
-// mpichCC is MPICH's compiler wrapper, or "" (Debian's mpicc may be
-// Open MPI's when both are installed; mpicc.mpich is MPICH's).
-func mpichCC() string {
-	for _, cc := range []string{"mpicc.mpich", "mpicc"} {
+// mpiCC is the first of ccs whose `ccs... flag` output names the MPI (Debian's mpicc
+// may be either MPI's when both are installed), or "".
+func mpiCC(ccs []string, flag, names string) string {
+	for _, cc := range ccs {
 		p, err := exec.LookPath(cc)
 		if err != nil {
 			continue
 		}
-		if out, err := exec.Command(p, "-show").Output(); err == nil && strings.Contains(string(out), "mpich") {
+		if out, err := exec.Command(p, flag).CombinedOutput(); err == nil && strings.Contains(string(out), names) {
 			return p
 		}
 	}
 	return ""
 }
 
-// BuildMPI compiles src with MPICH into dir, or skips the test.
-func BuildMPI(t testing.TB, dir, src string) string {
+// buildWith compiles src into dir/name with the MPI compiler wrapper cc, or skips the
+// test saying what to install when there is none.
+func buildWith(t testing.TB, cc, install, dir, name, src string) string {
 	t.Helper()
-	cc := mpichCC()
 	if cc == "" {
-		t.Skip("no MPICH mpicc (Debian: apt-get install mpich libmpich-dev; hack/test-deps.sh installs them)")
+		t.Skip(install)
 	}
-	c := filepath.Join(dir, "prog.c")
+	c := filepath.Join(dir, name+".c")
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "prog")
+	bin := filepath.Join(dir, name)
 	if out, err := exec.Command(cc, "-o", bin, c).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cc, err, out)
 	}
 	return bin
 }
 
-// openMPICC is Open MPI's compiler wrapper, or "".
-func openMPICC() string {
-	for _, cc := range []string{"mpicc.openmpi", "mpicc"} {
-		p, err := exec.LookPath(cc)
-		if err != nil {
-			continue
-		}
-		if out, err := exec.Command(p, "-showme:version").CombinedOutput(); err == nil && strings.Contains(string(out), "Open MPI") {
-			return p
-		}
-	}
-	return ""
+// BuildMPI compiles src with MPICH (mpicc.mpich, or an mpicc that is MPICH's) into dir,
+// or skips the test.
+func BuildMPI(t testing.TB, dir, src string) string {
+	t.Helper()
+	return buildWith(t, mpiCC([]string{"mpicc.mpich", "mpicc"}, "-show", "mpich"),
+		"no MPICH mpicc (Debian: apt-get install mpich libmpich-dev; hack/test-deps.sh installs them)", dir, "prog", src)
 }
 
 // BuildOpenMPI compiles src with Open MPI into dir, or skips the test.
 func BuildOpenMPI(t testing.TB, dir, src string) string {
 	t.Helper()
-	cc := openMPICC()
-	if cc == "" {
-		t.Skip("no Open MPI mpicc (Debian: apt-get install openmpi-bin libopenmpi-dev; hack/test-deps.sh installs them)")
-	}
-	c := filepath.Join(dir, "prog-ompi.c")
-	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "prog-ompi")
-	if out, err := exec.Command(cc, "-o", bin, c).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", cc, err, out)
-	}
-	return bin
+	return buildWith(t, mpiCC([]string{"mpicc.openmpi", "mpicc"}, "-showme:version", "Open MPI"),
+		"no Open MPI mpicc (Debian: apt-get install openmpi-bin libopenmpi-dev; hack/test-deps.sh installs them)", dir, "prog-ompi", src)
 }
 
 // PMIxServerSource is the launcher's PMIx server, a C program.
