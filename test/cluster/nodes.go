@@ -3,12 +3,13 @@ package cluster
 import (
 	"crypto/sha256"
 	"fmt"
-	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // Labels and annotations the simulated nodes carry: the names Sluice reads on
@@ -27,6 +28,10 @@ const (
 	// podsPerNode is the kubelet's default max-pods.
 	podsPerNode = "110"
 )
+
+// LabelGPUClique is the NVLink clique GPU feature discovery publishes on a node whose
+// GPUs NVLink joins to other nodes' (a pool's cliqueSize).
+const LabelGPUClique = "nvidia.com/gpu.clique"
 
 // GPUInfo is one entry of the sluice.dev/gpus node annotation: the API package's one type
 // for it, which the agent writes on real nodes and the scheduler reads.
@@ -53,7 +58,7 @@ func (s Spec) Nodes() ([]*corev1.Node, error) {
 			continue
 		}
 		for i := range p.Count {
-			n, err := p.node(NodeName(p.Name, i))
+			n, err := p.node(i)
 			if err != nil {
 				return nil, err
 			}
@@ -63,7 +68,9 @@ func (s Spec) Nodes() ([]*corev1.Node, error) {
 	return nodes, nil
 }
 
-func (p NodePool) node(name string) (*corev1.Node, error) {
+// node builds node i (0-based) of the pool.
+func (p NodePool) node(i int) (*corev1.Node, error) {
+	name := NodeName(p.Name, i)
 	cpu, err := resource.ParseQuantity(p.CPU)
 	if err != nil {
 		return nil, fmt.Errorf("pool %s: cpu: %w", p.Name, err)
@@ -90,6 +97,13 @@ func (p NodePool) node(name string) (*corev1.Node, error) {
 		labels[LabelGPUMemory] = strconv.Itoa(p.GPUMemoryMiB)
 		labels[LabelGPUCount] = strconv.Itoa(p.GPUsPerNode)
 		labels[LabelMIGStrategy] = p.migStrategy()
+		if clique := p.cliqueID(i); clique != "" {
+			labels[LabelGPUClique] = clique
+		}
+	}
+	if p.GPUsPerNode > 0 && !p.DRA {
+		// A DRA pool's GPUs are in its ResourceSlices (dra.go), not in the node's
+		// capacity nor in the annotation the device plugin's GPUs are listed in.
 		capacity[ResourceGPU] = *resource.NewQuantity(int64(p.GPUsPerNode), resource.DecimalSI)
 		data, err := p.gpuAnnotation(name)
 		if err != nil {

@@ -40,6 +40,17 @@ type NodePool struct {
 	// CPU and memory are the machine's, as the kubelet reports them, so cpu and memory
 	// are not given; their GPUs come from a device plugin with no driver behind it.
 	Real bool `yaml:"real"`
+	// DRA publishes the pool's GPUs through Dynamic Resource Allocation, as NVIDIA's DRA
+	// driver does (dra.go), instead of the device plugin: the nodes keep their GPU
+	// Operator labels but carry no nvidia.com/gpu resource and no per-GPU annotation,
+	// and each has a ResourceSlice pool of its GPUs. With MIGMode set, every GPU is also
+	// offered as MIG partitions that share its memory and slices.
+	DRA bool `yaml:"dra"`
+	// CliqueSize groups the pool's nodes into NVLink cliques of that many consecutive
+	// nodes: each node is labelled nvidia.com/gpu.clique (as GPU feature discovery
+	// does) and, on a DRA pool, its GPUs carry the clique as the cliqueID attribute.
+	// 0 means no cliques.
+	CliqueSize int `yaml:"cliqueSize"`
 }
 
 // maxRealNodes bounds the real nodes of a rig: each is a kubelet and a containerd on
@@ -146,6 +157,26 @@ func (p NodePool) validate(where string) []error {
 		}
 		if p.GPUMemoryMiB <= 0 {
 			bad("gpuMemoryMiB", "must be positive when gpusPerNode > 0, got %d", p.GPUMemoryMiB)
+		}
+	}
+	if p.DRA && p.GPUsPerNode <= 0 {
+		bad("dra", "needs gpusPerNode > 0: DRA publishes the pool's GPUs")
+	}
+	if p.DRA && p.Real {
+		bad("dra", "not for a real pool: its kubelet would wait for a DRA driver to prepare the devices, and the rig has none")
+	}
+	if p.CliqueSize < 0 {
+		bad("cliqueSize", "must not be negative, got %d", p.CliqueSize)
+	}
+	if p.CliqueSize > 0 && p.GPUsPerNode <= 0 {
+		bad("cliqueSize", "needs gpusPerNode > 0: a clique is the GPUs NVLink joins")
+	}
+	if p.CliqueSize > 0 && p.Real {
+		bad("cliqueSize", "not for a real pool: its GPUs are not joined by NVLink")
+	}
+	if p.CliqueSize > 0 && p.Count > 0 {
+		for _, msg := range validation.IsValidLabelValue(p.cliqueID(p.Count - 1)) {
+			bad("cliqueSize", "clique name %q: %s", p.cliqueID(p.Count-1), msg)
 		}
 	}
 	if p.Real && p.Count > maxRealNodes {

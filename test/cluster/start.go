@@ -110,6 +110,9 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	if err := c.createNodes(ctx); err != nil {
 		return err
 	}
+	if err := c.publishDRA(ctx); err != nil {
+		return err
+	}
 	if err := c.startRealNodes(ctx, keys); err != nil {
 		return err
 	}
