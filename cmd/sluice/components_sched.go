@@ -63,6 +63,7 @@ func (s *Server) addScheduler() error {
 		GPUReservationNamespace:      s.cfg.GPUReservationNamespace(),
 		GPUReservationImage:          sc.GPUReservationImage,
 		GPUReservationServiceAccount: sc.GPUReservationServiceAccount,
+		GPUDeviceClasses:             sc.GPUDeviceClasses,
 	}, s.restConfig, s.registry, factory)
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)

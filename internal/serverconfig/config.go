@@ -71,6 +71,10 @@ type SchedulerConfig struct {
 	GPUReservationNamespace      string `yaml:"gpuReservationNamespace"`
 	GPUReservationImage          string `yaml:"gpuReservationImage"`
 	GPUReservationServiceAccount string `yaml:"gpuReservationServiceAccount"`
+	// GPUDeviceClasses are the DRA DeviceClasses whose devices are whole GPUs, counted
+	// as nvidia.com/gpu is in quota, fair share and the ledger (default
+	// ["gpu.nvidia.com"], NVIDIA's DRA driver's).
+	GPUDeviceClasses []string `yaml:"gpuDeviceClasses"`
 }
 
 // GPUReservationNamespace is where reservation pods run: the one configured, else the

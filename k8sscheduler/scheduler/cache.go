@@ -61,6 +61,8 @@ type cache struct {
 	// advance are the advance reservations (Reservation objects) by name
 	// (advance_reservations.go).
 	advance map[string]*v1alpha1.Reservation
+	// dra is what Dynamic Resource Allocation publishes and claims (dra*.go).
+	dra *draState
 }
 
 // nodeEntry is one node: its own conversion plus the pods of other schedulers on it.
@@ -75,6 +77,8 @@ type nodeEntry struct {
 	dirty    bool
 	// kube is the node's name, labels and taints, as node affinity and tolerations match them.
 	kube *corev1.Node
+	// dra is the GPUs the node publishes through DRA, nil when none (dra_nodes.go).
+	dra *draNode
 }
 
 func newCache() *cache {
@@ -84,6 +88,7 @@ func newCache() *cache {
 		groups: map[string]*groupEntry{}, pods: map[string]*podEntry{}, changed: make(chan struct{}, 1),
 		reservations: map[slot]*reservation{}, sharedSlots: map[slot]int{},
 		claims: map[string]claimEntry{}, volumes: map[string]*volumeEntry{}, lateBinding: map[string]bool{},
+		dra: newDRAState(DefaultGPUDeviceClasses),
 	}
 }
 
@@ -243,7 +248,7 @@ func (p *podEntry) sameAs(o *podEntry) bool {
 		p.partition == o.partition && (p.assignment == nil) == (o.assignment == nil) &&
 		p.consKey() == o.consKey() && samePlacement(&p.placement, &o.placement) &&
 		(p.oneOf == nil) == (o.oneOf == nil) && len(p.rules) == len(o.rules) && maps.Equal(p.labels, o.labels) &&
-		slices.Equal(p.claims, o.claims)
+		slices.Equal(p.claims, o.claims) && slices.Equal(p.draClaims, o.draClaims)
 }
 
 func sameResources(a, b *bridge.Resources) bool {
@@ -407,6 +412,7 @@ func (n *nodeEntry) rebuild(parts []partitionEntry) {
 	n.dirty = false
 	b := n.base
 	b.Partition = partitionOf(b.Labels, parts)
+	n.dra.apply(&b)
 	keys := make([]string, 0, len(n.foreign))
 	for k := range n.foreign {
 		keys = append(keys, k)
@@ -441,7 +447,13 @@ func addForeign(b *bridge.Node, key string, p *podEntry) {
 		takeForeignGPUs(b.GPUs, "foreign/"+key, p)
 	}
 	b.Used.Extended = slices.Clone(b.Used.Extended)
-	addUsed(&b.Used, p.request)
+	req := p.request
+	if p.reservation {
+		// A GPU reservation's device is its shares' (the core frees it with them), so
+		// its nvidia.com/gpu is not counted apart from them.
+		req.Extended = slices.DeleteFunc(slices.Clone(req.Extended), func(q bridge.Quantity) bool { return q.Name == v1alpha1.GPUResource })
+	}
+	addUsed(&b.Used, req)
 	if !p.reservation { // a GPU reservation is the shares', which their jobs stand for
 		b.Foreign = append(slices.Clip(b.Foreign), bridge.ForeignTask{Scope: p.namespace, Labels: p.labels})
 	}

@@ -106,7 +106,7 @@ func (c *cache) classFor(cons *nodeConstraints) *nodeClass {
 	if cl.gen == c.nodeGen {
 		return cl
 	}
-	cl.gen, cl.all, cl.nodes = c.nodeGen, true, cl.nodes[:0]
+	cl.gen, cl.all, cl.nodes, cl.draAlloc = c.nodeGen, true, cl.nodes[:0], nil
 	if cl.prefer != nil {
 		cl.scores = map[string]int32{}
 	}
@@ -114,7 +114,7 @@ func (c *cache) classFor(cons *nodeConstraints) *nodeClass {
 		if !e.seen || e.kube == nil {
 			continue
 		}
-		if cl.allows(e.kube, c.tolerated) {
+		if cl.allows(e.kube, c.tolerated) && c.draAllows(cl, e) {
 			cl.nodes = append(cl.nodes, name)
 			if cl.prefer != nil {
 				if s := cl.prefer.Score(e.kube); s > 0 {

@@ -78,6 +78,9 @@ type Config struct {
 	// GPUReservationImage runs `sluice gpu-reservation` in those pods: the server's own
 	// image; default DefaultGPUReservationImage.
 	GPUReservationImage string
+	// GPUDeviceClasses are the DRA DeviceClasses whose devices the core counts as whole
+	// GPUs (dra.go); default DefaultGPUDeviceClasses.
+	GPUDeviceClasses []string
 	// GPUReservationServiceAccount runs those pods; it must be allowed to get and patch
 	// pods in GPUReservationNamespace (the chart's sluice-gpu-reservation). Default: the
 	// namespace's default service account.
@@ -117,6 +120,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClientBurst <= 0 {
 		c.ClientBurst = 10000
+	}
+	if len(c.GPUDeviceClasses) == 0 {
+		c.GPUDeviceClasses = DefaultGPUDeviceClasses
 	}
 	if c.GPUReservationNamespace == "" {
 		c.GPUReservationNamespace = "kube-system"

@@ -99,7 +99,7 @@ func TestConvertNode(t *testing.T) {
 			if got.Allocatable.GPUMilli != 2000 || got.Allocatable.GPUMemoryMiB != 2*81920 || got.Allocatable.CPUMilli != 64000 {
 				t.Errorf("Allocatable = %+v, want 2 GPUs of 81920 MiB and 64 CPUs", got.Allocatable)
 			}
-			if want := []bridge.Quantity{{Name: podsResource, Value: 110}, {Name: "rdma/ib", Value: 4}}; !slices.Equal(got.Allocatable.Extended, want) {
+			if want := []bridge.Quantity{{Name: v1alpha1.GPUResource, Value: 2}, {Name: podsResource, Value: 110}, {Name: "rdma/ib", Value: 4}}; !slices.Equal(got.Allocatable.Extended, want) {
 				t.Errorf("Extended = %+v, want %+v", got.Allocatable.Extended, want)
 			}
 			if len(got.GPUs) != len(tt.gpus) {

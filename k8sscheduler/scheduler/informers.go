@@ -47,6 +47,7 @@ func slimPod(p *corev1.Pod, schedulerName string) *corev1.Pod {
 		out.Spec.Affinity, out.Spec.Tolerations = p.Spec.Affinity, p.Spec.Tolerations
 		out.Spec.TopologySpreadConstraints = p.Spec.TopologySpreadConstraints
 		out.Spec.ResourceClaims = p.Spec.ResourceClaims
+		out.Status.ResourceClaimStatuses = p.Status.ResourceClaimStatuses
 		out.Spec.Volumes = claimVolumes(p.Spec.Volumes)
 	}
 	return out
@@ -130,26 +131,35 @@ func podKey(ns, name string) string { return ns + "/" + name }
 
 // podHandlers keeps the cache's pods current. Finished pods hold nothing and are dropped.
 func (s *Scheduler) podHandlers() toolscache.ResourceEventHandler {
-	return handler(func(p *corev1.Pod) {
-		key := podKey(p.Namespace, p.Name)
-		reserves := isReservation(p, s.cfg.GPUReservationNamespace)
-		if reserves {
-			s.cache.setReservation(p, false)
-		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			s.cache.setPod(key, nil)
-			s.cache.noteRan(convertPodAfter(p, s.cfg.SchedulerName, nil))
-			return
-		}
-		e := convertPodAfter(p, s.cfg.SchedulerName, s.cache.pod(key))
-		e.reservation = reserves
-		s.cache.setPod(key, e)
-	}, func(p *corev1.Pod) {
+	return handler(s.setPodFromInformer, func(p *corev1.Pod) {
 		if isReservation(p, s.cfg.GPUReservationNamespace) {
 			s.cache.setReservation(p, true)
 		}
+		s.cache.forgetDRAPod(podKey(p.Namespace, p.Name))
 		s.cache.setPod(podKey(p.Namespace, p.Name), nil)
 	})
+}
+
+// setPodFromInformer records a pod's new version (or one read again after a resource
+// claim it names changed: dra_informers.go).
+func (s *Scheduler) setPodFromInformer(p *corev1.Pod) {
+	key := podKey(p.Namespace, p.Name)
+	reserves := isReservation(p, s.cfg.GPUReservationNamespace)
+	if reserves {
+		s.cache.setReservation(p, false)
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		s.cache.forgetDRAPod(key)
+		s.cache.setPod(key, nil)
+		s.cache.noteRan(convertPodAfter(p, s.cfg.SchedulerName, nil))
+		return
+	}
+	e := convertPodAfter(p, s.cfg.SchedulerName, s.cache.pod(key))
+	e.reservation = reserves
+	if e.ours && len(p.Spec.ResourceClaims) > 0 {
+		s.cache.fillDRA(e, p)
+	}
+	s.cache.setPod(key, e)
 }
 
 func (s *Scheduler) nodeHandlers() toolscache.ResourceEventHandler {

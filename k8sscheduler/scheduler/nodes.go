@@ -105,6 +105,9 @@ func resourcesOf(l corev1.ResourceList) bridge.Resources {
 			r.MemoryBytes = q.Value()
 		case name == v1alpha1.GPUResource:
 			r.GPUMilli = q.Value() * 1000
+			// Also an extended resource, as the kubelet admits it: a node whose GPUs come
+			// through DRA (dra_nodes.go) has none of it, so takes no device-plugin GPU pod.
+			r.Extended = append(r.Extended, bridge.Quantity{Name: string(name), Value: q.Value()})
 		case strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) &&
 			!strings.HasPrefix(string(name), "kubernetes.io/"):
 			r.Extended = append(r.Extended, bridge.Quantity{Name: string(name), Value: q.Value()})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/bridge"
@@ -32,7 +33,8 @@ type nodeConstraints struct {
 	tolerations []corev1.Toleration
 	volumes     []*corev1.NodeSelector // node affinity of its bound PersistentVolumes
 	preferred   []corev1.PreferredSchedulingTerm
-	text        string // for why-pending
+	dra         *draAsk // what its resource claims ask of the node (dra_pods.go)
+	text        string  // for why-pending
 }
 
 // plainConstraints are those of a pod that asks nothing: it may use any node whose taints
@@ -124,9 +126,11 @@ type nodeClass struct {
 	prefer *nodeaffinity.PreferredSchedulingTerms
 	scores map[string]int32
 	gen    uint64
-	nodes  []string
-	all    bool // every node of the snapshot: the core needs no set
-	used   bool // named by a job of the snapshot being built
+	// draAlloc finds where the class's resource claims could be met, as of gen.
+	draAlloc structured.Allocator
+	nodes    []string
+	all      bool // every node of the snapshot: the core needs no set
+	used     bool // named by a job of the snapshot being built
 }
 
 // allows reports whether a node satisfies the class: kube-scheduler's NodeAffinity and

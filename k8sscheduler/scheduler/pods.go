@@ -40,11 +40,14 @@ type podEntry struct {
 	placement   bridge.Placement
 	rules       []podRule // required pod affinity and anti-affinity
 	claims      []string  // the PersistentVolumeClaims it mounts
-	labels      map[string]string
-	priority    int32
-	queue       string
-	partition   string
-	start       time.Time
+	// draClaims are the ResourceClaims it names (namespace/name), allocated as it is bound
+	// (dra_bind.go).
+	draClaims []string
+	labels    map[string]string
+	priority  int32
+	queue     string
+	partition string
+	start     time.Time
 	// deadline is spec.activeDeadlineSeconds, after which the kubelet ends the pod: a
 	// manifest workload's time limit (0: none), which lets it run on nodes ahead of a
 	// reservation's window it will have left by then.
@@ -134,9 +137,6 @@ func convertPodAfter(pod *corev1.Pod, schedulerName string, prev *podEntry) *pod
 	e.gpu, err = gpuRequest(e.request.GPUMilli/1000, pod.Annotations)
 	if err != nil {
 		e.bad = err.Error()
-	}
-	if len(pod.Spec.ResourceClaims) > 0 { // the webhook refuses these; it may be off
-		e.bad = v1alpha1.ResourceClaimsRefusal
 	}
 	return e
 }

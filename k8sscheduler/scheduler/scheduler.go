@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -59,6 +60,8 @@ type Scheduler struct {
 	batchBook batchReasonBook
 	nodeMu    sync.Mutex
 	nodeBad   map[string]string // node -> the annotation error last reported
+	// draMu makes resource claim allocations one at a time (dra_bind.go).
+	draMu sync.Mutex
 }
 
 // New prepares a scheduler; nothing talks to the API server until Run. reg receives the
@@ -99,6 +102,7 @@ func New(cfg Config, rc *rest.Config, reg prometheus.Registerer, factory PodFact
 	c := newCache()
 	c.slurmPods = factory != nil
 	c.tolerated = cfg.ToleratedTaints
+	c.dra = newDRAState(cfg.GPUDeviceClasses)
 	s := &Scheduler{
 		cfg: cfg, rest: rc, scheme: scheme, kube: kube, crs: crs, factory: factory, metrics: m, cache: c,
 		work: make(chan func(context.Context), 4*cfg.BindWorkers), evicting: map[string]bool{},
@@ -143,6 +147,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		{&corev1.PersistentVolumeClaim{}, s.claimHandlers()},
 		{&corev1.PersistentVolume{}, s.volumeHandlers()},
 		{&storagev1.StorageClass{}, s.storageClassHandlers()},
+		{&resourcev1.DeviceClass{}, s.deviceClassHandlers()},
+		{&resourcev1.ResourceSlice{}, s.resourceSliceHandlers()},
+		{&resourcev1.ResourceClaimTemplate{}, s.resourceClaimTemplateHandlers()},
+		{&resourcev1.ResourceClaim{}, s.resourceClaimHandlers()},
 	}
 	var synced []toolscache.InformerSynced
 	for _, w := range watches {

@@ -30,10 +30,19 @@ func (s *Scheduler) bindWork(ns string, b bridge.Bind, mps bool) func(context.Co
 			a.MPS = mps
 			binding.Annotations = assignmentAnnotations(a)
 		}
-		err := s.kube.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
+		claims, err := s.bindClaims(ctx, ns, b, binding)
+		if err != nil {
+			s.metrics.bindsFailed.Inc()
+			s.forget(b.Job, b.Task)
+			return
+		}
+		err = s.kube.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
 		if err != nil {
 			s.metrics.bindsFailed.Inc()
 			klog.FromContext(ctx).V(2).Info("bind failed; retrying next cycle", "pod", ns+"/"+b.Task, "node", b.Node, "err", err)
+			if claims != nil {
+				s.unreserve(ctx, claims, claims.consumer)
+			}
 			s.forget(b.Job, b.Task)
 			return
 		}

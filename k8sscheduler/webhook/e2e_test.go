@@ -302,9 +302,18 @@ func TestWebhookOnRig(t *testing.T) {
 			want: []string{`admission webhook "pod-admission.sluice.dev" denied the request`, `gpu-fraction="1.5"`, "(0,1)"}},
 		{name: "fraction with whole GPUs", pod: testPod("sluice", nil, map[string]string{"gpu-fraction": "0.5"}, gpu),
 			want: []string{`container "train" also requests nvidia.com/gpu`}},
-		{name: "resource claims (DRA)", pod: withClaim(testPod("sluice", nil, nil, nil)),
-			want: []string{"pod claims gpu", "spec.resourceClaims (Dynamic Resource Allocation) is not supported", "leave spec.schedulerName unset"}},
 	}
+	// Sluice allocates Dynamic Resource Allocation claims (k8sscheduler/scheduler/dra*.go):
+	// a pod with one is admitted as Sluice's.
+	t.Run("resource claims (DRA) admitted", func(t *testing.T) {
+		created, err := client.CoreV1().Pods(plain).Create(ctx, withClaim(testPod("sluice", nil, nil, nil)), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("a pod with a resource claim was refused: %v", err)
+		}
+		if created.Spec.SchedulerName != v1alpha1.DefaultSchedulerName {
+			t.Errorf("schedulerName = %q, want %q", created.Spec.SchedulerName, v1alpha1.DefaultSchedulerName)
+		}
+	})
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := client.CoreV1().Pods(plain).Create(ctx, tt.pod, metav1.CreateOptions{})

@@ -81,17 +81,3 @@ func containerRequestingWholeGPUs(pod *corev1.Pod) string {
 	}
 	return ""
 }
-
-// refuseResourceClaims is why a pod that carries Dynamic Resource Allocation claims is
-// refused ("" when it carries none): Sluice does not allocate claims, and a pod it took
-// would wait for ever.
-func refuseResourceClaims(pod *corev1.Pod) string {
-	if len(pod.Spec.ResourceClaims) == 0 {
-		return ""
-	}
-	names := make([]string, len(pod.Spec.ResourceClaims))
-	for i, c := range pod.Spec.ResourceClaims {
-		names[i] = c.Name
-	}
-	return fmt.Sprintf("pod claims %s: %s", strings.Join(names, ", "), v1alpha1.ResourceClaimsRefusal)
-}

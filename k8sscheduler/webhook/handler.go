@@ -152,9 +152,6 @@ func (a *admitter) admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	// The first name is Sluice's own; the others (kai-scheduler) become it.
 	nameOps := schedulerNamePatch(&pod, a.schedulerNames[0])
-	if why := refuseResourceClaims(&pod); why != "" {
-		return deny(http.StatusUnprocessableEntity, why)
-	}
 	shared, problem := checkGPURequest(&pod)
 	if problem != "" {
 		return deny(http.StatusUnprocessableEntity, problem)

@@ -175,10 +175,14 @@ func serverNeeds(ns string) []access {
 		{verb: "get", group: "ray.io", resource: "rayclusters", namespace: "team-a"},
 		{verb: "get", group: "leaderworkerset.x-k8s.io", resource: "leaderworkersets", namespace: "team-a"},
 		{verb: "get", group: "argoproj.io", resource: "workflows", namespace: "team-a"},
+		{verb: "update", group: "resource.k8s.io", resource: "resourceclaims", namespace: "team-a"},
+		{verb: "update", group: "resource.k8s.io", resource: "resourceclaims", subresource: "status", namespace: "team-a"},
 	}
 	// Every informer: list and watch cluster-wide.
 	for _, r := range []struct{ group, resource string }{{"", "pods"}, {"", "nodes"}, {"", "namespaces"},
 		{"", "persistentvolumeclaims"}, {"", "persistentvolumes"}, {"storage.k8s.io", "storageclasses"},
+		{"resource.k8s.io", "resourceslices"}, {"resource.k8s.io", "deviceclasses"}, {"resource.k8s.io", "resourceclaims"},
+		{"resource.k8s.io", "resourceclaimtemplates"},
 		{sched, "podgroups"}, {sched, "queues"}, {sched, "qoses"}, {sched, "partitions"}} {
 		for _, verb := range []string{"list", "watch"} {
 			out = append(out, access{verb: verb, group: r.group, resource: r.resource})

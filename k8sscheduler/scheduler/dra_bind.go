@@ -1,0 +1,207 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
+)
+
+// claimFinalizer keeps an allocated claim from being deleted while its devices are in use;
+// the resource claim controller removes it when it deallocates the claim (kube-scheduler
+// adds the same one).
+const claimFinalizer = "resource.kubernetes.io/delete-protection"
+
+// claimAllocation is what allocating a pod's claims did, so a failed bind can undo it.
+type claimAllocation struct {
+	reserved []*resourceapi.ResourceClaim // as written: allocated (by us or before) and reserved for the pod
+	ours     map[string]bool              // claims this allocation allocated, by key
+	gpus     *v1alpha1.GPUAssignment      // the GPUs the claims hold, for the pod's annotation
+	consumer resourceapi.ResourceClaimConsumerReference
+}
+
+// bindClaims allocates a pod's resource claims before its bind (nil, nil for a pod
+// without), and makes the binding name the GPUs they got instead of those the core
+// counted (the same number on the same node; the allocator picks which). A pod whose
+// claims cannot be met is told why with an Event and is placed again next cycle.
+func (s *Scheduler) bindClaims(ctx context.Context, ns string, b bridge.Bind, binding *corev1.Binding) (*claimAllocation, error) {
+	p := s.cache.pod(ns + "/" + b.Task)
+	if p == nil || len(p.draClaims) == 0 {
+		return nil, nil
+	}
+	a, err := s.allocateClaims(ctx, ns, b.Task, p.uid, b.Node, p.draClaims)
+	if err != nil {
+		ref := &corev1.Pod{}
+		ref.Name, ref.Namespace, ref.UID = b.Task, ns, p.uid
+		s.events.Eventf(ref, corev1.EventTypeWarning, "FailedScheduling", "not bound to node %s: %v; trying again", b.Node, err)
+		return nil, err
+	}
+	for k := range binding.Annotations { // the driver, not Sluice, makes the devices visible
+		delete(binding.Annotations, k)
+	}
+	if a.gpus != nil {
+		binding.Annotations = map[string]string{v1alpha1.GPUAssignmentAnnotation: a.gpus.Encode()}
+	}
+	return a, nil
+}
+
+// allocateClaims gives a pod's resource claims devices on its node and reserves them for
+// it, before the bind, as kube-scheduler's DRA plugin does: the allocation is computed by
+// the structured allocator against every allocated device (the informer's and those this
+// scheduler allocated and has not seen come back), and written to each claim's status.
+// Allocations are made one pod at a time (draMu), so two binds never take one device.
+func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid types.UID, node string, keys []string) (*claimAllocation, error) {
+	s.draMu.Lock()
+	defer s.draMu.Unlock()
+	c := s.cache
+	c.mu.Lock()
+	ne := c.nodes[node]
+	if ne == nil || ne.kube == nil {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("node %s is gone", node)
+	}
+	kubeNode, gpus := ne.kube, ne.dra
+	state, _ := c.dra.allocatedDevices()
+	slicesNow, classes := c.dra.sliceList(), classLister(maps.Clone(c.dra.classes))
+	claims := make([]*resourceapi.ResourceClaim, 0, len(keys))
+	for _, k := range keys {
+		cl := c.dra.claim(k)
+		if cl == nil {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("ResourceClaim %s does not exist", k)
+		}
+		claims = append(claims, cl.DeepCopy())
+	}
+	c.mu.Unlock()
+
+	var todo []*resourceapi.ResourceClaim
+	for _, cl := range claims {
+		if cl.Status.Allocation == nil {
+			todo = append(todo, cl)
+		}
+	}
+	if len(todo) > 0 {
+		alloc, err := structured.NewAllocator(ctx, draFeatures, state, classes, slicesNow, c.dra.celCache)
+		if err != nil {
+			return nil, err
+		}
+		results, err := alloc.Allocate(ctx, kubeNode, todo)
+		if err != nil {
+			return nil, fmt.Errorf("allocate its resource claims on node %s: %w", node, err)
+		}
+		if results == nil {
+			return nil, fmt.Errorf("its resource claims cannot be met on node %s with the devices free there now", node)
+		}
+		for i := range todo {
+			todo[i].Status.Allocation = &results[i]
+		}
+	}
+	consumer := resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod, UID: uid}
+	out := &claimAllocation{ours: map[string]bool{}, consumer: consumer}
+	for _, cl := range todo {
+		out.ours[cl.Namespace+"/"+cl.Name] = true
+	}
+	for _, cl := range claims {
+		key := cl.Namespace + "/" + cl.Name
+		written, err := s.reserveClaim(ctx, cl, consumer, out.ours[key])
+		if err != nil {
+			s.unreserve(ctx, out, consumer)
+			return nil, fmt.Errorf("reserve ResourceClaim %s: %w", cl.Name, err)
+		}
+		out.reserved = append(out.reserved, written)
+		if out.ours[key] {
+			c.mu.Lock()
+			if seen := c.dra.claims[key]; seen == nil || olderVersion(seen, written) {
+				c.dra.inflight[key] = written
+			}
+			c.mu.Unlock()
+		}
+	}
+	out.gpus = assignedGPUs(out.reserved, gpus)
+	return out, nil
+}
+
+// reserveClaim writes a claim's finalizer (when it is allocated here) and its status: the
+// allocation and the pod among its consumers.
+func (s *Scheduler) reserveClaim(ctx context.Context, cl *resourceapi.ResourceClaim, consumer resourceapi.ResourceClaimConsumerReference, allocate bool) (*resourceapi.ResourceClaim, error) {
+	api := s.kube.ResourceV1().ResourceClaims(cl.Namespace)
+	status := cl.Status
+	if allocate && !slices.Contains(cl.Finalizers, claimFinalizer) {
+		cl.Finalizers = append(cl.Finalizers, claimFinalizer)
+		updated, err := api.Update(ctx, cl, metav1.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		cl = updated
+		cl.Status = status
+	}
+	if slices.ContainsFunc(cl.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == consumer.UID }) && !allocate {
+		return cl, nil
+	}
+	if !slices.ContainsFunc(cl.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == consumer.UID }) {
+		cl.Status.ReservedFor = append(cl.Status.ReservedFor, consumer)
+	}
+	return api.UpdateStatus(ctx, cl, metav1.UpdateOptions{})
+}
+
+// unreserve takes a pod whose bind failed off its claims' consumers, and gives back the
+// devices of the claims allocated for it, as kube-scheduler's Unreserve does.
+func (s *Scheduler) unreserve(ctx context.Context, a *claimAllocation, consumer resourceapi.ResourceClaimConsumerReference) {
+	for _, cl := range a.reserved {
+		key := cl.Namespace + "/" + cl.Name
+		cl = cl.DeepCopy()
+		cl.Status.ReservedFor = slices.DeleteFunc(cl.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == consumer.UID })
+		if a.ours[key] && len(cl.Status.ReservedFor) == 0 {
+			cl.Status.Allocation = nil
+		}
+		api := s.kube.ResourceV1().ResourceClaims(cl.Namespace)
+		updated, err := api.UpdateStatus(ctx, cl, metav1.UpdateOptions{})
+		if err != nil {
+			s.log.V(2).Info("could not give back a claim's devices; the resource claim controller will", "claim", key, "err", err)
+			continue
+		}
+		if updated.Status.Allocation == nil {
+			updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == claimFinalizer })
+			_, _ = api.Update(ctx, updated, metav1.UpdateOptions{})
+		}
+		s.cache.mu.Lock()
+		delete(s.cache.dra.inflight, key)
+		s.cache.mu.Unlock()
+	}
+}
+
+// assignedGPUs lists the node's DRA GPUs the claims were given, as the GPU assignment
+// annotation names them (the ledger counts the pod's GPUs from it, remediation finds the
+// pods on a faulty one); nil when they hold none.
+func assignedGPUs(claims []*resourceapi.ResourceClaim, node *draNode) *v1alpha1.GPUAssignment {
+	if node == nil {
+		return nil
+	}
+	a := &v1alpha1.GPUAssignment{Portion: 1}
+	for _, cl := range claims {
+		if cl.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range cl.Status.Allocation.Devices.Results {
+			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+			for _, g := range node.gpus {
+				if g.id == id {
+					a.GPUs = append(a.GPUs, v1alpha1.AssignedGPU{Index: g.gpu.Index, UUID: g.gpu.UUID})
+				}
+			}
+		}
+	}
+	if len(a.GPUs) == 0 {
+		return nil
+	}
+	return a
+}

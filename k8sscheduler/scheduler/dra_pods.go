@@ -1,0 +1,260 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/dynamic-resource-allocation/structured"
+)
+
+// draAsk is what a pod's resource claims ask of its node: the claims still to be
+// allocated (for where they could be met at all), and the nodes that claims allocated
+// already (shared ones) tie the pod to. Pods whose claims ask alike (a gang's claims made
+// from one template) share one key, so the nodes are found once for all of them.
+type draAsk struct {
+	key     string
+	pending []*resourceapi.ResourceClaim
+	bound   []*nodeaffinity.LazyErrorNodeSelector
+	text    string
+}
+
+// claimKeys names the ResourceClaims of a pod, by namespace/name, in its spec's order. A
+// claim made from a template is named in the pod's status once the resource claim
+// controller has made it; until then wait says which.
+func claimKeys(pod *corev1.Pod) (keys []string, wait string) {
+	for _, pc := range pod.Spec.ResourceClaims {
+		switch {
+		case pc.ResourceClaimName != nil:
+			keys = append(keys, pod.Namespace+"/"+*pc.ResourceClaimName)
+		case pc.ResourceClaimTemplateName != nil:
+			name := ""
+			for _, st := range pod.Status.ResourceClaimStatuses {
+				if st.Name == pc.Name && st.ResourceClaimName != nil {
+					name = *st.ResourceClaimName
+				}
+			}
+			if name == "" {
+				return nil, fmt.Sprintf("waiting for its resource claim %q to be made from ResourceClaimTemplate %s", pc.Name, *pc.ResourceClaimTemplateName)
+			}
+			keys = append(keys, pod.Namespace+"/"+name)
+		}
+	}
+	return keys, ""
+}
+
+// fillDRA completes a pod's conversion with what its resource claims ask: the GPUs the
+// core counts (devices of a GPU class, exactly counted) and the nodes that could meet the
+// claims. A claim that is missing or malformed leaves the pod waiting, with why.
+func (c *cache) fillDRA(e *podEntry, pod *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.dra
+	key := e.key()
+	d.forgetPod(key)
+	d.pods[key] = pod
+	keys, wait := claimKeys(pod)
+	for _, pc := range pod.Spec.ResourceClaims {
+		if pc.ResourceClaimTemplateName != nil { // read again when its claim is made
+			d.use(pod.Namespace+"/"+*pc.ResourceClaimTemplateName, key)
+		}
+	}
+	for _, k := range keys {
+		d.use(k, key)
+	}
+	if wait != "" {
+		e.bad = wait
+		return
+	}
+	e.draClaims = keys
+	ask := &draAsk{}
+	var gpus int64
+	var sig []any
+	for _, k := range keys {
+		claim := d.claim(k)
+		if claim == nil {
+			e.bad = fmt.Sprintf("waiting for ResourceClaim %s, which does not exist", k)
+			return
+		}
+		if claim.DeletionTimestamp != nil {
+			e.bad = fmt.Sprintf("ResourceClaim %s is being deleted", k)
+			return
+		}
+		n, err := d.gpuCount(claim)
+		if err != nil {
+			e.bad = fmt.Sprintf("ResourceClaim %s: %v", claim.Name, err)
+			return
+		}
+		if a := claim.Status.Allocation; a != nil {
+			// Allocated: the pod goes where the devices are. Its GPUs are the pod's
+			// first consumer's (the one it was allocated for, as it was bound), not
+			// charged again for each pod sharing the claim.
+			if a.NodeSelector != nil {
+				ask.bound = append(ask.bound, nodeaffinity.NewLazyErrorNodeSelector(a.NodeSelector))
+				sig = append(sig, a.NodeSelector)
+			}
+			if r := claim.Status.ReservedFor; len(r) > 0 && r[0].UID == pod.UID {
+				gpus += n
+			}
+			ask.text = appendText(ask.text, "allocated ResourceClaim "+claim.Name)
+			continue
+		}
+		gpus += n
+		spec := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name, Namespace: claim.Namespace, UID: claim.UID}, Spec: claim.Spec}
+		ask.pending = append(ask.pending, spec)
+		sig = append(sig, claim.Spec)
+		ask.text = appendText(ask.text, "ResourceClaim "+claim.Name+" ("+describeClaim(claim)+")")
+	}
+	raw, _ := json.Marshal(sig)
+	sum := sha256.Sum256(raw)
+	ask.key = hex.EncodeToString(sum[:12])
+	if gpus > 0 {
+		if e.request.GPUMilli > 0 || e.gpu.Kind != "" && e.gpu.Devices > 0 {
+			e.bad = "the pod asks for GPUs both through " + string(corev1.ResourceName("nvidia.com/gpu")) + " or GPU-sharing annotations and through resource claims; ask one way"
+			return
+		}
+		e.request.GPUMilli = gpus * 1000
+		g, err := gpuRequest(gpus, nil)
+		if err != nil {
+			e.bad = err.Error()
+			return
+		}
+		e.gpu = g
+	}
+	e.cons = withDRA(e.cons, ask)
+}
+
+func appendText(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
+}
+
+// gpuCount is how many whole GPUs a claim asks for: the exact count of each request (or
+// of its first alternative) whose class is a GPU class. "All" devices of a GPU class is
+// not a count the core can charge before the node is known, so it is refused.
+func (d *draState) gpuCount(claim *resourceapi.ResourceClaim) (int64, error) {
+	var n int64
+	for _, r := range claim.Spec.Devices.Requests {
+		ex := r.Exactly
+		if ex == nil && len(r.FirstAvailable) > 0 {
+			sub := r.FirstAvailable[0]
+			ex = &resourceapi.ExactDeviceRequest{DeviceClassName: sub.DeviceClassName, AllocationMode: sub.AllocationMode, Count: sub.Count}
+		}
+		if ex == nil || !d.gpuClasses[ex.DeviceClassName] || ex.AdminAccess != nil && *ex.AdminAccess {
+			continue
+		}
+		if ex.AllocationMode == resourceapi.DeviceAllocationModeAll {
+			return 0, fmt.Errorf("request %q asks for all devices of GPU class %s; ask an exact count", r.Name, ex.DeviceClassName)
+		}
+		n += max(ex.Count, 1)
+	}
+	return n, nil
+}
+
+// describeClaim says what a claim asks, for why-pending.
+func describeClaim(claim *resourceapi.ResourceClaim) string {
+	var parts []string
+	for _, r := range claim.Spec.Devices.Requests {
+		switch {
+		case r.Exactly != nil && r.Exactly.AllocationMode == resourceapi.DeviceAllocationModeAll:
+			parts = append(parts, "all of "+r.Exactly.DeviceClassName)
+		case r.Exactly != nil:
+			parts = append(parts, fmt.Sprintf("%d of %s", max(r.Exactly.Count, 1), r.Exactly.DeviceClassName))
+		case len(r.FirstAvailable) > 0:
+			parts = append(parts, "one of "+fmt.Sprint(len(r.FirstAvailable))+" alternatives")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// forgetDRAPod drops what fillDRA noted of a pod that is gone or done.
+func (c *cache) forgetDRAPod(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dra.forgetPod(key)
+}
+
+// use notes that pod (a key) names a claim or template.
+func (d *draState) use(key, pod string) {
+	if d.users[key] == nil {
+		d.users[key] = map[string]bool{}
+	}
+	d.users[key][pod] = true
+}
+
+// forgetPod drops what fillDRA noted of a pod.
+func (d *draState) forgetPod(pod string) {
+	p := d.pods[pod]
+	if p == nil {
+		return
+	}
+	delete(d.pods, pod)
+	for _, pc := range p.Spec.ResourceClaims {
+		for _, name := range []*string{pc.ResourceClaimName, pc.ResourceClaimTemplateName} {
+			if name != nil {
+				d.unuse(p.Namespace+"/"+*name, pod)
+			}
+		}
+	}
+	for _, st := range p.Status.ResourceClaimStatuses {
+		if st.ResourceClaimName != nil {
+			d.unuse(p.Namespace+"/"+*st.ResourceClaimName, pod)
+		}
+	}
+}
+
+func (d *draState) unuse(key, pod string) {
+	if u := d.users[key]; u != nil {
+		delete(u, pod)
+		if len(u) == 0 {
+			delete(d.users, key)
+		}
+	}
+}
+
+// withDRA adds a pod's claims to its node constraints.
+func withDRA(cons *nodeConstraints, ask *draAsk) *nodeConstraints {
+	out := *cons
+	out.key = cons.key + "|dra:" + ask.key
+	out.dra = ask
+	out.text = appendText(cons.text, ask.text)
+	return podsConstraints.share(out.key, &out)
+}
+
+// draAllows reports whether a node could meet a class's claims if all its devices were
+// free: the core counts GPUs as they are taken and freed (and may free them by reclaim or
+// preemption), so which devices are free is decided at the bind (dra_bind.go). A node
+// that publishes GPUs through DRA takes no pod asking nvidia.com/gpu of a device plugin it
+// does not run. Caller holds c.mu.
+func (c *cache) draAllows(cl *nodeClass, e *nodeEntry) bool {
+	ask := cl.cons.dra
+	if ask == nil {
+		return true
+	}
+	for _, sel := range ask.bound {
+		if ok, err := sel.Match(e.kube); !ok || err != nil {
+			return false
+		}
+	}
+	if len(ask.pending) == 0 {
+		return true
+	}
+	if cl.draAlloc == nil {
+		a, err := structured.NewAllocator(context.Background(), draFeatures, structured.AllocatedState{}, classLister(c.dra.classes), c.dra.sliceList(), c.dra.celCache)
+		if err != nil {
+			return false
+		}
+		cl.draAlloc = a
+	}
+	res, err := cl.draAlloc.Allocate(context.Background(), e.kube, ask.pending)
+	return err == nil && res != nil
+}
