@@ -189,8 +189,9 @@ func requestedTRES(pg *v1alpha1.PodGroup, live []*corev1.Pod) accounting.TRES {
 	return t
 }
 
-// podTRES is one pod's request: whole GPUs from nvidia.com/gpu, a share from KAI's
-// annotations.
+// podTRES is one pod's request: whole GPUs from nvidia.com/gpu or, for a pod whose GPUs
+// come through resource claims (DRA), from the assignment the scheduler wrote as it bound
+// it; a share from KAI's annotations.
 func podTRES(p *corev1.Pod) accounting.TRES {
 	var t accounting.TRES
 	for _, c := range p.Spec.Containers {
@@ -198,6 +199,11 @@ func podTRES(p *corev1.Pod) accounting.TRES {
 		t.MemMB += c.Resources.Requests.Memory().Value() >> 20
 		if g, ok := c.Resources.Requests[v1alpha1.GPUResource]; ok {
 			t.GPUs += float64(g.Value())
+		}
+	}
+	if len(p.Spec.ResourceClaims) > 0 {
+		if a, err := v1alpha1.ParseGPUAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation]); err == nil {
+			t.GPUs += float64(len(a.GPUs)) * a.Portion
 		}
 	}
 	frac, hasFrac := p.Annotations[v1alpha1.GPUFractionAnnotation]

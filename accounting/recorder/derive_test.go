@@ -247,3 +247,29 @@ func TestDeriveRequestedFromPodAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// A pod whose GPUs come through resource claims (DRA) asks no nvidia.com/gpu: its GPUs
+// are those the scheduler's assignment names, so the ledger charges gres/gpu for them
+// as for device-plugin GPUs; a pod with claims and no assignment (none bound, or a
+// claim for a NIC) is charged no GPU.
+func TestDeriveGPUsOfResourceClaims(t *testing.T) {
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "dra-1", Namespace: "team", UID: "u1", CreationTimestamp: metav1.NewTime(at(0))},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "vision"}}
+	tmpl := "gpus"
+	tests := []struct {
+		ann  map[string]string
+		gpus float64
+	}{
+		{map[string]string{v1alpha1.GPUAssignmentAnnotation: `{"gpus":[{"index":1,"uuid":"GPU-a"},{"index":3,"uuid":"GPU-b"}],"portion":1}`}, 2},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		p := pod("dra-1-0", "n1", 5, corev1.PodRunning, -1, 0, tt.ann)
+		delete(p.Spec.Containers[0].Resources.Requests, v1alpha1.GPUResource)
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &tmpl}}
+		j, _ := derive(pg, []*corev1.Pod{p}, nil, at(100))
+		if j.Requested.GPUs != tt.gpus || j.Allocated.GPUs != tt.gpus {
+			t.Errorf("assignment %v: requested %v GPUs, allocated %v; want %v", tt.ann, j.Requested.GPUs, j.Allocated.GPUs, tt.gpus)
+		}
+	}
+}
