@@ -201,11 +201,7 @@ func podTRES(p *corev1.Pod) accounting.TRES {
 			t.GPUs += float64(g.Value())
 		}
 	}
-	if len(p.Spec.ResourceClaims) > 0 {
-		if a, err := v1alpha1.ParseGPUAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation]); err == nil {
-			t.GPUs += float64(len(a.GPUs)) * a.Portion
-		}
-	}
+	t.GPUs += v1alpha1.ClaimedGPUs(p)
 	frac, hasFrac := p.Annotations[v1alpha1.GPUFractionAnnotation]
 	mem, hasMem := p.Annotations[v1alpha1.GPUMemoryAnnotation]
 	if !hasFrac && !hasMem { // whole GPUs only: most pods, so skip the parsing

@@ -20,10 +20,10 @@ func nodeRecord(n *corev1.Node) accounting.Node {
 	if len(a) == 0 {
 		a = n.Status.Capacity
 	}
-	gpus := a[v1alpha1.GPUResource]
-	t := accounting.TRES{CPUs: a.Cpu().Value(), MemMB: a.Memory().Value() >> 20, GPUs: float64(gpus.Value()), Nodes: 1}
+	gpus := v1alpha1.NodeGPUCount(n)
+	t := accounting.TRES{CPUs: a.Cpu().Value(), MemMB: a.Memory().Value() >> 20, GPUs: float64(gpus), Nodes: 1}
 	if mib, err := strconv.ParseInt(n.Labels[v1alpha1.GPUMemoryLabel], 10, 64); err == nil && mib > 0 {
-		t.GPUMemMB = mib * gpus.Value()
+		t.GPUMemMB = mib * gpus
 	}
 	return accounting.Node{Name: n.Name, Partition: n.Labels[v1alpha1.PartitionLabel], TRES: t, Added: n.CreationTimestamp.UTC()}
 }

@@ -451,7 +451,7 @@ func addForeign(b *bridge.Node, key string, p *podEntry) {
 	if p.reservation {
 		// A GPU reservation's device is its shares' (the core frees it with them), so
 		// its nvidia.com/gpu is not counted apart from them.
-		req.Extended = slices.DeleteFunc(slices.Clone(req.Extended), func(q bridge.Quantity) bool { return q.Name == v1alpha1.GPUResource })
+		req.Extended = slices.DeleteFunc(slices.Clone(req.Extended), isPluginGPU)
 	}
 	addUsed(&b.Used, req)
 	if !p.reservation { // a GPU reservation is the shares', which their jobs stand for

@@ -50,6 +50,9 @@ func (c *cache) addPlacement(s *bridge.Snapshot) {
 				}
 			}
 		}
+		if g.memberBased() && c.draPartition(j.Partition) {
+			claimedGPUs(j)
+		}
 		if len(g.altParts) > 0 || len(g.altCons) > 0 {
 			c.addAlternatives(j, g)
 		}

@@ -12,6 +12,9 @@ type partitionEntry struct {
 	p         bridge.Partition
 	selector  map[string]string
 	isDefault bool
+	// draGPUs: its GPUs come through DRA (spec.gpuDeviceClass), so its Slurm jobs' pods
+	// claim them rather than ask nvidia.com/gpu.
+	draGPUs bool
 }
 
 func convertPartition(p *v1alpha1.Partition) partitionEntry {
@@ -20,6 +23,7 @@ func convertPartition(p *v1alpha1.Partition) partitionEntry {
 			AllowedQueues: p.Spec.AllowedAccounts, AllowedQOS: p.Spec.AllowedQOS, Topology: p.Spec.Topology},
 		selector:  p.Spec.NodeSelector,
 		isDefault: p.Spec.Default,
+		draGPUs:   p.Spec.GPUDeviceClass != "",
 	}
 }
 

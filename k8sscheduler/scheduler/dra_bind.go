@@ -2,9 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -73,15 +76,23 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 	state, _ := c.dra.allocatedDevices()
 	slicesNow, classes := c.dra.sliceList(), classLister(maps.Clone(c.dra.classes))
 	claims := make([]*resourceapi.ResourceClaim, 0, len(keys))
+	var missing []string
 	for _, k := range keys {
-		cl := c.dra.claim(k)
-		if cl == nil {
-			c.mu.Unlock()
-			return nil, fmt.Errorf("ResourceClaim %s does not exist", k)
+		if cl := c.dra.claim(k); cl != nil {
+			claims = append(claims, cl.DeepCopy())
+		} else {
+			missing = append(missing, k)
 		}
-		claims = append(claims, cl.DeepCopy())
 	}
 	c.mu.Unlock()
+	for _, k := range missing { // made a moment ago (a Slurm job's): not in the informer yet
+		cns, name, _ := strings.Cut(k, "/")
+		cl, err := s.kube.ResourceV1().ResourceClaims(cns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("ResourceClaim %s: %w", k, err)
+		}
+		claims = append(claims, cl)
+	}
 
 	var todo []*resourceapi.ResourceClaim
 	for _, cl := range claims {
@@ -128,6 +139,31 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 	}
 	out.gpus = assignedGPUs(out.reserved, gpus)
 	return out, nil
+}
+
+// claimForSlurmPod allocates the resource claims of a Slurm job's pod just created bound
+// to node (the pod factory made them: a DRA partition's GPUs) and names the GPUs they got
+// on the pod, as a bind's assignment does. Nothing to do for a pod without claims.
+func (s *Scheduler) claimForSlurmPod(ctx context.Context, pod *corev1.Pod, node string) error {
+	keys, wait := claimKeys(pod)
+	if wait != "" {
+		return errors.New(wait)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	a, err := s.allocateClaims(ctx, pod.Namespace, pod.Name, pod.UID, node, keys)
+	if err != nil {
+		return fmt.Errorf("pod %s: %w", pod.Name, err)
+	}
+	if a.gpus == nil {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.GPUAssignmentAnnotation: a.gpus.Encode()}}})
+	if _, err := s.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("pod %s: name its GPUs: %w", pod.Name, err)
+	}
+	return nil
 }
 
 // reserveClaim writes a claim's finalizer (when it is allocated here) and its status: the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/dynamic-resource-allocation/structured"
+
+	"github.com/sluicehq/sluice/bridge"
+	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 )
 
 // draAsk is what a pod's resource claims ask of its node: the claims still to be
@@ -258,3 +262,27 @@ func (c *cache) draAllows(cl *nodeClass, e *nodeEntry) bool {
 	res, err := cl.draAlloc.Allocate(context.Background(), e.kube, ask.pending)
 	return err == nil && res != nil
 }
+
+// draPartition reports whether a partition's GPUs come through DRA. Caller holds c.mu.
+func (c *cache) draPartition(name string) bool {
+	for i := range c.parts {
+		if c.parts[i].p.Name == name {
+			return c.parts[i].draGPUs
+		}
+	}
+	return false
+}
+
+// claimedGPUs makes a Slurm job of a DRA partition ask its GPUs as claims do: counted as
+// GPUs, without the device plugin's nvidia.com/gpu its pods will not ask for (the pod
+// factory moves it to a ResourceClaim).
+func claimedGPUs(j *bridge.Job) {
+	for k := range j.Groups {
+		r := &j.Groups[k].Request
+		if slices.ContainsFunc(r.Extended, isPluginGPU) {
+			r.Extended = slices.DeleteFunc(slices.Clone(r.Extended), isPluginGPU)
+		}
+	}
+}
+
+func isPluginGPU(q bridge.Quantity) bool { return q.Name == v1alpha1.GPUResource }

@@ -88,6 +88,11 @@ func (s *Scheduler) createWork(g *groupEntry, pg *v1alpha1.PodGroup, binds []bri
 				return
 			}
 			made = append(made, created)
+			if err := s.claimForSlurmPod(ctx, created, binds[i].Node); err != nil {
+				s.metrics.bindsFailed.Inc()
+				s.createFailed(ctx, g, pg, binds, made, err)
+				return
+			}
 			s.metrics.podsBound.Inc()
 		}
 		s.cache.mu.Lock()
@@ -108,7 +113,7 @@ func prepareSlurmPod(pod *corev1.Pod, pg *v1alpha1.PodGroup, b *bridge.Bind, sch
 	}
 	pod.Annotations[v1alpha1.PodGroupAnnotation] = pg.Name
 	pod.Annotations[v1alpha1.TaskGroupAnnotation] = b.Group
-	if a, ok := assignmentOf(b); ok {
+	if a, ok := assignmentOf(b); ok && len(pod.Spec.ResourceClaims) == 0 { // claimed GPUs: claimForSlurmPod
 		a.MPS = mps
 		for k, v := range assignmentAnnotations(a) {
 			pod.Annotations[k] = v

@@ -160,8 +160,7 @@ func withNodes(c *slurmapi.Catalog, parts []v1alpha1.Partition, nodes []corev1.N
 			if !sel.Matches(labels.Set(n.Labels)) {
 				continue
 			}
-			gpus := n.Status.Allocatable[v1alpha1.GPUResource]
-			size := slurmapi.NodeSize{CPUs: n.Status.Allocatable.Cpu().Value(), MemoryMiB: n.Status.Allocatable.Memory().Value() >> 20, GPUs: gpus.Value()}
+			size := slurmapi.NodeSize{CPUs: n.Status.Allocatable.Cpu().Value(), MemoryMiB: n.Status.Allocatable.Memory().Value() >> 20, GPUs: v1alpha1.NodeGPUCount(n)}
 			sizes[size]++
 			p.NodeCount++
 		}

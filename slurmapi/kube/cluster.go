@@ -112,6 +112,7 @@ func podUsage(pods []corev1.Pod) map[string]usage {
 				u.gpus += g.Value()
 			}
 		}
+		u.gpus += int64(v1alpha1.ClaimedGPUs(p))
 		out[p.Spec.NodeName] = u
 	}
 	return out
@@ -122,7 +123,7 @@ func podUsage(pods []corev1.Pod) map[string]usage {
 // quarantined (the taint's value is the reason).
 func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node {
 	cpus := int(n.Status.Allocatable.Cpu().Value())
-	gpus, _ := n.Status.Allocatable[v1alpha1.GPUResource]
+	gpus := v1alpha1.NodeGPUCount(n)
 	out := slurmapi.Node{
 		Name: n.Name, CPUs: cpus, AllocCPUs: int((u.cpuMilli + 999) / 1000),
 		MemoryMiB: n.Status.Allocatable.Memory().Value() >> 20, AllocMiB: u.memBytes >> 20,
@@ -135,7 +136,7 @@ func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node
 		}
 	}
 	out.Features = nodeFeatures(n.Labels)
-	if total := gpus.Value(); total > 0 {
+	if total := gpus; total > 0 {
 		model := strings.ToLower(n.Labels[v1alpha1.GPUProductLabel])
 		if model == "" {
 			model = "gpu"
@@ -148,7 +149,7 @@ func NodeFrom(n *corev1.Node, u usage, parts []v1alpha1.Partition) slurmapi.Node
 	case !ready(n):
 		state = "DOWN"
 		out.Reason = "Not responding"
-	case u.gpus > 0 && u.gpus >= gpus.Value(), cpus > 0 && out.AllocCPUs >= cpus:
+	case u.gpus > 0 && u.gpus >= gpus, cpus > 0 && out.AllocCPUs >= cpus:
 		state = "ALLOCATED"
 	case u.cpuMilli > 0 || u.gpus > 0:
 		state = "MIXED"
@@ -217,8 +218,7 @@ func (b *Backend) Partitions(ctx context.Context) ([]slurmapi.Partition, error) 
 			n := &nodes.Items[j]
 			if sel.Matches(labels.Set(n.Labels)) {
 				names = append(names, n.Name)
-				gpu := n.Status.Allocatable[corev1.ResourceName(v1alpha1.GPUResource)]
-				cpus, gpus = cpus+int(n.Status.Allocatable.Cpu().Value()), gpus+int(gpu.Value())
+				cpus, gpus = cpus+int(n.Status.Allocatable.Cpu().Value()), gpus+int(v1alpha1.NodeGPUCount(n))
 			}
 		}
 		p.Nodes, p.NodeCount = sbatch.HostList(names), len(names)

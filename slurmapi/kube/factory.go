@@ -108,6 +108,7 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 		if run.Image == "" {
 			run.Image = p.Spec.DefaultImage
 		}
+		run.GPUDeviceClass = p.Spec.GPUDeviceClass
 		if s.TimeLimit == nil && p.Spec.DefaultTime != nil {
 			run.TimeLimit = p.Spec.DefaultTime.Duration
 		}
@@ -125,6 +126,9 @@ func (f *PodFactory) Pods(pg *v1alpha1.PodGroup, binds []bridge.Bind) ([]*corev1
 	}
 	pods, err := BuildPods(pg, binds, run)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.ensureGPUClaims(ctx, pg, pods); err != nil {
 		return nil, err
 	}
 	if err := f.withEnvironment(ctx, pg, pods); err != nil {

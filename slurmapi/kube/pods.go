@@ -104,6 +104,9 @@ type RunAs struct {
 	// InactiveLimit is an allocation's launch.EnvInactiveLimit; 0 leaves
 	// the launcher's default.
 	InactiveLimit time.Duration
+	// GPUDeviceClass is the partition's (v1alpha1.PartitionSpec): the pods
+	// claim their GPUs from it (GPUClaims) instead of asking nvidia.com/gpu.
+	GPUDeviceClass string
 }
 
 // ServesLaunches reports whether the pods of pg on nodes nodes run a
@@ -296,6 +299,7 @@ func buildPod(pg *v1alpha1.PodGroup, m v1alpha1.MemberSet, b *bridge.Bind, index
 		},
 	}
 	mountFilesystems(pod, run.Filesystems)
+	claimGPUs(pod, run.GPUDeviceClass)
 	if ServesLaunches(pg, len(hosts)) {
 		pod.Spec.Subdomain, pod.Spec.DNSConfig = jobDNS(pg, run)
 	}

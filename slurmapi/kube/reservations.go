@@ -62,10 +62,8 @@ func shownReservation(r *v1alpha1.Reservation, nodes []corev1.Node, parts []v1al
 	}
 	for i := range nodes {
 		if slices.Contains(out.Nodes, nodes[i].Name) {
-			a := nodes[i].Status.Allocatable
-			gpus := a[v1alpha1.GPUResource]
-			out.CPUs += a.Cpu().Value()
-			out.GPUs += gpus.Value()
+			out.CPUs += nodes[i].Status.Allocatable.Cpu().Value()
+			out.GPUs += v1alpha1.NodeGPUCount(&nodes[i])
 		}
 	}
 	return out

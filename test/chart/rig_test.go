@@ -176,6 +176,8 @@ func serverNeeds(ns string) []access {
 		{verb: "get", group: "leaderworkerset.x-k8s.io", resource: "leaderworkersets", namespace: "team-a"},
 		{verb: "get", group: "argoproj.io", resource: "workflows", namespace: "team-a"},
 		{verb: "update", group: "resource.k8s.io", resource: "resourceclaims", namespace: "team-a"},
+		{verb: "create", group: "resource.k8s.io", resource: "resourceclaims", namespace: "team-a"},
+		{verb: "delete", group: "resource.k8s.io", resource: "resourceclaims", namespace: "team-a"},
 		{verb: "update", group: "resource.k8s.io", resource: "resourceclaims", subresource: "status", namespace: "team-a"},
 	}
 	// Every informer: list and watch cluster-wide.

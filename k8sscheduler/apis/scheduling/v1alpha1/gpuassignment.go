@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // GPUAssignment is the JSON of GPUAssignmentAnnotation, the one form every reader and
@@ -55,4 +57,18 @@ func GPUAssignmentOf(annotations map[string]string) (a GPUAssignment, ok bool, e
 	}
 	a, err = ParseGPUAssignment(raw)
 	return a, true, err
+}
+
+// ClaimedGPUs is how many GPUs a pod holds through resource claims (DRA), which it
+// asks no nvidia.com/gpu for: those its GPU assignment names (the scheduler writes it as
+// it binds the pod). 0 for a pod without claims or not bound yet.
+func ClaimedGPUs(pod *corev1.Pod) float64 {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return 0
+	}
+	a, err := ParseGPUAssignment(pod.Annotations[GPUAssignmentAnnotation])
+	if err != nil {
+		return 0
+	}
+	return float64(len(a.GPUs)) * a.Portion
 }

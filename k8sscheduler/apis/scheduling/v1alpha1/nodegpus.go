@@ -3,6 +3,9 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // NodeGPU is one entry of NodeGPUsAnnotation, the one form its writers (the agent on real
@@ -32,4 +35,23 @@ func ParseNodeGPUs(value string) ([]NodeGPU, error) {
 func FormatNodeGPUs(gpus []NodeGPU) string {
 	b, _ := json.Marshal(gpus) // plain values: cannot fail
 	return string(b)
+}
+
+// NodeGPUCount is how many GPUs a node has for Slurm's views (sinfo, the partitions a
+// job may fit, reservations, the ledger): its allocatable nvidia.com/gpu, or, on a node
+// whose GPUs come through Dynamic Resource Allocation (no device plugin, so none
+// allocatable), the GPU Operator's count label.
+func NodeGPUCount(n *corev1.Node) int64 {
+	a := n.Status.Allocatable
+	if len(a) == 0 {
+		a = n.Status.Capacity
+	}
+	if q, ok := a[GPUResource]; ok && !q.IsZero() {
+		return q.Value()
+	}
+	c, err := strconv.ParseInt(n.Labels[GPUCountLabel], 10, 64)
+	if err != nil || c < 0 {
+		return 0
+	}
+	return c
 }

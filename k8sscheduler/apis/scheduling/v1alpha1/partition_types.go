@@ -27,6 +27,13 @@ type PartitionSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	GPUModel string `json:"gpuModel,omitempty"`
+	// GPUDeviceClass says the partition's nodes publish their GPUs through Dynamic
+	// Resource Allocation, as devices of this DeviceClass (NVIDIA's DRA driver:
+	// gpu.nvidia.com): a Slurm job's GPUs (--gres=gpu:N, --gpus-per-node) are then
+	// claimed from it, a ResourceClaim per pod, rather than asked of a device plugin.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	GPUDeviceClass string `json:"gpuDeviceClass,omitempty"`
 	// Placement is binpack (the default) or spread.
 	// +optional
 	// +kubebuilder:default=binpack
