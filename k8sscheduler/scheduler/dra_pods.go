@@ -105,7 +105,7 @@ func (c *cache) fillDRA(e *podEntry, pod *corev1.Pod) {
 				sig = append(sig, a.NodeSelector)
 			}
 			if r := claim.Status.ReservedFor; len(r) > 0 && r[0].UID == pod.UID {
-				gpus += n
+				gpus += d.allocatedGPUs(claim)
 			}
 			ask.text = appendText(ask.text, "allocated ResourceClaim "+claim.Name)
 			continue
@@ -142,26 +142,71 @@ func appendText(a, b string) string {
 	return a + ", " + b
 }
 
-// gpuCount is how many whole GPUs a claim asks for: the exact count of each request (or
-// of its first alternative) whose class is a GPU class. "All" devices of a GPU class is
-// not a count the core can charge before the node is known, so it is refused.
+// gpuCount is how many whole GPUs a claim asks for before it is allocated: the exact
+// count of each request whose class is a GPU class; for a prioritized list, the fewest
+// any of its alternatives asks (the allocator may take a larger one where it fits, and
+// the allocation is then charged: allocatedGPUs). "All" devices of a GPU class is not a
+// count the core can charge before the node is known, so it is refused.
 func (d *draState) gpuCount(claim *resourceapi.ResourceClaim) (int64, error) {
 	var n int64
 	for _, r := range claim.Spec.Devices.Requests {
-		ex := r.Exactly
-		if ex == nil && len(r.FirstAvailable) > 0 {
-			sub := r.FirstAvailable[0]
-			ex = &resourceapi.ExactDeviceRequest{DeviceClassName: sub.DeviceClassName, AllocationMode: sub.AllocationMode, Count: sub.Count}
-		}
-		if ex == nil || !d.gpuClasses[ex.DeviceClassName] || ex.AdminAccess != nil && *ex.AdminAccess {
+		if ex := r.Exactly; ex != nil {
+			c, err := d.exactGPUs(r.Name, ex.DeviceClassName, ex.AllocationMode, ex.Count, ex.AdminAccess)
+			if err != nil {
+				return 0, err
+			}
+			n += c
 			continue
 		}
-		if ex.AllocationMode == resourceapi.DeviceAllocationModeAll {
-			return 0, fmt.Errorf("request %q asks for all devices of GPU class %s; ask an exact count", r.Name, ex.DeviceClassName)
+		least := int64(-1)
+		for _, sub := range r.FirstAvailable {
+			c, err := d.exactGPUs(r.Name+"/"+sub.Name, sub.DeviceClassName, sub.AllocationMode, sub.Count, nil)
+			if err != nil {
+				continue // an alternative of all devices: the others are counted
+			}
+			if least < 0 || c < least {
+				least = c
+			}
 		}
-		n += max(ex.Count, 1)
+		if least < 0 && len(r.FirstAvailable) > 0 {
+			return 0, fmt.Errorf("request %q asks only for all devices of GPU classes; ask an exact count", r.Name)
+		}
+		n += max(least, 0)
 	}
 	return n, nil
+}
+
+// exactGPUs is the GPUs one request (or alternative) asks for: its count when its class
+// is a GPU class, else none.
+func (d *draState) exactGPUs(name, class string, mode resourceapi.DeviceAllocationMode, count int64, admin *bool) (int64, error) {
+	if !d.gpuClasses[class] || admin != nil && *admin {
+		return 0, nil
+	}
+	if mode == resourceapi.DeviceAllocationModeAll {
+		return 0, fmt.Errorf("request %q asks for all devices of GPU class %s; ask an exact count", name, class)
+	}
+	return max(count, 1), nil
+}
+
+// allocatedGPUs is how many GPUs an allocated claim was given: its devices allocated for
+// requests (or alternatives) of a GPU class.
+func (d *draState) allocatedGPUs(claim *resourceapi.ResourceClaim) int64 {
+	classOf := map[string]string{}
+	for _, r := range claim.Spec.Devices.Requests {
+		if r.Exactly != nil {
+			classOf[r.Name] = r.Exactly.DeviceClassName
+		}
+		for _, sub := range r.FirstAvailable {
+			classOf[r.Name+"/"+sub.Name] = sub.DeviceClassName
+		}
+	}
+	var n int64
+	for _, res := range claim.Status.Allocation.Devices.Results {
+		if d.gpuClasses[classOf[res.Request]] && (res.AdminAccess == nil || !*res.AdminAccess) {
+			n++
+		}
+	}
+	return n
 }
 
 // describeClaim says what a claim asks, for why-pending.
