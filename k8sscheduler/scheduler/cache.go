@@ -412,7 +412,7 @@ func (n *nodeEntry) rebuild(parts []partitionEntry) {
 	n.dirty = false
 	b := n.base
 	b.Partition = partitionOf(b.Labels, parts)
-	n.dra.apply(&b)
+	n.dra.apply(&b, parts)
 	keys := make([]string, 0, len(n.foreign))
 	for k := range n.foreign {
 		keys = append(keys, k)

@@ -30,12 +30,18 @@ func claimSpec(class string, count int64) resourceapi.ResourceClaimSpec {
 		Name: "dev", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}}}}
 }
 
-// draPods creates a PodGroup of n pods, each naming the claim (a ResourceClaim's name) or
-// a claim from the template, on node when it is set.
+// draPods creates a PodGroup of n pods in partition dra, each naming the claim (a
+// ResourceClaim's name) or a claim from the template, on node when it is set.
 func (e *env) draPods(group, queue string, minMember int32, n int, claim, template, node string) []string {
 	e.t.Helper()
-	e.create(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: group, Namespace: e.ns},
-		Spec: v1alpha1.PodGroupSpec{MinMember: minMember, Queue: queue, Partition: "dra"}})
+	return e.draPodsIn("dra", nil, group, queue, minMember, n, claim, template, node)
+}
+
+// draPodsIn is draPods in partition part, with the PodGroup's annotations ann.
+func (e *env) draPodsIn(part string, ann map[string]string, group, queue string, minMember int32, n int, claim, template, node string) []string {
+	e.t.Helper()
+	e.create(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: group, Namespace: e.ns, Annotations: ann},
+		Spec: v1alpha1.PodGroupSpec{MinMember: minMember, Queue: queue, Partition: part}})
 	var names []string
 	for i := range n {
 		pc := corev1.PodResourceClaim{Name: "gpus"}

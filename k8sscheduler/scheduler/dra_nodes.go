@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"maps"
 	"slices"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -15,13 +17,29 @@ import (
 type draNode struct {
 	gpus  []draDevice
 	taken []bridge.GPUTaken // by GPU index; Task "" when free
+	// attrs are the string attributes all its GPUs share, by qualified name
+	// (gpu.nvidia.com/cliqueID): a partition's topology level may name one, so an NVLink
+	// domain the driver publishes places gangs as a node label would.
+	attrs map[string]string
 }
 
 // applyDRA makes a node without device-plugin GPUs take the GPUs it publishes through
-// DRA, with what claims hold of them.
-func (n *draNode) apply(b *bridge.Node) {
+// DRA, with what claims hold of them, and the device attributes the partitions' topology
+// levels name as its labels.
+func (n *draNode) apply(b *bridge.Node, parts []partitionEntry) {
 	if n == nil || len(n.gpus) == 0 || len(b.GPUs) > 0 || b.Allocatable.GPUMilli > 0 {
 		return
+	}
+	for i := range parts {
+		for _, level := range parts[i].p.Topology {
+			if v, ok := n.attrs[level]; ok && b.Labels[level] == "" {
+				b.Labels = maps.Clone(b.Labels)
+				if b.Labels == nil {
+					b.Labels = map[string]string{}
+				}
+				b.Labels[level] = v
+			}
+		}
 	}
 	b.GPUs = make([]bridge.GPU, len(n.gpus))
 	for i, d := range n.gpus {
@@ -41,7 +59,7 @@ func (c *cache) refreshDRANode(name string) {
 	gpus := c.dra.nodeDevices(name)
 	var next *draNode
 	if len(gpus) > 0 {
-		next = &draNode{gpus: gpus, taken: c.draTaken(name, gpus)}
+		next = &draNode{gpus: gpus, taken: c.draTaken(name, gpus), attrs: c.dra.sharedAttributes(gpus)}
 	}
 	if sameDRANode(e.dra, next) {
 		return
@@ -59,7 +77,7 @@ func sameDRANode(a, b *draNode) bool {
 		return a == b
 	}
 	return slices.EqualFunc(a.gpus, b.gpus, func(x, y draDevice) bool { return x.id == y.id && sameGPU(x.gpu, y.gpu) }) &&
-		slices.Equal(a.taken, b.taken)
+		slices.Equal(a.taken, b.taken) && maps.Equal(a.attrs, b.attrs)
 }
 
 // draTaken marks the node's GPUs that allocated claims hold outside the core's view: a
@@ -149,4 +167,52 @@ func (d *draState) draNodesOf(claim *resourceapi.ResourceClaim) []string {
 		}
 	}
 	return out
+}
+
+// sharedAttributes are the string attributes every one of a node's GPUs has with one
+// value, by qualified name (driver/attribute).
+func (d *draState) sharedAttributes(gpus []draDevice) map[string]string {
+	var out map[string]string
+	for i, g := range gpus {
+		dev := d.device(g.id)
+		if dev == nil {
+			return nil
+		}
+		here := map[string]string{}
+		for name, a := range dev.Attributes {
+			if a.StringValue == nil {
+				continue
+			}
+			q := string(name)
+			if !strings.Contains(q, "/") {
+				q = g.id.Driver.String() + "/" + q
+			}
+			here[q] = *a.StringValue
+		}
+		if i == 0 {
+			out = here
+			continue
+		}
+		for k, v := range out {
+			if here[k] != v {
+				delete(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// device finds a published device by its id.
+func (d *draState) device(id structured.DeviceID) *resourceapi.Device {
+	for _, s := range d.slices {
+		if s.Spec.Driver != id.Driver.String() || s.Spec.Pool.Name != id.Pool.String() {
+			continue
+		}
+		for i := range s.Spec.Devices {
+			if s.Spec.Devices[i].Name == id.Device.String() {
+				return &s.Spec.Devices[i]
+			}
+		}
+	}
+	return nil
 }
