@@ -15,7 +15,7 @@ func rigSpec() cluster.Spec {
 		return cluster.NodePool{Name: name, Count: count, GPUsPerNode: gpus, GPUModel: "H100-80GB", GPUMemoryMiB: 81920, CPU: "64", Memory: "512Gi"}
 	}
 	return cluster.Spec{NodePools: append([]cluster.NodePool{
-		pool("gang", 4, 8), pool("frac", 1, 2), pool("rc", 1, 4), pool("bp", 2, 8), pool("sp", 2, 8), pool("cord", 2, 8), pool("slurm", 2, 8), pool("one", 1, 2), pool("idle", 2, 4), pool("access", 1, 1), pool("share", 1, 8), pool("rcf", 1, 2), pool("resv", 1, 8), draPool(), draCliquePool(),
+		pool("gang", 4, 8), pool("frac", 1, 2), pool("rc", 1, 4), pool("bp", 2, 8), pool("sp", 2, 8), pool("cord", 2, 8), pool("slurm", 2, 8), pool("one", 1, 2), pool("idle", 2, 4), pool("access", 1, 1), pool("share", 1, 8), pool("rcf", 1, 2), pool("resv", 1, 8), draPool(), draCliquePool(), draReclaimPool(),
 	}, append(append(placementPools(), alternativePools()...), draOraclePools()...)...)}
 }
 
