@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
 	"github.com/sluicehq/sluice/test/cluster"
@@ -205,6 +206,18 @@ func TestDRAClaimsAllocatedBySluice(t *testing.T) {
 		}
 		taken[nodes[i]+"/"+d[0]] = true
 	}
+
+	// The queue is charged the 5 claimed GPUs, as for nvidia.com/gpu.
+	e2e.WaitFor(t, "queue dra-q charged 5 GPUs", waitLong, func(ctx context.Context) (bool, error) {
+		q := &v1alpha1.Queue{}
+		if err := e.crs.Get(ctx, client.ObjectKey{Name: "dra-q"}, q); err != nil {
+			return false, err
+		}
+		if g := q.Status.Allocated.GPU; g == nil || g.Value() != 5 {
+			return false, fmt.Errorf("queue status allocated %v GPUs", g)
+		}
+		return true, nil
+	})
 
 	// Five GPUs in one claim: no node has them.
 	e.claim("five", claimSpec(cluster.DeviceClassGPU, 5))
