@@ -26,6 +26,10 @@ import (
 // draState is the cache's view of DRA objects, guarded by cache.mu.
 type draState struct {
 	slices    map[string]*resourceapi.ResourceSlice // by name
+	// byNode and byPool index the slices by the node they are local to and by
+	// driver/pool, so a node's devices are found without reading every slice.
+	byNode map[string]map[string]*resourceapi.ResourceSlice
+	byPool map[string]map[string]*resourceapi.ResourceSlice
 	classes   map[string]*resourceapi.DeviceClass
 	claims    map[string]*resourceapi.ResourceClaim // by namespace/name
 	templates map[string]*resourceapi.ResourceClaimTemplate
@@ -35,8 +39,10 @@ type draState struct {
 	// pods themselves, so a pod is read again when a claim it names changes.
 	users map[string]map[string]bool
 	pods  map[string]*corev1.Pod
-	// inflight are the claims this scheduler allocated, until the informer shows them so.
+	// inflight are the claims this scheduler allocated, until the informer shows them so;
+	// pending those it has allocated and not written yet (dra_bind.go).
 	inflight map[string]*resourceapi.ResourceClaim
+	pending  map[string]*resourceapi.ResourceClaim
 	celCache *cel.Cache
 }
 
@@ -46,10 +52,11 @@ var DefaultGPUDeviceClasses = []string{"gpu.nvidia.com"}
 
 func newDRAState(gpuClasses []string) *draState {
 	d := &draState{
-		slices: map[string]*resourceapi.ResourceSlice{}, classes: map[string]*resourceapi.DeviceClass{},
+		slices: map[string]*resourceapi.ResourceSlice{}, byNode: map[string]map[string]*resourceapi.ResourceSlice{},
+		byPool: map[string]map[string]*resourceapi.ResourceSlice{}, classes: map[string]*resourceapi.DeviceClass{},
 		claims: map[string]*resourceapi.ResourceClaim{}, templates: map[string]*resourceapi.ResourceClaimTemplate{},
 		gpuClasses: map[string]bool{}, users: map[string]map[string]bool{}, pods: map[string]*corev1.Pod{},
-		inflight: map[string]*resourceapi.ResourceClaim{}, celCache: cel.NewCache(100, cel.Features{EnableConsumableCapacity: true}),
+		inflight: map[string]*resourceapi.ResourceClaim{}, pending: map[string]*resourceapi.ResourceClaim{}, celCache: cel.NewCache(100, cel.Features{EnableConsumableCapacity: true}),
 	}
 	for _, c := range gpuClasses {
 		d.gpuClasses[c] = true
@@ -130,10 +137,7 @@ func (d *draState) selects(sels []resourceapi.DeviceSelector, driver string, dev
 func (d *draState) nodeDevices(node string) []draDevice {
 	var out []draDevice
 	var order []int64
-	for _, s := range d.slices {
-		if s.Spec.NodeName == nil || *s.Spec.NodeName != node {
-			continue
-		}
+	for _, s := range d.byNode[node] {
 		for i := range s.Spec.Devices {
 			dev := &s.Spec.Devices[i]
 			if !d.inGPUClass(s.Spec.Driver, dev) {
@@ -237,12 +241,17 @@ func (d *draState) allocatedDevices() (structured.AllocatedState, []*resourceapi
 		}
 	}
 	for key := range d.claims {
-		add(d.claim(key))
-	}
-	for key := range d.inflight {
-		if d.claims[key] == nil {
+		if d.pending[key] == nil {
 			add(d.claim(key))
 		}
+	}
+	for key := range d.inflight {
+		if d.claims[key] == nil && d.pending[key] == nil {
+			add(d.claim(key))
+		}
+	}
+	for _, c := range d.pending {
+		add(c)
 	}
 	return state, claims
 }
@@ -267,6 +276,39 @@ func olderVersion(a, b *resourceapi.ResourceClaim) bool {
 	va, errA := strconv.ParseInt(a.ResourceVersion, 10, 64)
 	vb, errB := strconv.ParseInt(b.ResourceVersion, 10, 64)
 	return errA == nil && errB == nil && va < vb
+}
+
+// setSlice files a slice (nil: removes the one of that name) in the indexes.
+func (d *draState) setSlice(name string, s *resourceapi.ResourceSlice) {
+	if old := d.slices[name]; old != nil {
+		if n := old.Spec.NodeName; n != nil {
+			delete(d.byNode[*n], name)
+			if len(d.byNode[*n]) == 0 {
+				delete(d.byNode, *n)
+			}
+		}
+		pool := old.Spec.Driver + "/" + old.Spec.Pool.Name
+		delete(d.byPool[pool], name)
+		if len(d.byPool[pool]) == 0 {
+			delete(d.byPool, pool)
+		}
+		delete(d.slices, name)
+	}
+	if s == nil {
+		return
+	}
+	d.slices[name] = s
+	if n := s.Spec.NodeName; n != nil {
+		if d.byNode[*n] == nil {
+			d.byNode[*n] = map[string]*resourceapi.ResourceSlice{}
+		}
+		d.byNode[*n][name] = s
+	}
+	pool := s.Spec.Driver + "/" + s.Spec.Pool.Name
+	if d.byPool[pool] == nil {
+		d.byPool[pool] = map[string]*resourceapi.ResourceSlice{}
+	}
+	d.byPool[pool][name] = s
 }
 
 // sliceList is every slice, for an allocator.

@@ -61,8 +61,52 @@ func (s *Scheduler) bindClaims(ctx context.Context, ns string, b bridge.Bind, bi
 // it, before the bind, as kube-scheduler's DRA plugin does: the allocation is computed by
 // the structured allocator against every allocated device (the informer's and those this
 // scheduler allocated and has not seen come back), and written to each claim's status.
-// Allocations are made one pod at a time (draMu), so two binds never take one device.
+// Allocations are computed one pod at a time (draMu) and held as pending until written,
+// so two binds never take one device; the writes, two round trips per claim, run outside
+// the lock, so binds' writes overlap as other binds' do.
 func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid types.UID, node string, keys []string) (*claimAllocation, error) {
+	out, claims, err := s.computeAllocation(ctx, pod, uid, node, keys)
+	if err != nil {
+		return nil, err
+	}
+	c := s.cache
+	defer func() { // written or given up: no longer pending
+		c.mu.Lock()
+		for key := range out.ours {
+			delete(c.dra.pending, key)
+		}
+		c.mu.Unlock()
+	}()
+	for _, cl := range claims {
+		key := cl.Namespace + "/" + cl.Name
+		written, err := s.reserveClaim(ctx, cl, out.consumer, out.ours[key])
+		if err != nil {
+			s.unreserve(ctx, out, out.consumer)
+			return nil, fmt.Errorf("reserve ResourceClaim %s: %w", cl.Name, err)
+		}
+		out.reserved = append(out.reserved, written)
+		if out.ours[key] {
+			c.mu.Lock()
+			if seen := c.dra.claims[key]; seen == nil || olderVersion(seen, written) {
+				c.dra.inflight[key] = written
+			}
+			c.mu.Unlock()
+		}
+	}
+	var gpus *draNode
+	c.mu.Lock()
+	if ne := c.nodes[node]; ne != nil {
+		gpus = ne.dra
+	}
+	c.mu.Unlock()
+	out.gpus = assignedGPUs(out.reserved, gpus)
+	return out, nil
+}
+
+// computeAllocation runs the allocator for a pod's claims on node and holds what it
+// allocated as pending (draState.pending) until the caller has written it. It returns the
+// pod's claims, allocated, and which of them it allocated.
+func (s *Scheduler) computeAllocation(ctx context.Context, pod string, uid types.UID, node string, keys []string) (*claimAllocation, []*resourceapi.ResourceClaim, error) {
 	s.draMu.Lock()
 	defer s.draMu.Unlock()
 	c := s.cache
@@ -70,9 +114,9 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 	ne := c.nodes[node]
 	if ne == nil || ne.kube == nil {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("node %s is gone", node)
+		return nil, nil, fmt.Errorf("node %s is gone", node)
 	}
-	kubeNode, gpus := ne.kube, ne.dra
+	kubeNode := ne.kube
 	state, _ := c.dra.allocatedDevices()
 	slicesNow, classes := c.dra.sliceList(), classLister(maps.Clone(c.dra.classes))
 	claims := make([]*resourceapi.ResourceClaim, 0, len(keys))
@@ -89,7 +133,7 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 		cns, name, _ := strings.Cut(k, "/")
 		cl, err := s.kube.ResourceV1().ResourceClaims(cns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("ResourceClaim %s: %w", k, err)
+			return nil, nil, fmt.Errorf("ResourceClaim %s: %w", k, err)
 		}
 		claims = append(claims, cl)
 	}
@@ -103,14 +147,14 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 	if len(todo) > 0 {
 		alloc, err := structured.NewAllocator(ctx, draFeatures, state, classes, slicesNow, c.dra.celCache)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		results, err := alloc.Allocate(ctx, kubeNode, todo)
 		if err != nil {
-			return nil, fmt.Errorf("allocate its resource claims on node %s: %w", node, err)
+			return nil, nil, fmt.Errorf("allocate its resource claims on node %s: %w", node, err)
 		}
 		if results == nil {
-			return nil, fmt.Errorf("its resource claims cannot be met on node %s with the devices free there now", node)
+			return nil, nil, fmt.Errorf("its resource claims cannot be met on node %s with the devices free there now", node)
 		}
 		for i := range todo {
 			todo[i].Status.Allocation = &results[i]
@@ -118,27 +162,14 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 	}
 	consumer := resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod, UID: uid}
 	out := &claimAllocation{ours: map[string]bool{}, consumer: consumer}
+	c.mu.Lock()
 	for _, cl := range todo {
-		out.ours[cl.Namespace+"/"+cl.Name] = true
-	}
-	for _, cl := range claims {
 		key := cl.Namespace + "/" + cl.Name
-		written, err := s.reserveClaim(ctx, cl, consumer, out.ours[key])
-		if err != nil {
-			s.unreserve(ctx, out, consumer)
-			return nil, fmt.Errorf("reserve ResourceClaim %s: %w", cl.Name, err)
-		}
-		out.reserved = append(out.reserved, written)
-		if out.ours[key] {
-			c.mu.Lock()
-			if seen := c.dra.claims[key]; seen == nil || olderVersion(seen, written) {
-				c.dra.inflight[key] = written
-			}
-			c.mu.Unlock()
-		}
+		out.ours[key] = true
+		c.dra.pending[key] = cl
 	}
-	out.gpus = assignedGPUs(out.reserved, gpus)
-	return out, nil
+	c.mu.Unlock()
+	return out, claims, nil
 }
 
 // claimForSlurmPod allocates the resource claims of a Slurm job's pod just created bound

@@ -17,9 +17,9 @@ func (s *Scheduler) resourceSliceHandlers() toolscache.ResourceEventHandler {
 		defer c.mu.Unlock()
 		old := c.dra.slices[sl.Name]
 		if gone {
-			delete(c.dra.slices, sl.Name)
+			c.dra.setSlice(sl.Name, nil)
 		} else {
-			c.dra.slices[sl.Name] = sl
+			c.dra.setSlice(sl.Name, sl)
 		}
 		for _, x := range []*resourceapi.ResourceSlice{old, sl} {
 			if x != nil && x.Spec.NodeName != nil {

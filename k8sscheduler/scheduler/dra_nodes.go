@@ -134,10 +134,7 @@ func (c *cache) claimOfOurs(claim *resourceapi.ResourceClaim) bool {
 
 // deviceCounters names the counter sets a device draws on.
 func (d *draState) deviceCounters(id structured.DeviceID) []string {
-	for _, s := range d.slices {
-		if s.Spec.Driver != id.Driver.String() || s.Spec.Pool.Name != id.Pool.String() {
-			continue
-		}
+	for _, s := range d.byPool[id.Driver.String()+"/"+id.Pool.String()] {
 		for i := range s.Spec.Devices {
 			dev := &s.Spec.Devices[i]
 			if dev.Name != id.Device.String() {
@@ -160,8 +157,8 @@ func (d *draState) draNodesOf(claim *resourceapi.ResourceClaim) []string {
 	}
 	var out []string
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		for _, s := range d.slices {
-			if s.Spec.Driver == r.Driver && s.Spec.Pool.Name == r.Pool && s.Spec.NodeName != nil && !slices.Contains(out, *s.Spec.NodeName) {
+		for _, s := range d.byPool[r.Driver+"/"+r.Pool] {
+			if s.Spec.NodeName != nil && !slices.Contains(out, *s.Spec.NodeName) {
 				out = append(out, *s.Spec.NodeName)
 			}
 		}
@@ -204,10 +201,7 @@ func (d *draState) sharedAttributes(gpus []draDevice) map[string]string {
 
 // device finds a published device by its id.
 func (d *draState) device(id structured.DeviceID) *resourceapi.Device {
-	for _, s := range d.slices {
-		if s.Spec.Driver != id.Driver.String() || s.Spec.Pool.Name != id.Pool.String() {
-			continue
-		}
+	for _, s := range d.byPool[id.Driver.String()+"/"+id.Pool.String()] {
 		for i := range s.Spec.Devices {
 			if s.Spec.Devices[i].Name == id.Device.String() {
 				return &s.Spec.Devices[i]
