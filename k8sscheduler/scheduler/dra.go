@@ -25,11 +25,11 @@ import (
 
 // draState is the cache's view of DRA objects, guarded by cache.mu.
 type draState struct {
-	slices    map[string]*resourceapi.ResourceSlice // by name
+	slices map[string]*resourceapi.ResourceSlice // by name
 	// byNode and byPool index the slices by the node they are local to and by
 	// driver/pool, so a node's devices are found without reading every slice.
-	byNode map[string]map[string]*resourceapi.ResourceSlice
-	byPool map[string]map[string]*resourceapi.ResourceSlice
+	byNode    map[string]map[string]*resourceapi.ResourceSlice
+	byPool    map[string]map[string]*resourceapi.ResourceSlice
 	classes   map[string]*resourceapi.DeviceClass
 	claims    map[string]*resourceapi.ResourceClaim // by namespace/name
 	templates map[string]*resourceapi.ResourceClaimTemplate
