@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -89,7 +88,7 @@ func TestGPUsThroughDRA(t *testing.T) {
 	}
 
 	// The Slurm job: --gres=gpu:2 on each of 2 nodes of the DRA partition.
-	id := submit(t, srv.Addr(), tok, `{"script":"#!/bin/bash\ntrue\n","job":{"partition":"h100","nodes":"2","tres_per_node":"gres/gpu:2",`+
+	id := e2e.Submit(t, srv.Addr(), tok, `{"script":"#!/bin/bash\ntrue\n","job":{"partition":"h100","nodes":"2","tres_per_node":"gres/gpu:2",`+
 		`"environment":["PATH=/bin:/usr/bin","`+kube.SimDurationEnv+`=3s"]}}`)
 	nlp := kube.Namespace("nlp")
 	pods := waitClaimsAllocated(t, k8s, nlp, fmt.Sprintf("%s=%d", v1alpha1.JobIDLabel, id), 2, 2)
@@ -189,30 +188,6 @@ func waitClaimsAllocated(t *testing.T, kube kubernetes.Interface, ns, selector s
 		return true, nil
 	})
 	return out
-}
-
-// submit posts a job as alice and returns its id.
-func submit(t *testing.T, addr, tok, body string) int {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/slurm/v0.0.44/job/submit", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-SLURM-USER-TOKEN", tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var doc struct {
-		JobID int `json:"job_id"`
-	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &doc) != nil || doc.JobID == 0 {
-		t.Fatalf("submit: %d %s", resp.StatusCode, raw)
-	}
-	return doc.JobID
 }
 
 type tres struct {

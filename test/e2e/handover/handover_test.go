@@ -3,13 +3,9 @@ package handover
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -257,26 +253,7 @@ func submitJob(t *testing.T, r *replica, key []byte) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := `{"script":"#!/bin/bash\nnvidia-smi\n","job":{"environment":["PATH=/bin:/usr/bin"],"tres_per_node":"gres/gpu:1"}}`
-	req, err := http.NewRequest(http.MethodPost, "http://"+r.Addr()+"/slurm/v0.0.44/job/submit", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-SLURM-USER-TOKEN", tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var doc struct {
-		JobID int `json:"job_id"`
-	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &doc) != nil || doc.JobID == 0 {
-		t.Fatalf("submit through %s: %d %s", r.Name(), resp.StatusCode, raw)
-	}
-	return doc.JobID
+	return e2e.Submit(t, r.Addr(), tok, `{"script":"#!/bin/bash\nnvidia-smi\n","job":{"environment":["PATH=/bin:/usr/bin"],"tres_per_node":"gres/gpu:1"}}`)
 }
 
 // waitBound waits until every named pod in ns and every Slurm job's pods
