@@ -149,7 +149,9 @@ func (s *Scheduler) computeAllocation(ctx context.Context, pod string, uid types
 		if err != nil {
 			return nil, nil, err
 		}
-		results, err := alloc.Allocate(ctx, kubeNode, todo)
+		actx, cancel := context.WithTimeout(ctx, draBindBudget)
+		results, err := alloc.Allocate(actx, kubeNode, todo)
+		cancel()
 		if err != nil {
 			return nil, nil, fmt.Errorf("allocate its resource claims on node %s: %w", node, err)
 		}

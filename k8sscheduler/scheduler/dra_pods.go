@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -188,21 +189,16 @@ func (d *draState) exactGPUs(name, class string, mode resourceapi.DeviceAllocati
 	return max(count, 1), nil
 }
 
-// allocatedGPUs is how many GPUs an allocated claim was given: its devices allocated for
-// requests (or alternatives) of a GPU class.
+// allocatedGPUs is how many GPUs an allocated claim was given: its devices that a GPU
+// class selects, whatever class the claim asked them through (a class of the site's
+// that selects whole GPUs too is charged for them), as the pod's assignment names them.
 func (d *draState) allocatedGPUs(claim *resourceapi.ResourceClaim) int64 {
-	classOf := map[string]string{}
-	for _, r := range claim.Spec.Devices.Requests {
-		if r.Exactly != nil {
-			classOf[r.Name] = r.Exactly.DeviceClassName
-		}
-		for _, sub := range r.FirstAvailable {
-			classOf[r.Name+"/"+sub.Name] = sub.DeviceClassName
-		}
-	}
 	var n int64
 	for _, res := range claim.Status.Allocation.Devices.Results {
-		if d.gpuClasses[classOf[res.Request]] && (res.AdminAccess == nil || !*res.AdminAccess) {
+		if res.AdminAccess != nil && *res.AdminAccess {
+			continue
+		}
+		if dev := d.device(structured.MakeDeviceID(res.Driver, res.Pool, res.Device)); dev != nil && d.inGPUClass(res.Driver, dev) {
 			n++
 		}
 	}
@@ -302,11 +298,23 @@ func (c *cache) draAllows(cl *nodeClass, e *nodeEntry) bool {
 		if err != nil {
 			return false
 		}
-		cl.draAlloc = a
+		cl.draAlloc, cl.draDeadline = a, time.Now().Add(draClassBudget)
 	}
-	res, err := cl.draAlloc.Allocate(context.Background(), e.kube, ask.pending)
+	// A tenant's claims must not hold the cycle (which runs under c.mu) as long as they
+	// like: the allocator's search is bounded, per class, as kube-scheduler bounds its
+	// DRA filter; nodes not tried by then are not used this time round.
+	ctx, cancel := context.WithDeadline(context.Background(), cl.draDeadline)
+	defer cancel()
+	res, err := cl.draAlloc.Allocate(ctx, e.kube, ask.pending)
 	return err == nil && res != nil
 }
+
+// draClassBudget bounds the time spent finding where one set of claims could be met,
+// over all nodes; draBindBudget one allocation at a bind.
+const (
+	draClassBudget = 2 * time.Second
+	draBindBudget  = 10 * time.Second
+)
 
 // draPartition reports whether a partition's GPUs come through DRA. Caller holds c.mu.
 func (c *cache) draPartition(name string) bool {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,11 +127,13 @@ type nodeClass struct {
 	prefer *nodeaffinity.PreferredSchedulingTerms
 	scores map[string]int32
 	gen    uint64
-	// draAlloc finds where the class's resource claims could be met, as of gen.
-	draAlloc structured.Allocator
-	nodes    []string
-	all      bool // every node of the snapshot: the core needs no set
-	used     bool // named by a job of the snapshot being built
+	// draAlloc finds where the class's resource claims could be met, as of gen, until
+	// draDeadline.
+	draAlloc    structured.Allocator
+	draDeadline time.Time
+	nodes       []string
+	all         bool // every node of the snapshot: the core needs no set
+	used        bool // named by a job of the snapshot being built
 }
 
 // allows reports whether a node satisfies the class: kube-scheduler's NodeAffinity and
