@@ -82,7 +82,8 @@ func (s Spec) HasDRA() bool {
 }
 
 // ResourceSlices are the ResourceSlices of every node of the spec's DRA pools: one pool per
-// node, named after it. Publishing them sets the nodes as their owners.
+// node, named after it. Publishing them sets the nodes as their owners. A real node's DRA
+// kubelet plugin publishes the same devices under names of its own.
 func (s Spec) ResourceSlices() []*resourcev1.ResourceSlice {
 	var out []*resourcev1.ResourceSlice
 	for _, p := range s.NodePools {
@@ -230,9 +231,9 @@ func mebibytes(mib int) resource.Quantity {
 	return *resource.NewQuantity(int64(mib)<<20, resource.BinarySI)
 }
 
-// publishDRA creates the DeviceClasses and every DRA node's ResourceSlices, owned by their
-// node as a driver's are, so deleting a node takes its devices along. What exists already
-// is left as it is.
+// publishDRA creates the DeviceClasses and every simulated DRA node's ResourceSlices, owned
+// by their node as a driver's are, so deleting a node takes its devices along. What exists
+// already is left as it is. A real DRA node's kubelet plugin publishes its own.
 func (c *Cluster) publishDRA(ctx context.Context) error {
 	if !c.spec.HasDRA() {
 		return nil
@@ -254,7 +255,7 @@ func (c *Cluster) publishDRA(ctx context.Context) error {
 	}
 	nodes := 0
 	for _, p := range c.spec.NodePools {
-		if !p.DRA {
+		if !p.DRA || p.Real {
 			continue
 		}
 		for i := range p.Count {

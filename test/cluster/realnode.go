@@ -52,10 +52,11 @@ const cniBinDir = "/usr/lib/cni"
 
 // realNode is one running real node.
 type realNode struct {
-	name  string
-	index int // N in sluicebrN, 10.88.N.0/24 and /sluice-real-N
-	pool  NodePool
-	dir   string
+	name      string
+	index     int // N in sluicebrN, 10.88.N.0/24 and /sluice-real-N
+	pool      NodePool
+	poolIndex int // i in NodeName(pool.Name, i)
+	dir       string
 	// kubeletPort serves the kubelet API (logs, exec, attach) to the API server;
 	// healthzPort its /healthz on loopback.
 	kubeletPort, healthzPort int
@@ -63,6 +64,9 @@ type realNode struct {
 	// stopPlugin ends the node's device plugin; pluginDone closes when it has.
 	stopPlugin context.CancelFunc
 	pluginDone <-chan struct{}
+	// dra is a DRA pool's node's DRA kubelet plugin, which serves its GPUs instead of the
+	// device plugin (drakubeletplugin.go).
+	dra *draKubeletPlugin
 }
 
 func (n *realNode) bridge() string { return "sluicebr" + strconv.Itoa(n.index) }
@@ -170,9 +174,13 @@ func (n *realNode) writeConfigs(l layout, caFile string) error {
 }
 
 // containerdConfig runs the CRI plugin with runc and cgroupfs (the kubelet's driver
-// here: no systemd), the rig's own pause image (nothing can be pulled), and the node's
-// CNI configuration. restrict_oom_score_adj keeps containers' OOM score adjustments at
-// or above containerd's own: this machine's root lacks CAP_SYS_RESOURCE, so the pod
+// here: no systemd), the rig's own pause image (nothing can be pulled), the node's
+// CNI configuration, and CDI with the node's own spec directory, where its DRA kubelet
+// plugin writes the specs of the claims it prepares (containerd 1.7 and later read
+// enable_cdi and cdi_spec_dirs; containerd 1.6, Debian 12's, has no CDI and ignores them,
+// so a prepared claim's devices do not reach its containers there).
+// restrict_oom_score_adj keeps containers' OOM score adjustments at or above
+// containerd's own: this machine's root lacks CAP_SYS_RESOURCE, so the pod
 // sandbox's -998 (and a Guaranteed pod's -997) fail in runc with "failed to update
 // /proc/self/oom_score_adj: Permission denied", and every pod would stay
 // ContainerCreating. A node with that capability never needs it.
@@ -189,6 +197,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   sandbox_image = %q
   enable_unprivileged_ports = true
   restrict_oom_score_adj = true
+  enable_cdi = true
+  cdi_spec_dirs = [%q]
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -199,7 +209,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
-`, n.path("containerd"), n.socket(), PauseImage, cniBinDir, n.path("cni", "net.d"))
+`, n.path("containerd"), n.socket(), PauseImage, n.cdiDir(), cniBinDir, n.path("cni", "net.d"))
 }
 
 // cniConfig is a bridge network on the node's bridge with host-local addresses from the
@@ -296,7 +306,9 @@ func (n *realNode) kubeletArgs(l layout) []string {
 }
 
 // startRealNode brings one node up: bridge, configs, containerd in a new mount
-// namespace, the images, the kubelet in the same namespace, then the device plugin.
+// namespace, the images, the kubelet in the same namespace, then the device plugin or,
+// on a DRA pool's node, the DRA kubelet plugin (never both: the GPUs are one's or the
+// other's).
 // It returns once the kubelet answers /healthz; the node's Ready is waited for with
 // the others.
 func (c *Cluster) startRealNode(ctx context.Context, n *realNode, keys *pki) error {
@@ -362,6 +374,10 @@ func (c *Cluster) startRealNode(ctx context.Context, n *realNode, keys *pki) err
 	}); err != nil {
 		return err
 	}
+	if n.pool.DRA {
+		n.dra, err = startDRAKubeletPlugin(ctx, c.client, n, c.log)
+		return err
+	}
 	if n.pool.GPUsPerNode > 0 {
 		ids := make([]string, n.pool.GPUsPerNode)
 		for i := range ids {
@@ -383,8 +399,12 @@ var httpPlain = &http.Client{Timeout: 5 * time.Second}
 
 // annotateRealNode gives a registered real node what createNodes gives a simulated
 // one and a kubelet does not: the per-GPU annotation, with the UUIDs the node's device
-// plugin hands out.
+// plugin hands out. A DRA node has none (as a kwok DRA node): its plugin publishes its
+// GPUs instead, now that the Node that owns them exists.
 func (c *Cluster) annotateRealNode(ctx context.Context, n *realNode) error {
+	if n.dra != nil {
+		return n.dra.publish(ctx)
+	}
 	if n.pool.GPUsPerNode == 0 {
 		return nil
 	}
@@ -397,13 +417,17 @@ func (c *Cluster) annotateRealNode(ctx context.Context, n *realNode) error {
 	return err
 }
 
-// stop ends the node: the device plugin, the kubelet, every container (by the node's
-// cgroups: a container's processes are not in any component's process group), the
-// shims, containerd; then the bridge and the cgroups. The mounts go with the namespace.
+// stop ends the node: the device plugin or the DRA plugin, the kubelet, every container
+// (by the node's cgroups: a container's processes are not in any component's process
+// group), the shims, containerd; then the bridge and the cgroups. The mounts go with the
+// namespace.
 func (n *realNode) stop() {
 	if n.stopPlugin != nil {
 		n.stopPlugin()
 		<-n.pluginDone
+	}
+	if n.dra != nil {
+		n.dra.stop()
 	}
 	if n.kubelet != nil {
 		n.kubelet.stop(stopGrace)

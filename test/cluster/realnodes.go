@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // startRealNodes starts the spec's real nodes (none: nothing to do) and the cluster
@@ -45,7 +48,7 @@ func (c *Cluster) startRealNodes(ctx context.Context, keys *pki) error {
 		}
 		for i := range p.Count {
 			name := NodeName(p.Name, i)
-			n := &realNode{name: name, index: index, pool: p, dir: c.layout.path("nodes", name),
+			n := &realNode{name: name, index: index, pool: p, poolIndex: i, dir: c.layout.path("nodes", name),
 				kubeletPort: ports[2*index], healthzPort: ports[2*index+1]}
 			c.mu.Lock()
 			c.realNodes = append(c.realNodes, n)
@@ -135,11 +138,12 @@ func (c *Cluster) RealNodes() []string {
 	return names
 }
 
-// annotateRealNodes annotates the real nodes among nodes that lack their GPU annotation.
+// annotateRealNodes annotates the real nodes among nodes that lack their GPU annotation,
+// and has the DRA ones' plugins publish their GPUs.
 func (c *Cluster) annotateRealNodes(ctx context.Context, nodes []corev1.Node) error {
 	for _, n := range c.realNodes {
 		for i := range nodes {
-			if nodes[i].Name == n.name && nodes[i].Annotations[AnnotationGPUs] == "" {
+			if nodes[i].Name == n.name && (n.dra != nil || nodes[i].Annotations[AnnotationGPUs] == "") {
 				if err := c.annotateRealNode(ctx, n); err != nil {
 					return err
 				}
@@ -260,4 +264,37 @@ func pauseImage() ([]imageFile, imageConfig, error) {
 		{Path: "/bin/busybox", Source: busyboxStatic, Mode: 0o755},
 	}
 	return files, imageConfig{Entrypoint: []string{"/bin/busybox", "sleep", "2147483647"}}, nil
+}
+
+// waitRealDRA waits until every real DRA node's plugin is registered with its kubelet and
+// has published the node's ResourceSlices: until then a claim could not be allocated there,
+// or its pod would wait for the driver.
+func (c *Cluster) waitRealDRA(ctx context.Context) error {
+	for _, n := range c.realNodes {
+		if n.dra == nil {
+			continue
+		}
+		want := len(n.pool.resourceSlices(n.poolIndex))
+		selector := resourcev1.ResourceSliceSelectorNodeName + "=" + n.name + "," + resourcev1.ResourceSliceSelectorDriver + "=" + DRADriver
+		if err := c.waitFor(ctx, n.kubelet, n.name+" DRA kubelet plugin registered, its devices published", func(ctx context.Context) error {
+			if !n.dra.registered() {
+				return errors.New("the kubelet has not registered the DRA plugin yet")
+			}
+			list, err := c.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: selector})
+			if err != nil {
+				return err
+			}
+			if len(list.Items) != want {
+				return fmt.Errorf("%d of %d ResourceSlices published", len(list.Items), want)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if node, err := c.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err == nil && !RuntimeHasCDI(node) {
+			c.progress("%s: its runtime (%s) has no CDI: the DRA plugin prepares claims, but their devices do not reach the containers",
+				n.name, node.Status.NodeInfo.ContainerRuntimeVersion)
+		}
+	}
+	return nil
 }

@@ -44,7 +44,9 @@ type NodePool struct {
 	// driver does (dra.go), instead of the device plugin: the nodes keep their GPU
 	// Operator labels but carry no nvidia.com/gpu resource and no per-GPU annotation,
 	// and each has a ResourceSlice pool of its GPUs. With MIGMode set, every GPU is also
-	// offered as MIG partitions that share its memory and slices.
+	// offered as MIG partitions that share its memory and slices. On a real pool, a DRA
+	// kubelet plugin on each node publishes its pool and prepares the claims allocated
+	// there (drakubeletplugin.go); whole GPUs only, so no MIGMode.
 	DRA bool `yaml:"dra"`
 	// CliqueSize groups the pool's nodes into NVLink cliques of that many consecutive
 	// nodes: each node is labelled nvidia.com/gpu.clique (as GPU feature discovery
@@ -162,8 +164,8 @@ func (p NodePool) validate(where string) []error {
 	if p.DRA && p.GPUsPerNode <= 0 {
 		bad("dra", "needs gpusPerNode > 0: DRA publishes the pool's GPUs")
 	}
-	if p.DRA && p.Real {
-		bad("dra", "not for a real pool: its kubelet would wait for a DRA driver to prepare the devices, and the rig has none")
+	if p.DRA && p.Real && p.partitioned() {
+		bad("migMode", "a real DRA pool offers whole GPUs only: its DRA kubelet plugin prepares a GPU by its UUID, and a stand-in MIG device has none")
 	}
 	if p.CliqueSize < 0 {
 		bad("cliqueSize", "must not be negative, got %d", p.CliqueSize)

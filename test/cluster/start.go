@@ -119,6 +119,9 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 	if err := c.waitNodesReady(ctx, kwok); err != nil {
 		return err
 	}
+	if err := c.waitRealDRA(ctx); err != nil {
+		return err
+	}
 	handout, stop := context.WithCancel(context.Background())
 	c.mu.Lock()
 	c.stopHandout, c.handoutDone = stop, runDeviceHandout(handout, c.client)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +79,42 @@ sleep 10
 		}
 	}
 	t.Errorf("no reservation pod on %s reported %s, the device job %s saw: %v", node, m[1], id, reported)
+}
+
+// TestWholeGPUThroughDRA: a job asking for a whole GPU on the DRA node's partition gets a
+// claim of gpu.nvidia.com that Sluice's scheduler allocates; the real kubelet has the
+// node's DRA kubelet plugin prepare it, and the job's NVIDIA_VISIBLE_DEVICES is the UUID
+// of the GPU the pod was given (where the node's runtime applies CDI).
+func TestWholeGPUThroughDRA(t *testing.T) {
+	s := startSite(t)
+	id := s.sbatch(t, `#!/bin/bash
+#SBATCH -J dra-gpu --gres=gpu:1 -o dra-%j.txt
+echo "visible=$NVIDIA_VISIBLE_DEVICES"
+`, "-p", "realdra")
+	if st := s.waitEnd(t, id, 3*time.Minute); st != "COMPLETED" {
+		t.Fatalf("job %s ended %s:\n%s", id, st, s.tryRead("dra-"+id+".txt"))
+	}
+	p := pods(t, id)[0]
+	if p.Spec.NodeName != "realdra-0" {
+		t.Fatalf("job %s ran on %s, not the DRA node", id, p.Spec.NodeName)
+	}
+	if _, ok := p.Spec.Containers[0].Resources.Limits[cluster.ResourceGPU]; ok || len(p.Spec.ResourceClaims) != 1 {
+		t.Errorf("pod %s asks %v and claims %+v; want its GPU as a claim only", p.Name, p.Spec.Containers[0].Resources.Limits, p.Spec.ResourceClaims)
+	}
+	a, err := v1alpha1.ParseGPUAssignment(p.Annotations[v1alpha1.GPUAssignmentAnnotation])
+	if err != nil || len(a.GPUs) != 1 || !slices.Contains(nodeGPUs(p.Spec.NodeName), a.GPUs[0].UUID) {
+		t.Fatalf("pod %s names GPUs %q (%v); want one of %v", p.Name, p.Annotations[v1alpha1.GPUAssignmentAnnotation], err, nodeGPUs(p.Spec.NodeName))
+	}
+	out := s.readShared(t, "dra-"+id+".txt")
+	node, err := e2e.Rig(t).Client().CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cluster.RuntimeHasCDI(node) {
+		t.Skipf("%s's runtime %s applies no CDI: job %s ran with its claim prepared, its %s is unchecked (it printed %q)",
+			node.Name, node.Status.NodeInfo.ContainerRuntimeVersion, id, "NVIDIA_VISIBLE_DEVICES", strings.TrimSpace(out))
+	}
+	if m := visible.FindStringSubmatch(out); m == nil || m[1] != a.GPUs[0].UUID {
+		t.Errorf("job %s saw %q; want visible=%s, the GPU its claim got", id, out, a.GPUs[0].UUID)
+	}
 }

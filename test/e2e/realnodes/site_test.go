@@ -68,7 +68,7 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 	// Mounted at the same path as on the host, as a site mounts /home at one path on
 	// login and compute nodes alike: a job's working directory and output paths mean
 	// the same file everywhere.
-	filesystem := map[string]any{"name": "shared", "mountPath": shared, "partitions": []any{"real"},
+	filesystem := map[string]any{"name": "shared", "mountPath": shared, "partitions": []any{"real", "realdra"},
 		"hostPath": map[string]any{"path": shared, "type": "Directory"}}
 	part := &v1alpha1.Partition{
 		ObjectMeta: metav1.ObjectMeta{Name: "real"},
@@ -79,6 +79,18 @@ func newSite(t *testing.T, rig *cluster.Cluster) (*site, error) {
 	}
 	if err := crs.Create(ctx, part); err != nil {
 		return nil, fmt.Errorf("create partition real: %w", err)
+	}
+	// The DRA node's partition: its jobs' GPUs are claims of gpu.nvidia.com.
+	dra := &v1alpha1.Partition{
+		ObjectMeta: metav1.ObjectMeta{Name: "realdra"},
+		Spec: v1alpha1.PartitionSpec{
+			NodeSelector:   map[string]string{cluster.LabelPartition: "realdra"},
+			DefaultImage:   cluster.JobImage,
+			GPUDeviceClass: cluster.DeviceClassGPU,
+		},
+	}
+	if err := crs.Create(ctx, dra); err != nil {
+		return nil, fmt.Errorf("create partition realdra: %w", err)
 	}
 	if err := rig.GPUReservationAccess(ctx, reservationNamespace, reservationAccount); err != nil {
 		return nil, err
