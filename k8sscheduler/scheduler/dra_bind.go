@@ -70,11 +70,12 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 		return nil, err
 	}
 	c := s.cache
-	defer func() { // written or given up: no longer pending
+	defer func() { // written or given up: no longer pending, and the node's view again
 		c.mu.Lock()
 		for key := range out.ours {
 			delete(c.dra.pending, key)
 		}
+		c.refreshDRANode(node)
 		c.mu.Unlock()
 	}()
 	for _, cl := range claims {

@@ -96,7 +96,8 @@ func (c *cache) draTaken(node string, gpus []draDevice) []bridge.GPUTaken {
 	_, claims := c.dra.allocatedDevices()
 	for _, claim := range claims {
 		holder := "claim/" + claim.Namespace + "/" + claim.Name
-		ours := c.claimOfOurs(claim)
+		// One being written for a pod of ours has no consumer yet: it is ours too.
+		ours := c.claimOfOurs(claim) || c.dra.pending[claim.Namespace+"/"+claim.Name] != nil
 		for _, r := range claim.Status.Allocation.Devices.Results {
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
