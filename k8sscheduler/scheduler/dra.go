@@ -28,11 +28,15 @@ type draState struct {
 	slices map[string]*resourceapi.ResourceSlice // by name
 	// byNode and byPool index the slices by the node they are local to and by
 	// driver/pool, so a node's devices are found without reading every slice.
-	byNode    map[string]map[string]*resourceapi.ResourceSlice
-	byPool    map[string]map[string]*resourceapi.ResourceSlice
-	classes   map[string]*resourceapi.DeviceClass
-	claims    map[string]*resourceapi.ResourceClaim // by namespace/name
-	templates map[string]*resourceapi.ResourceClaimTemplate
+	byNode map[string]map[string]*resourceapi.ResourceSlice
+	byPool map[string]map[string]*resourceapi.ResourceSlice
+	// sharedPools are the pools with a slice local to no one node (network-attached
+	// devices); claimsByPool the informer's allocated claims by the pools they use.
+	sharedPools  map[string]bool
+	claimsByPool map[string]map[string]bool
+	classes      map[string]*resourceapi.DeviceClass
+	claims       map[string]*resourceapi.ResourceClaim // by namespace/name
+	templates    map[string]*resourceapi.ResourceClaimTemplate
 	// gpuClasses are the device classes whose devices the core counts as whole GPUs.
 	gpuClasses map[string]bool
 	// users are, by claim or template key, the keys of our pods that name it; pods the DRA
@@ -53,7 +57,8 @@ var DefaultGPUDeviceClasses = []string{"gpu.nvidia.com"}
 func newDRAState(gpuClasses []string) *draState {
 	d := &draState{
 		slices: map[string]*resourceapi.ResourceSlice{}, byNode: map[string]map[string]*resourceapi.ResourceSlice{},
-		byPool: map[string]map[string]*resourceapi.ResourceSlice{}, classes: map[string]*resourceapi.DeviceClass{},
+		byPool: map[string]map[string]*resourceapi.ResourceSlice{}, sharedPools: map[string]bool{},
+		claimsByPool: map[string]map[string]bool{}, classes: map[string]*resourceapi.DeviceClass{},
 		claims: map[string]*resourceapi.ResourceClaim{}, templates: map[string]*resourceapi.ResourceClaimTemplate{},
 		gpuClasses: map[string]bool{}, users: map[string]map[string]bool{}, pods: map[string]*corev1.Pod{},
 		inflight: map[string]*resourceapi.ResourceClaim{}, pending: map[string]*resourceapi.ResourceClaim{}, celCache: cel.NewCache(100, cel.Features{EnableConsumableCapacity: true}),
@@ -214,9 +219,11 @@ func attrString(driver string, dev *resourceapi.Device, name string) string {
 	return ""
 }
 
-// allocatedDevices is every device allocated to a claim, the informer's and this
-// scheduler's own not yet seen there.
-func (d *draState) allocatedDevices() (structured.AllocatedState, []*resourceapi.ResourceClaim) {
+// allocatedDevices is every device allocated on a node (and in pools no one node has):
+// the informer's claims', and this scheduler's own not yet seen there. Only the claims
+// whose allocations use the node's pools are read (claimsByPool), so a node costs its
+// own claims, not the cluster's.
+func (d *draState) allocatedDevices(node string) (structured.AllocatedState, []*resourceapi.ResourceClaim) {
 	state := structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
 	var claims []*resourceapi.ResourceClaim
@@ -240,13 +247,26 @@ func (d *draState) allocatedDevices() (structured.AllocatedState, []*resourceapi
 			state.AllocatedDevices.Insert(id)
 		}
 	}
-	for key := range d.claims {
-		if d.pending[key] == nil {
-			add(d.claim(key))
+	seen := map[string]bool{}
+	pools := make([]string, 0, len(d.byNode[node])+len(d.sharedPools))
+	for _, s := range d.byNode[node] {
+		pools = append(pools, s.Spec.Driver+"/"+s.Spec.Pool.Name)
+	}
+	for p := range d.sharedPools {
+		pools = append(pools, p)
+	}
+	for _, p := range pools {
+		for key := range d.claimsByPool[p] {
+			if !seen[key] && d.pending[key] == nil {
+				seen[key] = true
+				add(d.claim(key))
+			}
 		}
 	}
+	// Ours not seen back yet, and being written: few, read whole.
 	for key := range d.inflight {
-		if d.claims[key] == nil && d.pending[key] == nil {
+		if !seen[key] && d.pending[key] == nil {
+			seen[key] = true
 			add(d.claim(key))
 		}
 	}
@@ -254,6 +274,32 @@ func (d *draState) allocatedDevices() (structured.AllocatedState, []*resourceapi
 		add(c)
 	}
 	return state, claims
+}
+
+// indexClaim files a claim's allocation under the pools it uses (nil: drops the key).
+func (d *draState) indexClaim(key string, old, now *resourceapi.ResourceClaim) {
+	for _, c := range []*resourceapi.ResourceClaim{old} {
+		if c == nil || c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			p := r.Driver + "/" + r.Pool
+			delete(d.claimsByPool[p], key)
+			if len(d.claimsByPool[p]) == 0 {
+				delete(d.claimsByPool, p)
+			}
+		}
+	}
+	if now == nil || now.Status.Allocation == nil {
+		return
+	}
+	for _, r := range now.Status.Allocation.Devices.Results {
+		p := r.Driver + "/" + r.Pool
+		if d.claimsByPool[p] == nil {
+			d.claimsByPool[p] = map[string]bool{}
+		}
+		d.claimsByPool[p][key] = true
+	}
 }
 
 // claim is the newest version known of a claim: the one this scheduler wrote, until the
@@ -309,6 +355,9 @@ func (d *draState) setSlice(name string, s *resourceapi.ResourceSlice) {
 		d.byPool[pool] = map[string]*resourceapi.ResourceSlice{}
 	}
 	d.byPool[pool][name] = s
+	if s.Spec.NodeName == nil {
+		d.sharedPools[pool] = true
+	}
 }
 
 // sliceList is every slice, for an allocator.

@@ -75,7 +75,7 @@ func (s *Scheduler) allocateClaims(ctx context.Context, ns, pod string, uid type
 		for key := range out.ours {
 			delete(c.dra.pending, key)
 		}
-		c.refreshDRANode(node)
+		c.refreshDRATaken(node)
 		c.mu.Unlock()
 	}()
 	for _, cl := range claims {
@@ -118,7 +118,7 @@ func (s *Scheduler) computeAllocation(ctx context.Context, pod string, uid types
 		return nil, nil, fmt.Errorf("node %s is gone", node)
 	}
 	kubeNode := ne.kube
-	state, _ := c.dra.allocatedDevices()
+	state, _ := c.dra.allocatedDevices(node)
 	slicesNow, classes := c.dra.sliceList(), classLister(maps.Clone(c.dra.classes))
 	claims := make([]*resourceapi.ResourceClaim, 0, len(keys))
 	var missing []string

@@ -60,6 +60,11 @@ func (s *Scheduler) resourceClaimHandlers() toolscache.ResourceEventHandler {
 		key := rc.Namespace + "/" + rc.Name
 		old := c.dra.claims[key]
 		if gone {
+			c.dra.indexClaim(key, old, nil)
+		} else {
+			c.dra.indexClaim(key, old, rc)
+		}
+		if gone {
 			delete(c.dra.claims, key)
 			delete(c.dra.inflight, key)
 		} else {
@@ -69,7 +74,7 @@ func (s *Scheduler) resourceClaimHandlers() toolscache.ResourceEventHandler {
 		nodes := append(c.dra.draNodesOf(old), c.dra.draNodesOf(rc)...)
 		slices.Sort(nodes)
 		for _, n := range slices.Compact(nodes) {
-			c.refreshDRANode(n)
+			c.refreshDRATaken(n)
 		}
 		if old == nil || gone || (old.Status.Allocation == nil) != (rc.Status.Allocation == nil) || !sameClaimSpec(old, rc) {
 			s.refillLocked(keysOf(c.dra.users[key]))

@@ -72,6 +72,23 @@ func (c *cache) refreshDRANode(name string) {
 	c.poke()
 }
 
+// refreshDRATaken recomputes what claims hold of a node's GPUs, its devices unchanged (a
+// claim, not a slice, changed). Caller holds c.mu.
+func (c *cache) refreshDRATaken(name string) {
+	e := c.nodes[name]
+	if e == nil || e.dra == nil {
+		return
+	}
+	taken := c.draTaken(name, e.dra.gpus)
+	if slices.Equal(taken, e.dra.taken) {
+		return
+	}
+	next := *e.dra
+	next.taken = taken
+	e.dra, e.dirty = &next, true
+	c.poke()
+}
+
 func sameDRANode(a, b *draNode) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -93,7 +110,7 @@ func (c *cache) draTaken(node string, gpus []draDevice) []bridge.GPUTaken {
 			byCounters[g.id.Driver.String()+"/"+g.id.Pool.String()+"/"+g.counters] = i
 		}
 	}
-	_, claims := c.dra.allocatedDevices()
+	_, claims := c.dra.allocatedDevices(node)
 	for _, claim := range claims {
 		holder := "claim/" + claim.Namespace + "/" + claim.Name
 		// One being written for a pod of ours has no consumer yet: it is ours too.
