@@ -91,7 +91,9 @@ func TestClusterIdentitiesBindEveryPod(t *testing.T) {
 
 // TestClaimsBindEveryPod runs Sluice as installed and kube-scheduler with every pod's GPU
 // from a claim made from a template (Options.Claims), as many pods as GPUs, twice per
-// mode: the second run binds every pod only if the first one's claims were freed. Each
+// mode: the second run binds every pod only if the first one's claims were freed. Both
+// run as in a cluster (Options.ClusterIdentities), so the chart's RBAC must let Sluice
+// write an allocation. Each
 // contender writes every pod's claim's allocation; the claims the resource claim
 // controller makes are not counted as theirs.
 func TestClaimsBindEveryPod(t *testing.T) {
@@ -102,7 +104,7 @@ func TestClaimsBindEveryPod(t *testing.T) {
 		t.Skip(err)
 	}
 	results, err := Run(context.Background(), Options{Nodes: 10, GPUsPerNode: 8, Pods: 80, Repeats: 2, Claims: true,
-		Modes: AllModes, SluiceBinary: sluiceproc.Binary(t), Log: testLog{t}})
+		Modes: AllModes, ClusterIdentities: true, SluiceBinary: sluiceproc.Binary(t), Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
