@@ -30,6 +30,7 @@ func runBench(args []string) error {
 	verbose := fs.Bool("v", false, "print the rigs' progress and each run's writes")
 	scale := fs.Bool("scale", false, "the scale run: 2000 nodes and 16,000 pods unless --nodes and --pods say otherwise (e.g. --scale --nodes 5000 --pods 40000)")
 	constrained := fs.Bool("constrained", false, "give every pod a required node affinity and a toleration")
+	claims := fs.Bool("claims", false, "publish the GPUs through Dynamic Resource Allocation and have every pod ask for its GPU through a claim from a ResourceClaimTemplate instead of nvidia.com/gpu; the bare binder, which allocates nothing, is left out unless --only names it, which is refused")
 	clusterIDs := fs.Bool("cluster-identities", true, "run sluice server as the chart's ServiceAccount (its RBAC and FlowSchema, rendered by helm from charts/sluice) and kube-scheduler as system:kube-scheduler on an API server with its default request limits, so API Priority and Fairness treats both as in a cluster; false runs both with the rig's credentials, which it exempts")
 	runSluiceOn := fs.String("run-sluice-on", "", "internal: run Sluice's scheduler and pod grouper against this kubeconfig until interrupted; the benchmark runs its sluice-scheduler contender so, in a process of its own")
 	runServerArgs := fs.Bool("run-server", false, "internal: run `sluice server` with the arguments that follow the flags; the benchmark runs its Sluice contenders so with --cpuprofile")
@@ -57,9 +58,9 @@ func runBench(args []string) error {
 	if fs.NArg() > 0 {
 		return cli.UsageError{Msg: fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *scale {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["nodes"] {
 			*nodes = 2000
 		}
@@ -89,7 +90,10 @@ func runBench(args []string) error {
 	}
 	opts := bench.Options{Nodes: *nodes, GPUsPerNode: *gpus, Pods: *pods, Only: strings.Split(*only, ","),
 		Modes: strings.Split(*modes, ","), Repeats: *repeats, SluiceBinary: self,
-		SluiceCommand: []string{self, "bench", "--run-sluice-on"}, Constrained: *constrained, ClusterIdentities: *clusterIDs}
+		SluiceCommand: []string{self, "bench", "--run-sluice-on"}, Constrained: *constrained, ClusterIdentities: *clusterIDs, Claims: *claims}
+	if !set["only"] {
+		opts.Only = nil // the default contenders, which depend on --claims
+	}
 	if *cpuProfile != "" {
 		opts.SluiceCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".sluice", "--run-sluice-on"}
 		opts.ServerCommand = []string{self, "bench", "--cpuprofile", *cpuProfile + ".server", "--run-server", "--"}

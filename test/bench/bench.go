@@ -92,6 +92,11 @@ type Options struct {
 	// (identities.go); otherwise both use credentials it exempts. The bare binder and
 	// the harness keep the admin's.
 	ClusterIdentities bool
+	// Claims publishes the pool's GPUs through Dynamic Resource Allocation (the rig's
+	// stand-in driver, class cluster.DeviceClassGPU) instead of as nvidia.com/gpu, and
+	// every pod asks for its GPU through a claim made from a ResourceClaimTemplate. The
+	// bare binder allocates nothing, so it cannot be run so; without Only, it is left out.
+	Claims bool
 }
 
 // Result is one contender in one mode, one repeat.
@@ -144,6 +149,9 @@ func (o Options) withDefaults() Options {
 	}
 	if len(o.Only) == 0 {
 		o.Only = Contenders
+		if o.Claims {
+			o.Only = slices.DeleteFunc(slices.Clone(Contenders), func(c string) bool { return c == Bare })
+		}
 	}
 	if len(o.Modes) == 0 {
 		o.Modes = []string{modeStream}
@@ -161,21 +169,8 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	// controller-runtime prints a stack trace to stderr when a client is made before a
 	// logger is set; the benchmark reports through Options.Log instead.
 	crlog.SetLogger(logr.Discard())
-	if opts.Pods > opts.Nodes*opts.GPUsPerNode {
-		return nil, fmt.Errorf("bench: %d pods do not fit %d nodes x %d GPUs", opts.Pods, opts.Nodes, opts.GPUsPerNode)
-	}
-	for _, name := range opts.Only {
-		if !slices.Contains(AllContenders, name) {
-			return nil, fmt.Errorf("bench: unknown contender %q (want one of %v)", name, AllContenders)
-		}
-	}
-	for _, m := range opts.Modes {
-		if !slices.Contains(AllModes, m) {
-			return nil, fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
-		}
-	}
-	if (slices.Contains(opts.Only, Sluice) || slices.Contains(opts.Only, SluiceNoWebhook)) && opts.SluiceBinary == "" && len(opts.ServerCommand) == 0 {
-		return nil, fmt.Errorf("bench: contenders %s and %s need Options.SluiceBinary", Sluice, SluiceNoWebhook)
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	var results []Result
 	for _, name := range AllContenders {
@@ -191,12 +186,43 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	return results, nil
 }
 
+// validate refuses options a run cannot honour, before any rig starts.
+func (o Options) validate() error {
+	if o.Pods > o.Nodes*o.GPUsPerNode {
+		return fmt.Errorf("bench: %d pods do not fit %d nodes x %d GPUs", o.Pods, o.Nodes, o.GPUsPerNode)
+	}
+	for _, name := range o.Only {
+		if !slices.Contains(AllContenders, name) {
+			return fmt.Errorf("bench: unknown contender %q (want one of %v)", name, AllContenders)
+		}
+	}
+	for _, m := range o.Modes {
+		if !slices.Contains(AllModes, m) {
+			return fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
+		}
+	}
+	if (slices.Contains(o.Only, Sluice) || slices.Contains(o.Only, SluiceNoWebhook)) && o.SluiceBinary == "" && len(o.ServerCommand) == 0 {
+		return fmt.Errorf("bench: contenders %s and %s need Options.SluiceBinary", Sluice, SluiceNoWebhook)
+	}
+	if o.Claims && slices.Contains(o.Only, Bare) {
+		// It would bind every pod with its claim unallocated: a pod no driver could
+		// start, at a rate no scheduler that allocates could reach.
+		return fmt.Errorf("bench: contender %s binds without allocating resource claims; leave it out with claims", Bare)
+	}
+	return nil
+}
+
 func runContender(ctx context.Context, opts Options, name string) ([]Result, error) {
-	fmt.Fprintf(opts.Log, "bench: %s: starting a rig of %d nodes x %d GPUs\n", name, opts.Nodes, opts.GPUsPerNode)
+	through := "nvidia.com/gpu"
+	if opts.Claims {
+		through = "DRA"
+	}
+	fmt.Fprintf(opts.Log, "bench: %s: starting a rig of %d nodes x %d GPUs (%s)\n", name, opts.Nodes, opts.GPUsPerNode, through)
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	rig, err := cluster.Start(startCtx, cluster.Options{Assets: opts.Assets, Log: opts.Log, Benchmark: true, DefaultRequestLimits: opts.ClusterIdentities, Spec: cluster.Spec{NodePools: []cluster.NodePool{{
-		Name: poolName, Count: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, GPUModel: "H100-80GB", GPUMemoryMiB: 81920, CPU: "128", Memory: "1Ti"}}}})
+		Name: poolName, Count: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, GPUModel: "H100-80GB", GPUMemoryMiB: 81920, CPU: "128", Memory: "1Ti",
+		DRA: opts.Claims}}}})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/test/e2e/sluiceproc"
@@ -87,9 +89,93 @@ func TestClusterIdentitiesBindEveryPod(t *testing.T) {
 	}
 }
 
+// TestClaimsBindEveryPod runs Sluice as installed and kube-scheduler with every pod's GPU
+// from a claim made from a template (Options.Claims), as many pods as GPUs, twice per
+// mode: the second run binds every pod only if the first one's claims were freed. Both
+// run as in a cluster (Options.ClusterIdentities), so the chart's RBAC must let Sluice
+// write an allocation. Each
+// contender writes every pod's claim's allocation; the claims the resource claim
+// controller makes are not counted as theirs.
+func TestClaimsBindEveryPod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two rigs")
+	}
+	if _, err := assetPath("", "kube-apiserver"); err != nil {
+		t.Skip(err)
+	}
+	results, err := Run(context.Background(), Options{Nodes: 10, GPUsPerNode: 8, Pods: 80, Repeats: 2, Claims: true,
+		Modes: AllModes, ClusterIdentities: true, SluiceBinary: sluiceproc.Binary(t), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two streams and two backlogs each (the bare binder left out), and Sluice's reclaim.
+	if len(results) != 9 {
+		t.Fatalf("%d results, want 9", len(results))
+	}
+	for _, r := range results {
+		if r.Contender == Bare {
+			t.Errorf("the bare binder ran with claims")
+		}
+		if r.ToBound <= 0 || r.Writes["POST pods/binding"] < float64(r.Pods) {
+			t.Errorf("%s %s %d: bound after %s with %v bindings for %d pods", r.Contender, r.Mode, r.Repeat, r.ToBound, r.Writes["POST pods/binding"], r.Pods)
+		}
+		if got := r.Writes["PUT resourceclaims/status"]; got < float64(r.Pods) {
+			t.Errorf("%s %s %d: %v claim allocations written for %d pods (writes %v)", r.Contender, r.Mode, r.Repeat, got, r.Pods, r.Writes)
+		}
+		if got := r.Writes["POST resourceclaims"]; got != 0 {
+			t.Errorf("%s %s %d: the resource claim controller's %v claims counted as the scheduler's", r.Contender, r.Mode, r.Repeat, got)
+		}
+	}
+}
+
 type testLog struct{ t *testing.T }
 
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(string(p))
 	return len(p), nil
+}
+
+// Options are refused before any rig starts when a run could not honour them; with
+// claims, the bare binder (it allocates nothing) is left out of the default contenders
+// and refused when named.
+func TestOptionsValidate(t *testing.T) {
+	base := Options{Nodes: 2, GPUsPerNode: 8, Pods: 16, SluiceBinary: "sluice"}
+	tests := []struct {
+		name     string
+		edit     func(*Options)
+		wantOnly []string
+		wantErr  string // "" for none
+	}{
+		{"defaults", func(*Options) {}, Contenders, ""},
+		{"claims leave the bare binder out", func(o *Options) { o.Claims = true }, []string{Sluice, KubeScheduler}, ""},
+		{"claims with Sluice and kube-scheduler", func(o *Options) { o.Claims, o.Only = true, []string{Sluice, KubeScheduler} }, []string{Sluice, KubeScheduler}, ""},
+		{"claims with Sluice's scheduler alone", func(o *Options) { o.Claims, o.Only = true, []string{SluiceScheduler} }, []string{SluiceScheduler}, ""},
+		{"claims with the bare binder", func(o *Options) { o.Claims, o.Only = true, []string{Sluice, Bare} }, nil, "binds without allocating resource claims"},
+		{"the bare binder without claims", func(o *Options) { o.Only = []string{Bare} }, []string{Bare}, ""},
+		{"too many pods", func(o *Options) { o.Pods = 17 }, nil, "do not fit"},
+		{"unknown contender", func(o *Options) { o.Only = []string{"slurm"} }, nil, "unknown contender"},
+		{"unknown mode", func(o *Options) { o.Modes = []string{"burst"} }, nil, "unknown mode"},
+		{"Sluice without its binary", func(o *Options) { o.SluiceBinary = "" }, nil, "need Options.SluiceBinary"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base
+			tt.edit(&o)
+			o = o.withDefaults()
+			err := o.validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("validate: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("validate: %v, want an error with %q", err, tt.wantErr)
+			}
+			if tt.wantOnly != nil && !slices.Equal(o.Only, tt.wantOnly) {
+				t.Errorf("contenders %v, want %v", o.Only, tt.wantOnly)
+			}
+		})
+	}
+	// The default list itself is left as it was.
+	if !slices.Contains(Contenders, Bare) {
+		t.Errorf("Contenders lost %s: %v", Bare, Contenders)
+	}
 }

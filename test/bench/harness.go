@@ -4,18 +4,21 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sluicehq/sluice/k8sscheduler/apis/scheduling/v1alpha1"
@@ -253,7 +256,8 @@ func (h *harness) startReady(ctx context.Context, mode string, rep int, bound bo
 }
 
 // namespace makes sure namespace ns exists and can take pods: they are refused until its
-// default ServiceAccount exists.
+// default ServiceAccount exists. With Options.Claims it also holds the ResourceClaimTemplate
+// the pods name, made before any of them, as a user's manifests would.
 func (h *harness) namespace(ctx context.Context, ns string) error {
 	_, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -265,7 +269,29 @@ func (h *harness) namespace(ctx context.Context, ns string) error {
 	}); err != nil {
 		return fmt.Errorf("namespace %s never got its ServiceAccount: %w", ns, err)
 	}
+	if !h.opts.Claims {
+		return nil
+	}
+	_, err = h.kube.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, gpuClaimTemplate(ns), metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ResourceClaimTemplate %s/%s: %w", ns, gpuClaimTemplateName, err)
+	}
 	return nil
+}
+
+// gpuClaimTemplateName is the ResourceClaimTemplate of one GPU every pod names with
+// Options.Claims; gpuClaimName is the pod's claim, which its container uses.
+const (
+	gpuClaimTemplateName = "bench-gpu"
+	gpuClaimName         = "gpu"
+)
+
+// gpuClaimTemplate asks for exactly one device of the rig driver's GPU class.
+func gpuClaimTemplate(ns string) *resourcev1.ResourceClaimTemplate {
+	return &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: gpuClaimTemplateName, Namespace: ns},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: cluster.DeviceClassGPU, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1}}}}}}}
 }
 
 // readyNamespace holds the pod that tells a started scheduler is ready.
@@ -317,6 +343,9 @@ func (h *harness) awaitReady(ctx context.Context, mode string, rep int, bound bo
 		}); err != nil {
 			return err
 		}
+		if err := h.clearClaims(ctx, readyNamespace); err != nil {
+			return err
+		}
 		if ready {
 			return nil
 		}
@@ -360,18 +389,7 @@ func (h *harness) parallel(ctx context.Context, n int, fn func(i int) error) err
 // ids, as the webhook takes them) and the PodGroup named by it, which makes each a group
 // of one: a PodGroup is written only for one that has to wait or is evicted.
 func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{SchedulerName: h.sched.schedulerName(), Containers: []corev1.Container{{Name: "main", Image: "busybox",
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), v1alpha1.GPUResource: resource.MustParse("1")},
-				Limits:   corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}}}}}
-	if h.opts.Constrained {
-		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: v1alpha1.PartitionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{poolName}}}}}}}}
-		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
-	}
-	pod.Labels = map[string]string{v1alpha1.QueueLabel: queue}
+	pod := h.pod(ns, name, queue)
 	if h.jobIDs != nil { // a contender without the webhook
 		id, err := h.jobIDs.Next(ctx)
 		if err != nil {
@@ -385,6 +403,31 @@ func (h *harness) createPod(ctx context.Context, ns, name, queue string) error {
 		return fmt.Errorf("create pod %s: %w", name, err)
 	}
 	return nil
+}
+
+// pod is a single-GPU pod as a user writes it (createPod). With Options.Claims its GPU
+// comes from a claim made from the namespace's template, which its container uses, as
+// NVIDIA's DRA driver documents, instead of an nvidia.com/gpu request and limit.
+func (h *harness) pod(ns, name, queue string) *corev1.Pod {
+	res := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), v1alpha1.GPUResource: resource.MustParse("1")},
+		Limits:   corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("1")}}
+	var claims []corev1.PodResourceClaim
+	if h.opts.Claims {
+		res = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			Claims: []corev1.ResourceClaim{{Name: gpuClaimName}}}
+		claims = []corev1.PodResourceClaim{{Name: gpuClaimName, ResourceClaimTemplateName: ptr.To(gpuClaimTemplateName)}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{v1alpha1.QueueLabel: queue}},
+		Spec: corev1.PodSpec{SchedulerName: h.sched.schedulerName(), ResourceClaims: claims,
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: res}}}}
+	if h.opts.Constrained {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: v1alpha1.PartitionLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{poolName}}}}}}}}
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return pod
 }
 
 // clear force-deletes the mode's n pods, one request each from many goroutines (a
@@ -408,6 +451,9 @@ func (h *harness) clear(ctx context.Context, ns string, n int) error {
 	}); err != nil {
 		return err
 	}
+	if err := h.clearClaims(ctx, ns); err != nil {
+		return err
+	}
 	if !isSluice(h.name) {
 		return nil
 	}
@@ -421,6 +467,63 @@ func (h *harness) clear(ctx context.Context, ns string, n int) error {
 		err := h.crs.List(ctx, &l, client.InNamespace(ns), client.Limit(1))
 		return err == nil && len(l.Items) == 0
 	})
+}
+
+// clearClaims waits until the resource claim controller has freed the devices of the
+// claims made for the namespace's pods, all gone (it takes each pod off its claim's
+// consumers and lifts the allocation and its finalizer), then deletes the claims, which is
+// the garbage collector's work and the rig runs none, and waits until they are gone: so the
+// next run finds every device free and counts none of their writes.
+func (h *harness) clearClaims(ctx context.Context, ns string) error {
+	if !h.opts.Claims {
+		return nil
+	}
+	api := h.kube.ResourceV1().ResourceClaims(ns)
+	var claims []resourcev1.ResourceClaim
+	freed := func() bool {
+		l, err := api.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		claims = l.Items
+		return !slices.ContainsFunc(claims, func(c resourcev1.ResourceClaim) bool {
+			return c.Status.Allocation != nil || len(c.Status.ReservedFor) > 0
+		})
+	}
+	if err := poll(ctx, freed); err != nil {
+		return fmt.Errorf("the devices of %s's ResourceClaims never freed: %w (%s)", ns, err, describeClaims(claims))
+	}
+	err := h.parallel(ctx, len(claims), func(i int) error {
+		if err := api.Delete(ctx, claims[i].Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete ResourceClaim: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	gone := func() bool {
+		l, err := api.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		claims = l.Items
+		return len(claims) == 0
+	}
+	if err := poll(ctx, gone); err != nil {
+		return fmt.Errorf("the ResourceClaims of %s not gone: %w (%s)", ns, err, describeClaims(claims))
+	}
+	return nil
+}
+
+// describeClaims tells how many claims there are and what holds the first one.
+func describeClaims(claims []resourcev1.ResourceClaim) string {
+	if len(claims) == 0 {
+		return "no claims"
+	}
+	c := claims[0]
+	return fmt.Sprintf("%d claims; %s: finalizers %v, reserved for %v, allocated %v, deleted %v",
+		len(claims), c.Name, c.Finalizers, c.Status.ReservedFor, c.Status.Allocation != nil, c.DeletionTimestamp != nil)
 }
 
 // poll checks done every 200ms for up to waitLimit.

@@ -101,12 +101,17 @@ func (w writeCounts) minus(before writeCounts) writeCounts {
 
 // notTheScheduler are writes some other party makes in every run, the bare binder's
 // included: the benchmark's pod creates and namespaces, kwok's pod and node status, node
-// patches and leases. Events stay counted although kwok posts some too (the bare binder's
-// row shows how many), since a scheduler's own Events are part of its cost.
+// patches and leases; with Options.Claims, the resource claim controller's: the claims it
+// makes from templates, the pod status that names them, and its deletes of the claims of
+// pods that end (evicted in a reclaim). Events stay counted although kwok
+// posts some too (the bare binder's row shows how many), since a scheduler's own Events
+// are part of its cost; so do a scheduler's writes of a claim (its finalizer, its
+// allocation).
 var notTheScheduler = map[string]bool{
 	"POST pods": true, "PATCH pods/status": true, "PUT pods/status": true,
 	"PATCH nodes": true, "PATCH nodes/status": true, "PUT nodes/status": true, "PUT leases": true, "PATCH leases": true,
 	"POST namespaces": true, "POST serviceaccounts": true, "POST configmaps": true, "POST secrets": true,
+	"POST resourceclaims": true, "APPLY pods/status": true, "DELETE resourceclaims": true,
 }
 
 // schedulerWrites drops notTheScheduler.

@@ -9,6 +9,10 @@ apiserver_request_total{code="201",component="apiserver",dry_run="",group="",res
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 7
 apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="POST",version="v1"} 10
 apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="events",scope="namespace",subresource="",verb="POST",version="v1"} 5
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="resource.k8s.io",resource="resourceclaims",scope="namespace",subresource="",verb="POST",version="v1"} 10
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="APPLY",version="v1"} 10
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="resource.k8s.io",resource="resourceclaims",scope="resource",subresource="",verb="PUT",version="v1"} 10
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="resource.k8s.io",resource="resourceclaims",scope="resource",subresource="status",verb="PUT",version="v1"} 10
 `)
 	tests := []struct {
 		key  string
@@ -18,6 +22,12 @@ apiserver_request_total{code="201",component="apiserver",dry_run="",group="",res
 		{"POST events", 4}, // 5 minus the 1 before
 		{"LIST pods", 0},
 		{"POST pods", 0}, // the benchmark's own creates
+		// With claims: the resource claim controller makes them and names them in the
+		// pod's status; the scheduler writes their finalizer and allocation.
+		{"POST resourceclaims", 0},
+		{"APPLY pods/status", 0},
+		{"PUT resourceclaims", 10},
+		{"PUT resourceclaims/status", 10},
 	}
 	got := parseWrites(raw).minus(writeCounts{"POST events": 1}).schedulerWrites()
 	for _, tt := range tests {

@@ -179,6 +179,7 @@ func serverNeeds(ns string) []access {
 		{verb: "create", group: "resource.k8s.io", resource: "resourceclaims", namespace: "team-a"},
 		{verb: "delete", group: "resource.k8s.io", resource: "resourceclaims", namespace: "team-a"},
 		{verb: "update", group: "resource.k8s.io", resource: "resourceclaims", subresource: "status", namespace: "team-a"},
+		{verb: "update", group: "resource.k8s.io", resource: "resourceclaims", subresource: "binding"}, // the allocation, at the cluster scope
 	}
 	// Every informer: list and watch cluster-wide.
 	for _, r := range []struct{ group, resource string }{{"", "pods"}, {"", "nodes"}, {"", "namespaces"},

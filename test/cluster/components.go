@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -158,16 +159,30 @@ func (l layout) controlPlaneClientArgs(name string, port int, f pkiFiles) []stri
 var benchmarkControllers = []string{"serviceaccount-controller", "serviceaccount-token-controller", "namespace-controller",
 	"root-ca-certificate-publisher-controller", "node-lifecycle-controller"}
 
-func (l layout) controllerManagerArgs(f pkiFiles, benchmark bool) []string {
+// controllerManagerArgs are kube-controller-manager's flags; dra says the spec has a DRA
+// pool, whose pods' claims from templates a Benchmark rig must then make and free.
+func (l layout) controllerManagerArgs(f pkiFiles, benchmark, dra bool) []string {
 	args := l.controlPlaneClientArgs("kube-controller-manager", l.kcm, f)
+	qps, burst := 100, 200
 	if benchmark {
+		controllers := benchmarkControllers
+		if dra {
+			// The resource claim controller makes each pod's claim from its template
+			// (the schedulers wait for it) and frees its devices when the pod goes
+			// (deleting the claim is the garbage collector's, which a Benchmark rig
+			// does not run). Making one is two writes (the claim, the pod's status),
+			// which 100 requests/s would hold to 50 pods/s: raised as the benchmark
+			// raises the contenders' own.
+			controllers = append(slices.Clone(controllers), "resourceclaim-controller")
+			qps, burst = 5000, 10000
+		}
 		// kwok renews the simulated nodes' Leases from the same two cores; a burst of
 		// thousands of pods can hold it off past the default 50 s, and the node lifecycle
 		// controller then taints healthy nodes unreachable for seconds: contenders that
 		// honour taints lose those nodes' GPUs (a 4000-pod backlog's last pods waited for
 		// one: docs/benchmarks.md, Sluice's scheduler alone, the node grace period), the
 		// bare binder does not.
-		args = append(args, "--controllers="+strings.Join(benchmarkControllers, ","), "--node-monitor-grace-period=10m")
+		args = append(args, "--controllers="+strings.Join(controllers, ","), "--node-monitor-grace-period=10m")
 	}
 	return append(args,
 		"--service-account-private-key-file="+f.SAKey,
@@ -176,8 +191,8 @@ func (l layout) controllerManagerArgs(f pkiFiles, benchmark bool) []string {
 		"--cluster-signing-key-file="+f.CAKey,
 		"--use-service-account-credentials=true",
 		"--service-cluster-ip-range="+serviceCIDR,
-		"--kube-api-qps=100",
-		"--kube-api-burst=200",
+		"--kube-api-qps="+strconv.Itoa(qps),
+		"--kube-api-burst="+strconv.Itoa(burst),
 	)
 }
 

@@ -73,7 +73,7 @@ func (c *Cluster) start(ctx context.Context, assets string) error {
 		return err
 	}
 
-	kcm, err := c.run("kube-controller-manager", bin("kube-controller-manager"), l.controllerManagerArgs(keys.files, c.benchmark), nil)
+	kcm, err := c.run("kube-controller-manager", bin("kube-controller-manager"), l.controllerManagerArgs(keys.files, c.benchmark, c.spec.HasDRA()), nil)
 	if err != nil {
 		return err
 	}
