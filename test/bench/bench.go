@@ -166,12 +166,12 @@ func (o Options) withDefaults() Options {
 // Repeats streams, then Repeats backlogs, then a reclaim, as Options.Modes asks.
 func Run(ctx context.Context, opts Options) ([]Result, error) {
 	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err // before the process-wide logger below is touched
+	}
 	// controller-runtime prints a stack trace to stderr when a client is made before a
 	// logger is set; the benchmark reports through Options.Log instead.
 	crlog.SetLogger(logr.Discard())
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
 	var results []Result
 	for _, name := range AllContenders {
 		if !slices.Contains(opts.Only, name) {
