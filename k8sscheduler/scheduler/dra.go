@@ -148,7 +148,10 @@ func (d *draState) nodeDevices(node string) []draDevice {
 			if !d.inGPUClass(s.Spec.Driver, dev) {
 				continue
 			}
-			g := bridge.GPU{UUID: attrString(s.Spec.Driver, dev, "uuid"), Model: attrString(s.Spec.Driver, dev, "productName")}
+			// Handed out only whole, by claims (MIG's meaning to the core): a share of a
+			// GPU is held by a reservation pod asking the device plugin, which a DRA
+			// node does not run, so its node takes no fractions.
+			g := bridge.GPU{UUID: attrString(s.Spec.Driver, dev, "uuid"), Model: attrString(s.Spec.Driver, dev, "productName"), MIG: true}
 			if q, ok := dev.Capacity[resourceapi.QualifiedName("memory")]; ok {
 				g.MemoryMiB = q.Value.Value() >> 20
 			}

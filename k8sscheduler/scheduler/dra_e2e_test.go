@@ -233,6 +233,12 @@ func TestDRAClaimsAllocatedBySluice(t *testing.T) {
 	if n := e.pod(plugin[0]).Spec.NodeName; n != "" {
 		t.Errorf("a pod asking nvidia.com/gpu was bound to %s, whose GPUs come through DRA", n)
 	}
+	// Nor a share of a GPU: its reservation pod would ask the device plugin.
+	half := e.group("half-gpu", "dra-q", "dra", 1, "", 1, 0, map[string]string{v1alpha1.GPUFractionAnnotation: "0.5"})
+	e.condition("half-gpu", v1alpha1.PodGroupConditionScheduled, metav1.ConditionFalse, waitLong)
+	if n := e.pod(half[0]).Spec.NodeName; n != "" {
+		t.Errorf("a half-GPU pod was bound to %s, whose GPUs come through DRA", n)
+	}
 
 	// Deleting the pods gives their devices back (the resource claim controller takes
 	// them off the claims and frees them); the gang's claims go with their pods.
